@@ -1,0 +1,28 @@
+// Chat templates: the Jinja subset that Hugging Face chat templates use (tokenizer_config.json's
+// chat_template), rendered byte-identically to transformers / @huggingface/jinja.
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace inferlab {
+
+class ChatTemplate {
+ public:
+  // Parses once; throws Error naming the construct (and line) when the template uses something
+  // not supported.
+  explicit ChatTemplate(const std::string& source);
+  ~ChatTemplate();
+  ChatTemplate(ChatTemplate&&) noexcept;
+  ChatTemplate& operator=(ChatTemplate&&) noexcept;
+
+  // messages: [{"role": ..., "content": ...}, ...]; extra: more variables (tools, bos_token, ...).
+  std::string render(const nlohmann::json& messages, bool add_generation_prompt,
+                     const nlohmann::json& extra = nlohmann::json::object()) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferlab

@@ -1,0 +1,60 @@
+// A loaded causal language model: config + weights + one batched forward step over a paged KV cache.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "inferlab/kv_cache.h"
+
+namespace inferlab {
+
+struct ModelConfig {
+  std::string architecture;  // "gpt2", "qwen2", "llama"
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int intermediate_size = 0;
+  int max_position_embeddings = 0;  // context length
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;
+  bool tie_word_embeddings = false;
+  std::vector<int> eos_token_ids;    // from generation_config.json (int or list), else config.json
+  std::optional<int> bos_token_id;
+};
+
+struct LoadOptions {
+  int threads = 0;  // 0: all cores
+};
+
+// One sequence's part of a batched forward step: `tokens` are appended at kv->length.
+struct BatchEntry {
+  std::span<const int32_t> tokens;
+  SequenceKV* kv = nullptr;
+  bool all_logits = false;  // logits for every token (parity tests), not only the last
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // A folder (HF layout or llama2.c .bin) or an HF repo id resolved through resolve_model_path().
+  static std::unique_ptr<Model> load(const std::string& model, const LoadOptions& options = {});
+
+  virtual const ModelConfig& config() const = 0;
+  virtual const std::filesystem::path& path() const = 0;
+
+  // Runs every entry through the network in one step (weights read once for the whole batch).
+  // The caller has reserved KV room for each entry's tokens; kv->length advances by tokens.size().
+  // Returns row-major logits [rows][vocab_size]: per entry in order, 1 row (its last token) or
+  // tokens.size() rows when all_logits.
+  virtual std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) = 0;
+};
+
+}  // namespace inferlab

@@ -1,0 +1,77 @@
+#include "inferlab/model_path.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include "inferlab/error.h"
+
+namespace fs = std::filesystem;
+
+namespace inferlab {
+namespace {
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::vector<fs::path> hub_caches() {
+  std::vector<fs::path> caches;
+  if (auto hub = env("HF_HUB_CACHE"); !hub.empty()) caches.emplace_back(hub);
+  if (auto hub = env("HUGGINGFACE_HUB_CACHE"); !hub.empty()) caches.emplace_back(hub);
+  if (auto home = env("HF_HOME"); !home.empty()) caches.push_back(fs::path(home) / "hub");
+  if (auto xdg = env("XDG_CACHE_HOME"); !xdg.empty()) caches.push_back(fs::path(xdg) / "huggingface" / "hub");
+  if (auto home = env("HOME"); !home.empty()) caches.push_back(fs::path(home) / ".cache" / "huggingface" / "hub");
+  return caches;
+}
+
+// models--Org--Name/refs/main names the snapshot transformers would load; otherwise take any snapshot.
+fs::path snapshot_in(const fs::path& repo_dir) {
+  std::ifstream ref(repo_dir / "refs" / "main");
+  std::string revision;
+  if (ref && std::getline(ref, revision) && !revision.empty()) {
+    fs::path snapshot = repo_dir / "snapshots" / revision;
+    if (fs::is_directory(snapshot)) return snapshot;
+  }
+  std::error_code ec;
+  fs::path newest;
+  fs::file_time_type newest_time{};
+  for (const auto& entry : fs::directory_iterator(repo_dir / "snapshots", ec)) {
+    if (!entry.is_directory()) continue;
+    auto time = entry.last_write_time(ec);
+    if (newest.empty() || time > newest_time) newest = entry.path(), newest_time = time;
+  }
+  return newest;
+}
+
+}  // namespace
+
+fs::path resolve_model_path(const std::string& model) {
+  if (model.empty()) fail("no model given: pass a model folder or a Hugging Face repo id such as Qwen/Qwen2.5-0.5B-Instruct");
+  fs::path local(model);
+  if (fs::is_directory(local)) return local;
+  if (fs::exists(local) && fs::is_regular_file(local)) return local;  // single-file formats (llama2.c .bin, GGUF)
+
+  std::vector<std::string> searched{fs::absolute(local).string()};
+  auto slash = model.find('/');
+  bool looks_like_repo_id = slash != std::string::npos && slash > 0 && model.find('/', slash + 1) == std::string::npos &&
+                            model[0] != '.' && model[0] != '/';
+  if (looks_like_repo_id) {
+    std::string dir_name = "models--" + model.substr(0, slash) + "--" + model.substr(slash + 1);
+    for (const auto& cache : hub_caches()) {
+      fs::path repo_dir = cache / dir_name;
+      searched.push_back((repo_dir / "snapshots").string());
+      if (!fs::is_directory(repo_dir / "snapshots")) continue;
+      if (auto snapshot = snapshot_in(repo_dir); !snapshot.empty()) return snapshot;
+    }
+  }
+  std::string list;
+  for (const auto& path : searched) list += "\n  " + path;
+  fail("model '{}' not found; searched:{}{}", model, list,
+       looks_like_repo_id ? "\n(no download is attempted: place the model in the Hugging Face cache or pass its folder)" : "");
+}
+
+fs::path demo_model_path() { return fs::path(INFERLAB_DEMO_MODEL_DIR); }
+
+}  // namespace inferlab
