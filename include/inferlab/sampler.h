@@ -1,0 +1,54 @@
+// Picks the next token from one row of logits: greedy, or temperature / top-k / top-p / min-p
+// sampling with a per-request seeded RNG, OpenAI frequency/presence penalties and logit bias,
+// and the log-probabilities OpenAI's logprobs / top_logprobs report.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace inferlab {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0: greedy (argmax, lowest id on ties)
+  float top_p = 1.0f;        // (0, 1]
+  int top_k = 0;             // 0 or -1: off
+  float min_p = 0.0f;        // [0, 1]: drop tokens below min_p * p(most likely)
+  float frequency_penalty = 0.0f;  // [-2, 2], times the count of the token in the output so far
+  float presence_penalty = 0.0f;   // [-2, 2], once if the token is in the output so far
+  std::unordered_map<int32_t, float> logit_bias;
+  std::optional<uint64_t> seed;  // same seed => same tokens; none: a random one
+  int top_logprobs = 0;          // how many alternatives to report per token (0..20)
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;              // of `token` under the model's distribution (log-softmax of raw logits)
+  std::vector<TokenLogprob> top;     // the top_logprobs most likely tokens, most likely first
+};
+
+class Sampler {
+ public:
+  explicit Sampler(SamplingParams params);
+
+  // Samples from `logits` (one row, vocab_size wide) and counts the token for the penalties.
+  SampledToken sample(std::span<const float> logits);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::unordered_map<int32_t, int> output_counts_;  // token -> times generated (penalties)
+  std::vector<float> scratch_;
+  std::vector<int32_t> order_;
+};
+
+}  // namespace inferlab

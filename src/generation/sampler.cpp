@@ -1,0 +1,164 @@
+#include "inferlab/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "inferlab/error.h"
+
+namespace inferlab {
+namespace {
+
+constexpr float kGreedyBelow = 1e-5f;  // temperatures this small behave as greedy (as vLLM does)
+constexpr std::size_t kTopPFirstTry = 2048;  // top-p usually ends inside the top few thousand
+
+float log_sum_exp(std::span<const float> logits, float max) {
+  double sum = 0.0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x - max));
+  return max + static_cast<float>(std::log(sum));
+}
+
+// Uniform in [0, 1): from the raw 64-bit output so the same seed gives the same tokens on every
+// standard library (std::uniform_real_distribution is not specified bit for bit).
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+Sampler::Sampler(SamplingParams params) : params_(std::move(params)) {
+  if (!(params_.temperature >= 0.0f) || !std::isfinite(params_.temperature))
+    fail("temperature must be a finite number >= 0, got {}", params_.temperature);
+  if (!(params_.top_p > 0.0f && params_.top_p <= 1.0f)) fail("top_p must be in (0, 1], got {}", params_.top_p);
+  if (params_.top_k < -1) fail("top_k must be -1, 0 (off) or a positive count, got {}", params_.top_k);
+  if (!(params_.min_p >= 0.0f && params_.min_p <= 1.0f)) fail("min_p must be in [0, 1], got {}", params_.min_p);
+  if (params_.top_logprobs < 0) fail("top_logprobs must be >= 0, got {}", params_.top_logprobs);
+  uint64_t seed = params_.seed ? *params_.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  rng_.seed(seed);
+}
+
+SampledToken Sampler::sample(std::span<const float> logits) {
+  if (logits.empty()) fail("sampler: empty logits row");
+  const std::size_t vocab = logits.size();
+
+  // Penalties and bias change a copy; logprobs are reported from the model's own distribution.
+  scratch_.assign(logits.begin(), logits.end());
+  for (const auto& [token, count] : output_counts_) {
+    if (token < 0 || static_cast<std::size_t>(token) >= vocab) continue;
+    scratch_[token] -= params_.frequency_penalty * static_cast<float>(count) + params_.presence_penalty;
+  }
+  for (const auto& [token, bias] : params_.logit_bias)
+    if (token >= 0 && static_cast<std::size_t>(token) < vocab) scratch_[token] += bias;
+
+  int32_t chosen = 0;
+  if (params_.temperature < kGreedyBelow) {
+    chosen = static_cast<int32_t>(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
+  } else {
+    const float inv_t = 1.0f / params_.temperature;
+    float max = -std::numeric_limits<float>::infinity();
+    for (float& x : scratch_) {
+      x *= inv_t;
+      max = std::max(max, x);
+    }
+    // Unnormalised probabilities; the most likely token has 1.
+    for (float& x : scratch_) x = std::exp(x - max);
+
+    auto by_probability = [&](int32_t a, int32_t b) {
+      return scratch_[a] > scratch_[b] || (scratch_[a] == scratch_[b] && a < b);
+    };
+    const bool top_k_on = params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < vocab;
+    const bool top_p_on = params_.top_p < 1.0f;
+    const float min_p_floor = params_.min_p;  // relative to the most likely token's 1
+
+    if (!top_k_on && !top_p_on) {
+      double total = 0.0;
+      for (float p : scratch_)
+        if (p >= min_p_floor) total += p;
+      double target = uniform01(rng_) * total, running = 0.0;
+      chosen = -1;
+      int32_t last_kept = 0;
+      for (std::size_t i = 0; i < vocab; ++i) {
+        if (scratch_[i] < min_p_floor) continue;
+        last_kept = static_cast<int32_t>(i);
+        running += scratch_[i];
+        if (running > target) {
+          chosen = static_cast<int32_t>(i);
+          break;
+        }
+      }
+      if (chosen < 0) chosen = last_kept;  // rounding at the very end of the scan
+    } else {
+      order_.resize(vocab);
+      std::iota(order_.begin(), order_.end(), 0);
+      std::size_t kept = vocab;
+      if (top_k_on) {
+        kept = static_cast<std::size_t>(params_.top_k);
+        std::nth_element(order_.begin(), order_.begin() + kept - 1, order_.end(), by_probability);
+        order_.resize(kept);
+      }
+      if (top_p_on) {
+        double total = 0.0;
+        for (int32_t id : order_) total += scratch_[id];
+        const double needed = params_.top_p * total;
+        auto keep_prefix = [&](std::size_t sorted) -> bool {
+          double running = 0.0;
+          for (std::size_t i = 0; i < sorted; ++i) {
+            running += scratch_[order_[i]];
+            if (running >= needed) {
+              kept = i + 1;
+              return true;
+            }
+          }
+          return false;
+        };
+        bool done = false;
+        if (order_.size() > kTopPFirstTry) {
+          std::partial_sort(order_.begin(), order_.begin() + kTopPFirstTry, order_.end(), by_probability);
+          done = keep_prefix(kTopPFirstTry);
+        }
+        if (!done) {
+          std::sort(order_.begin(), order_.end(), by_probability);
+          if (!keep_prefix(order_.size())) kept = order_.size();
+        }
+        order_.resize(kept);
+      }
+      double total = 0.0;
+      for (int32_t id : order_)
+        if (scratch_[id] >= min_p_floor) total += scratch_[id];
+      // Scan in id order so the result does not depend on how the candidates were ordered.
+      std::sort(order_.begin(), order_.end());
+      double target = uniform01(rng_) * total, running = 0.0;
+      chosen = -1;
+      int32_t last_kept = order_.front();
+      for (int32_t id : order_) {
+        if (scratch_[id] < min_p_floor) continue;
+        last_kept = id;
+        running += scratch_[id];
+        if (running > target) {
+          chosen = id;
+          break;
+        }
+      }
+      if (chosen < 0) chosen = last_kept;
+    }
+  }
+
+  SampledToken result;
+  result.token = chosen;
+  const float raw_max = *std::max_element(logits.begin(), logits.end());
+  const float lse = log_sum_exp(logits, raw_max);
+  result.logprob = logits[chosen] - lse;
+  if (params_.top_logprobs > 0) {
+    const std::size_t count = std::min<std::size_t>(params_.top_logprobs, vocab);
+    std::vector<int32_t> ids(vocab);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + count, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    result.top.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) result.top.push_back({ids[i], logits[ids[i]] - lse});
+  }
+  ++output_counts_[chosen];
+  return result;
+}
+
+}  // namespace inferlab

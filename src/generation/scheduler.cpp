@@ -1,0 +1,488 @@
+#include "inferlab/scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace inferlab {
+
+namespace {
+
+// FNV-1a over the parent's hash and the block's token ids: the key of one full KV block.
+uint64_t block_hash(uint64_t parent, const int32_t* tokens, int count) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  mix(&parent, sizeof parent);
+  mix(tokens, sizeof(int32_t) * count);
+  return h;
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+const char* to_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
+    case FinishReason::timeout: return "timeout";
+    case FinishReason::error: return "error";
+  }
+  return "error";
+}
+
+std::size_t default_kv_tokens(const ModelConfig& config, int max_batch) {
+  const std::size_t per_token =
+      2ull * config.num_layers * config.num_kv_heads * config.head_dim * sizeof(float);
+  const std::size_t context = std::max(config.max_position_embeddings, 1);
+  const std::size_t budget = per_token ? (std::size_t{1} << 30) / per_token : context;
+  const std::size_t wanted = context * static_cast<std::size_t>(std::max(max_batch, 1));
+  return std::max(context, std::min(wanted, budget));
+}
+
+// ---- RequestStream ----
+
+std::vector<StreamEvent> RequestStream::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  ready_.wait_for(lock, timeout, [&] { return !events_.empty(); });
+  std::vector<StreamEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+  events_.clear();
+  return out;
+}
+
+void RequestStream::cancel() {
+  cancelled_ = true;
+  if (wake_engine_) wake_engine_();
+}
+
+void RequestStream::push(StreamEvent event) {
+  {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(event));
+  }
+  ready_.notify_all();
+}
+
+// ---- Histogram ----
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds(std::move(upper_bounds)), counts(bounds.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  std::size_t i = std::lower_bound(bounds.begin(), bounds.end(), value) - bounds.begin();
+  ++counts[i];
+  sum += value;
+  ++count;
+}
+
+// ---- Scheduler ----
+
+struct Scheduler::Sequence {
+  std::shared_ptr<RequestStream> stream;
+  GenerationRequest request;
+  Sampler sampler;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int generated = 0;
+  SequenceKV kv;                // kv.length: positions of `tokens` already computed
+  std::vector<uint64_t> block_hashes;  // of kv.blocks' full blocks registered / matched so far
+  uint64_t arrival = 0;
+  Clock::time_point submitted, last_token;
+  bool first_token_sent = false;
+
+  Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling) {}
+  int uncomputed() const { return static_cast<int>(tokens.size()) - kv.length; }
+};
+
+Scheduler::Scheduler(Model& model, SchedulerOptions options)
+    : model_(model),
+      options_(options),
+      cache_(model.config(),
+             options.kv_tokens ? options.kv_tokens : default_kv_tokens(model.config(), options.max_batch),
+             options.block_size) {
+  if (options_.max_batch < 1) fail("max batch must be at least 1, got {}", options_.max_batch);
+  if (options_.step_token_budget < 1) fail("step token budget must be at least 1, got {}", options_.step_token_budget);
+  if (options_.max_waiting < 1) fail("max waiting must be at least 1, got {}", options_.max_waiting);
+  stats_.kv_blocks_total = cache_.num_blocks();
+  stats_.block_size = cache_.block_size();
+  engine_ = std::thread([this] { engine_loop(); });
+}
+
+Scheduler::~Scheduler() { shutdown("server shutting down"); }
+
+std::size_t Scheduler::capacity_tokens() const {
+  return static_cast<std::size_t>(cache_.num_blocks()) * cache_.block_size();
+}
+
+std::shared_ptr<RequestStream> Scheduler::submit(GenerationRequest request) {
+  const std::size_t prompt = request.prompt.size();
+  const std::size_t context = model_.config().max_position_embeddings;
+  auto reject = [&] {
+    std::lock_guard lock(mutex_);
+    ++stats_.requests_rejected;
+  };
+  if (prompt == 0) {
+    reject();
+    fail("the prompt is empty: at least one token is needed");
+  }
+  if (request.max_tokens < 1) {
+    reject();
+    fail("max_tokens must be at least 1, got {}", request.max_tokens);
+  }
+  const int vocab = model_.config().vocab_size;
+  for (int32_t id : request.prompt)
+    if (id < 0 || id >= vocab) {
+      reject();
+      fail("prompt token id {} is outside the vocabulary (0..{})", id, vocab - 1);
+    }
+  if (context > 0 && prompt + request.max_tokens > context) {
+    reject();
+    fail("this model's context is {} tokens; the prompt has {} and max_tokens asks for {} more",
+         context, prompt, request.max_tokens);
+  }
+  if (prompt + request.max_tokens > capacity_tokens()) {
+    reject();
+    fail("the prompt ({} tokens) plus max_tokens ({}) can never fit the KV cache of {} tokens (raise --kv-tokens)",
+         prompt, request.max_tokens, capacity_tokens());
+  }
+  auto seq = std::make_unique<Sequence>(std::move(request));
+  seq->stream = std::make_shared<RequestStream>();
+  seq->stream->wake_engine_ = [this] {
+    has_work_ = true;
+    wake_.notify_all();
+  };
+  seq->tokens = seq->request.prompt;
+  seq->submitted = Clock::now();
+  auto stream = seq->stream;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      ++stats_.requests_rejected;
+      throw OverloadedError("the server is shutting down");
+    }
+    if (stats_.waiting + static_cast<int>(incoming_.size()) >= options_.max_waiting) {
+      ++stats_.requests_rejected;
+      throw OverloadedError(fmt::format("too many queued requests ({}); retry later", options_.max_waiting));
+    }
+    ++stats_.requests_submitted;
+    stats_.prompt_tokens += prompt;
+    incoming_.push_back(std::move(seq));
+    has_work_ = true;
+  }
+  wake_.notify_all();
+  return stream;
+}
+
+void Scheduler::shutdown(const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      stopping_ = true;
+      stop_reason_ = reason;
+    }
+  }
+  wake_.notify_all();
+  if (engine_.joinable()) engine_.join();
+}
+
+bool Scheduler::idle() const {
+  std::lock_guard lock(mutex_);
+  return incoming_.empty() && stats_.waiting == 0 && stats_.running == 0;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Scheduler::engine_loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      if (stopping_) break;
+      stats_.waiting += static_cast<int>(incoming_.size());
+      while (!incoming_.empty()) {
+        incoming_.front()->arrival = next_arrival_++;
+        waiting_.push_back(std::move(incoming_.front()));
+        incoming_.pop_front();
+      }
+    }
+    bool worked = false;
+    try {
+      worked = step();
+    } catch (const std::exception& e) {
+      // A failed forward step: every sequence in flight gets the error; the engine keeps serving.
+      std::string message = fmt::format("generation failed: {}", e.what());
+      for (auto& seq : running_) finish(*seq, FinishReason::error, message);
+      running_.clear();
+    }
+    publish_stats();
+    if (!worked) {
+      std::unique_lock lock(mutex_);
+      // Wake for new work, a cancel, shutdown, or to check deadlines of queued requests.
+      wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stopping_ || !incoming_.empty() || has_work_.load(); });
+      has_work_ = false;
+    }
+  }
+  std::string reason;
+  {
+    std::lock_guard lock(mutex_);
+    reason = stop_reason_;
+    while (!incoming_.empty()) {
+      waiting_.push_back(std::move(incoming_.front()));
+      incoming_.pop_front();
+    }
+  }
+  for (auto& seq : running_) finish(*seq, FinishReason::error, reason);
+  for (auto& seq : waiting_) finish(*seq, FinishReason::error, reason);
+  running_.clear();
+  waiting_.clear();
+  publish_stats();
+}
+
+void Scheduler::finish(Sequence& seq, FinishReason reason, const std::string& error) {
+  seq.kv.release(cache_);
+  seq.block_hashes.clear();
+  StreamEvent event;
+  event.finish = reason;
+  event.error = error;
+  seq.stream->push(std::move(event));
+  std::lock_guard lock(mutex_);
+  ++stats_.requests_finished[static_cast<int>(reason)];
+  if (reason == FinishReason::stop || reason == FinishReason::length)
+    stats_.e2e_latency.observe(seconds(Clock::now() - seq.submitted));
+}
+
+void Scheduler::drop_cancelled_and_expired() {
+  const auto now = Clock::now();
+  auto ended = [&](Sequence& seq) {
+    if (seq.stream->cancelled()) {
+      finish(seq, FinishReason::cancelled);
+      return true;
+    }
+    if (seq.request.deadline && now >= *seq.request.deadline) {
+      finish(seq, FinishReason::timeout, "the request timed out");
+      return true;
+    }
+    return false;
+  };
+  std::erase_if(running_, [&](auto& seq) { return ended(*seq); });
+  std::erase_if(waiting_, [&](auto& seq) { return ended(*seq); });
+}
+
+bool Scheduler::make_room(int blocks) {
+  while (cache_.free_blocks() < blocks) {
+    auto victim = prefix_cache_.end();
+    for (auto it = prefix_cache_.begin(); it != prefix_cache_.end(); ++it)
+      if (cache_.refcount(it->second.block) == 1 &&
+          (victim == prefix_cache_.end() || it->second.last_used < victim->second.last_used))
+        victim = it;
+    if (victim == prefix_cache_.end()) return false;
+    cache_.release(victim->second.block);
+    prefix_cache_.erase(victim);
+  }
+  return true;
+}
+
+void Scheduler::match_prefix(Sequence& seq) {
+  if (!options_.prefix_caching) return;
+  const int bs = cache_.block_size();
+  // Leave at least one token to compute: its logits give the first generated token.
+  const int matchable = (static_cast<int>(seq.tokens.size()) - 1) / bs;
+  uint64_t parent = 0;
+  for (int i = 0; i < matchable; ++i) {
+    const int32_t* block_tokens = seq.tokens.data() + static_cast<std::size_t>(i) * bs;
+    uint64_t h = block_hash(parent, block_tokens, bs);
+    auto it = prefix_cache_.find(h);
+    if (it == prefix_cache_.end() || it->second.parent != parent ||
+        !std::equal(it->second.tokens.begin(), it->second.tokens.end(), block_tokens))
+      break;
+    it->second.last_used = ++clock_;
+    cache_.retain(it->second.block);
+    seq.kv.blocks.push_back(it->second.block);
+    seq.kv.length += bs;
+    seq.block_hashes.push_back(h);
+    parent = h;
+  }
+}
+
+void Scheduler::register_full_blocks(Sequence& seq) {
+  if (!options_.prefix_caching) return;
+  const int bs = cache_.block_size();
+  const std::size_t full = static_cast<std::size_t>(seq.kv.length / bs);
+  while (seq.block_hashes.size() < full) {
+    const std::size_t i = seq.block_hashes.size();
+    const int32_t* block_tokens = seq.tokens.data() + i * bs;
+    uint64_t parent = i ? seq.block_hashes[i - 1] : 0;
+    uint64_t h = block_hash(parent, block_tokens, bs);
+    auto [it, inserted] = prefix_cache_.try_emplace(h);
+    if (inserted) {
+      it->second = CachedBlock{seq.kv.blocks[i], parent, std::vector<int32_t>(block_tokens, block_tokens + bs), ++clock_};
+      cache_.retain(seq.kv.blocks[i]);
+    }
+    seq.block_hashes.push_back(h);
+  }
+}
+
+Scheduler::Sequence* Scheduler::preempt_newest() {
+  auto newest = std::max_element(running_.begin(), running_.end(),
+                                 [](auto& a, auto& b) { return a->arrival < b->arrival; });
+  std::unique_ptr<Sequence> seq = std::move(*newest);
+  running_.erase(newest);
+  // Recompute later from prompt + generated tokens; the sampler keeps its state, so the output
+  // is the same as if it had never been interrupted.
+  seq->kv.release(cache_);
+  seq->block_hashes.clear();
+  Sequence* preempted = seq.get();
+  waiting_.push_front(std::move(seq));
+  std::lock_guard lock(mutex_);
+  ++stats_.preemptions;
+  return preempted;
+}
+
+void Scheduler::admit() {
+  const int bs = cache_.block_size();
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_batch) {
+    Sequence& seq = *waiting_.front();
+    match_prefix(seq);
+    const int needed_blocks =
+        static_cast<int>((seq.tokens.size() + bs - 1) / bs) - static_cast<int>(seq.kv.blocks.size());
+    // Keep a few blocks back so running sequences can grow without preempting the newcomer.
+    const int watermark = running_.empty() ? 0 : std::max(1, cache_.num_blocks() / 100);
+    if (!make_room(needed_blocks + watermark) || !seq.kv.reserve(cache_, seq.uncomputed())) {
+      seq.kv.release(cache_);  // the matched prefix, if any
+      seq.block_hashes.clear();
+      break;  // first come, first served: it waits until blocks free up
+    }
+    const int cached = seq.kv.length;
+    if (seq.generated == 0) {
+      seq.stream->cached_prompt_tokens_ = cached;
+      std::lock_guard lock(mutex_);
+      stats_.prefix_cache_hit_tokens += cached;
+    }
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+bool Scheduler::step() {
+  drop_cancelled_and_expired();
+  admit();
+  if (running_.empty()) return false;
+
+  // Decode first (one token each), then prompt chunks within the step's token budget.
+  std::vector<Sequence*> decoding, prefilling;
+  for (auto& seq : running_) (seq->uncomputed() == 1 && seq->generated > 0 ? decoding : prefilling).push_back(seq.get());
+  // Every decoding sequence needs room for one more position; when the pool is dry, evict
+  // prefix-cache blocks, then preempt the newest arrival (it recomputes later).
+  for (std::size_t i = 0; i < decoding.size();) {
+    Sequence* seq = decoding[i];
+    if (seq->kv.reserve(cache_, 1)) {
+      ++i;
+      continue;
+    }
+    if (make_room(1)) continue;
+    Sequence* victim = preempt_newest();
+    auto at = std::find(decoding.begin(), decoding.end(), victim);
+    if (at != decoding.end()) {
+      if (static_cast<std::size_t>(at - decoding.begin()) < i) --i;
+      decoding.erase(at);
+    }
+    std::erase(prefilling, victim);
+  }
+  struct Planned {
+    Sequence* seq;
+    int count;
+  };
+  std::vector<Planned> plan;
+  for (Sequence* seq : decoding) plan.push_back({seq, 1});
+  int budget = options_.step_token_budget;
+  for (Sequence* seq : prefilling) {
+    if (budget <= 0) break;
+    int count = std::min(seq->uncomputed(), budget);
+    budget -= count;
+    plan.push_back({seq, count});
+  }
+  if (plan.empty()) return true;
+
+  std::vector<BatchEntry> batch;
+  batch.reserve(plan.size());
+  for (auto& p : plan) {
+    BatchEntry entry;
+    entry.tokens = std::span<const int32_t>(p.seq->tokens.data() + p.seq->kv.length, p.count);
+    entry.kv = &p.seq->kv;
+    batch.push_back(entry);
+  }
+  std::vector<float> logits = model_.forward(batch, cache_);
+  const std::size_t vocab = model_.config().vocab_size;
+  if (logits.size() != plan.size() * vocab)
+    fail("model returned {} logits for {} sequences of vocab {}", logits.size(), plan.size(), vocab);
+
+  const auto now = Clock::now();
+  uint64_t prefill_tokens = 0, new_tokens = 0;
+  std::vector<double> itls, ttfts;
+  std::vector<Sequence*> done_length, done_stop;
+  for (std::size_t row = 0; row < plan.size(); ++row) {
+    Sequence& seq = *plan[row].seq;
+    if (seq.generated == 0 || plan[row].count > 1) prefill_tokens += plan[row].count;
+    register_full_blocks(seq);
+    if (seq.uncomputed() > 0) continue;  // mid-prompt chunk: its logits are not needed
+    SampledToken sampled = seq.sampler.sample(std::span<const float>(logits.data() + row * vocab, vocab));
+    seq.tokens.push_back(sampled.token);
+    ++seq.generated;
+    ++new_tokens;
+    if (!seq.first_token_sent) {
+      ttfts.push_back(seconds(now - seq.submitted));
+      seq.first_token_sent = true;
+    } else {
+      itls.push_back(seconds(now - seq.last_token));
+    }
+    seq.last_token = now;
+    const bool is_stop = std::find(seq.request.stop_token_ids.begin(), seq.request.stop_token_ids.end(),
+                                   sampled.token) != seq.request.stop_token_ids.end();
+    StreamEvent event;
+    event.token = std::move(sampled);
+    seq.stream->push(std::move(event));
+    const std::size_t context = model_.config().max_position_embeddings;
+    if (is_stop)
+      done_stop.push_back(&seq);
+    else if (seq.generated >= seq.request.max_tokens || (context > 0 && seq.tokens.size() >= context))
+      done_length.push_back(&seq);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.steps;
+    stats_.prefill_tokens += prefill_tokens;
+    stats_.generation_tokens += new_tokens;
+    if (!decoding.empty()) {
+      ++stats_.decode_steps;
+      if (decoding.size() > 1) ++stats_.batched_decode_steps;
+      stats_.decode_batch_size.observe(static_cast<double>(decoding.size()));
+    }
+    for (double t : ttfts) stats_.time_to_first_token.observe(t);
+    for (double t : itls) stats_.inter_token_latency.observe(t);
+  }
+  for (Sequence* seq : done_stop) finish(*seq, FinishReason::stop);
+  for (Sequence* seq : done_length) finish(*seq, FinishReason::length);
+  if (!done_stop.empty() || !done_length.empty())
+    std::erase_if(running_, [&](auto& seq) {
+      return std::find(done_stop.begin(), done_stop.end(), seq.get()) != done_stop.end() ||
+             std::find(done_length.begin(), done_length.end(), seq.get()) != done_length.end();
+    });
+  return true;
+}
+
+void Scheduler::publish_stats() {
+  int cached_only = 0;
+  for (const auto& [hash, entry] : prefix_cache_)
+    if (cache_.refcount(entry.block) == 1) ++cached_only;
+  std::lock_guard lock(mutex_);
+  stats_.waiting = static_cast<int>(waiting_.size());
+  stats_.running = static_cast<int>(running_.size());
+  stats_.kv_blocks_cached = cached_only;
+  stats_.kv_blocks_in_use = cache_.used_blocks() - cached_only;
+}
+
+}  // namespace inferlab
