@@ -1,0 +1,40 @@
+// Compute kernels the transformer blocks are made of. fp32 activations throughout.
+// Every dense layer goes through linear(), so a faster kernel (bf16 GEMV, int8) is one swap.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace inferlab {
+
+// A dense layer y = x W^T + b with W stored [out][in] row-major (PyTorch nn.Linear layout).
+struct LinearWeight {
+  int in = 0, out = 0;
+  std::shared_ptr<const std::vector<float>> weight;  // shared so a tied lm_head reuses the embedding
+  std::vector<float> bias;                           // empty: no bias
+};
+
+// Threads the kernels may use (0: all cores).
+void set_kernel_threads(int threads);
+
+// x: [rows][in] -> y: [rows][out].
+void linear(const float* x, int rows, const LinearWeight& layer, float* y);
+
+// In place over rows of width n.
+void rms_norm(float* x, int rows, int n, const float* weight, float eps);
+void layer_norm(float* x, int rows, int n, const float* weight, const float* bias, float eps);
+// out = norm(x) without touching x.
+void rms_norm_to(const float* x, float* out, int rows, int n, const float* weight, float eps);
+void layer_norm_to(const float* x, float* out, int rows, int n, const float* weight, const float* bias, float eps);
+
+void gelu_tanh(float* x, std::size_t n);  // GPT-2's gelu_new
+void gelu_erf(float* x, std::size_t n);
+// gate_up: [rows][2*inter] as (gate | up); out: [rows][inter] = silu(gate) * up.
+void swiglu(const float* gate_up, float* out, int rows, int inter);
+
+void softmax(float* x, int n);
+
+// Rotary embedding, HF rotate_half convention: pairs (i, i + d/2). cos/sin: [d/2].
+void rope_rotate_half(float* vec, int head_dim, const float* cos, const float* sin);
+
+}  // namespace inferlab

@@ -1,0 +1,89 @@
+#include "inferlab/fast/cpu.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "inferlab/error.h"
+
+namespace inferlab::fast {
+
+namespace {
+Isa detect() {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (!avx2) return Isa::Scalar;
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni");
+  return avx512 ? Isa::Avx512 : Isa::Avx2;
+}
+
+Isa initial_limit() {
+  const char* env = std::getenv("INFERLAB_ISA");
+  return env && *env ? parse_isa(env) : Isa::Avx512;
+}
+
+std::atomic<int> limit{-1};
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa parse_isa(const std::string& name) {
+  if (name == "scalar") return Isa::Scalar;
+  if (name == "avx2") return Isa::Avx2;
+  if (name == "avx512") return Isa::Avx512;
+  fail("unknown instruction set '{}': expected scalar, avx2 or avx512", name);
+}
+
+Isa detected_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa active_isa() {
+  int current = limit.load(std::memory_order_relaxed);
+  if (current < 0) {
+    current = static_cast<int>(initial_limit());
+    limit.store(current, std::memory_order_relaxed);
+  }
+  const int hw = static_cast<int>(detected_isa());
+  return static_cast<Isa>(current < hw ? current : hw);
+}
+
+void set_isa_limit(Isa isa) { limit.store(static_cast<int>(isa), std::memory_order_relaxed); }
+
+std::string cpu_features_line() {
+  __builtin_cpu_init();
+  std::string line = isa_name(active_isa());
+  line += " (";
+  const char* names[] = {"avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512vnni", "avx2", "fma", "f16c"};
+  bool first = true;
+  for (const char* name : names) {
+    bool has = false;
+    // __builtin_cpu_supports needs a string literal, hence the spelled-out chain.
+    if (std::string(name) == "avx512f") has = __builtin_cpu_supports("avx512f");
+    else if (std::string(name) == "avx512bw") has = __builtin_cpu_supports("avx512bw");
+    else if (std::string(name) == "avx512vl") has = __builtin_cpu_supports("avx512vl");
+    else if (std::string(name) == "avx512bf16") has = __builtin_cpu_supports("avx512bf16");
+    else if (std::string(name) == "avx512vnni") has = __builtin_cpu_supports("avx512vnni");
+    else if (std::string(name) == "avx2") has = __builtin_cpu_supports("avx2");
+    else if (std::string(name) == "fma") has = __builtin_cpu_supports("fma");
+    else if (std::string(name) == "f16c") has = __builtin_cpu_supports("f16c");
+    if (!has) continue;
+    line += first ? "" : " ";
+    line += name;
+    first = false;
+  }
+  line += ")";
+  if (active_isa() != detected_isa()) line += fmt::format(", limited from {}", isa_name(detected_isa()));
+  return line;
+}
+
+}  // namespace inferlab::fast

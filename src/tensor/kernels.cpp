@@ -1,0 +1,102 @@
+#include "inferlab/kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "inferlab/error.h"
+
+namespace inferlab {
+
+void set_kernel_threads(int threads) {
+  if (threads > 0) openblas_set_num_threads(threads);
+}
+
+void linear(const float* x, int rows, const LinearWeight& layer, float* y) {
+  if (rows <= 0) return;
+  const float* w = layer.weight->data();
+  const bool has_bias = !layer.bias.empty();
+  if (has_bias)
+    for (int r = 0; r < rows; ++r) std::memcpy(y + static_cast<std::size_t>(r) * layer.out, layer.bias.data(), sizeof(float) * layer.out);
+  if (rows == 1) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, layer.out, layer.in, 1.0f, w, layer.in, x, 1, has_bias ? 1.0f : 0.0f, y, 1);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, layer.out, layer.in, 1.0f, x, layer.in, w, layer.in,
+                has_bias ? 1.0f : 0.0f, y, layer.out);
+  }
+}
+
+void rms_norm_to(const float* x, float* out, int rows, int n, const float* weight, float eps) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + static_cast<std::size_t>(r) * n;
+    float* dst = out + static_cast<std::size_t>(r) * n;
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += static_cast<double>(row[i]) * row[i];
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sum / n) + eps);
+    for (int i = 0; i < n; ++i) dst[i] = row[i] * scale * weight[i];
+  }
+}
+
+void rms_norm(float* x, int rows, int n, const float* weight, float eps) { rms_norm_to(x, x, rows, n, weight, eps); }
+
+void layer_norm_to(const float* x, float* out, int rows, int n, const float* weight, const float* bias, float eps) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + static_cast<std::size_t>(r) * n;
+    float* dst = out + static_cast<std::size_t>(r) * n;
+    double mean = 0;
+    for (int i = 0; i < n; ++i) mean += row[i];
+    mean /= n;
+    double var = 0;
+    for (int i = 0; i < n; ++i) var += (row[i] - mean) * (row[i] - mean);
+    var /= n;
+    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+    const float m = static_cast<float>(mean);
+    for (int i = 0; i < n; ++i) dst[i] = (row[i] - m) * inv * weight[i] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+void layer_norm(float* x, int rows, int n, const float* weight, const float* bias, float eps) {
+  layer_norm_to(x, x, rows, n, weight, bias, eps);
+}
+
+void gelu_tanh(float* x, std::size_t n) {
+  const float k = std::sqrt(2.0f / static_cast<float>(M_PI));
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void gelu_erf(float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] / std::sqrt(2.0f)));
+}
+
+void swiglu(const float* gate_up, float* out, int rows, int inter) {
+  for (int r = 0; r < rows; ++r) {
+    const float* gate = gate_up + static_cast<std::size_t>(r) * 2 * inter;
+    const float* up = gate + inter;
+    float* dst = out + static_cast<std::size_t>(r) * inter;
+    for (int i = 0; i < inter; ++i) dst[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  }
+}
+
+void softmax(float* x, int n) {
+  float max = *std::max_element(x, x + n);
+  float sum = 0;
+  for (int i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - max));
+  const float inv = 1.0f / sum;
+  for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void rope_rotate_half(float* vec, int head_dim, const float* cos, const float* sin) {
+  const int half = head_dim / 2;
+  for (int i = 0; i < half; ++i) {
+    const float a = vec[i], b = vec[i + half];
+    vec[i] = a * cos[i] - b * sin[i];
+    vec[i + half] = b * cos[i] + a * sin[i];
+  }
+}
+
+}  // namespace inferlab
