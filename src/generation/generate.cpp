@@ -1,0 +1,69 @@
+#include "inferlab/generate.h"
+
+#include <algorithm>
+
+#include "inferlab/error.h"
+
+namespace inferlab {
+
+int32_t argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+namespace {
+
+// A cache with room for exactly one sequence of `tokens` positions.
+KVCache cache_for(const Model& model, std::size_t tokens) { return KVCache(model.config(), tokens, 16); }
+
+}  // namespace
+
+GenerateResult generate_greedy(Model& model, std::span<const int32_t> prompt, const GenerateOptions& options) {
+  if (prompt.empty()) fail("generate: the prompt is empty (give at least one token id)");
+  if (options.max_new_tokens < 0) fail("generate: max_new_tokens must be >= 0, got {}", options.max_new_tokens);
+  const ModelConfig& config = model.config();
+  const std::vector<int> eos = options.ignore_eos ? std::vector<int>{}
+                                                  : options.eos_token_ids.value_or(config.eos_token_ids);
+  const std::size_t total = prompt.size() + options.max_new_tokens;
+  KVCache cache = cache_for(model, total);
+  SequenceKV seq;
+  std::vector<int32_t> sequence(prompt.begin(), prompt.end());
+  GenerateResult result;
+  result.finish_reason = "length";
+  for (int step = 0; step < options.max_new_tokens; ++step) {
+    std::span<const int32_t> input;
+    if (options.use_cache) {
+      input = step == 0 ? std::span<const int32_t>(sequence) : std::span<const int32_t>(&sequence.back(), 1);
+    } else {
+      seq.release(cache);  // no reuse: every step starts from an empty cache
+      input = sequence;
+    }
+    if (!seq.reserve(cache, static_cast<int>(input.size()))) fail("generate: KV cache exhausted");
+    BatchEntry entry{input, &seq, false};
+    std::vector<float> logits = model.forward(std::span<const BatchEntry>(&entry, 1), cache);
+    result.positions_fed.push_back(static_cast<int>(input.size()));
+    if (options.on_step_logits) options.on_step_logits(logits);
+    const int32_t next = argmax(logits);
+    result.tokens.push_back(next);
+    sequence.push_back(next);
+    if (options.on_token) options.on_token(next);
+    if (std::find(eos.begin(), eos.end(), next) != eos.end()) {
+      result.finish_reason = "stop";
+      break;
+    }
+  }
+  seq.release(cache);
+  return result;
+}
+
+std::vector<float> prompt_logits(Model& model, std::span<const int32_t> prompt) {
+  if (prompt.empty()) fail("prompt_logits: the prompt is empty");
+  KVCache cache = cache_for(model, prompt.size());
+  SequenceKV seq;
+  if (!seq.reserve(cache, static_cast<int>(prompt.size()))) fail("prompt_logits: KV cache exhausted");
+  BatchEntry entry{prompt, &seq, true};
+  std::vector<float> logits = model.forward(std::span<const BatchEntry>(&entry, 1), cache);
+  seq.release(cache);
+  return logits;
+}
+
+}  // namespace inferlab
