@@ -1,0 +1,186 @@
+// AVX-512 kernels: vdpbf16ps for bf16 weights, vpdpbusd (VNNI) for int8 / 4-bit weights.
+// Compiled for those extensions with a target pragma and only called after runtime detection.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "tensor/fast/kernels_internal.h"
+
+#pragma GCC push_options
+// GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
+
+namespace inferlab::fast::detail {
+namespace {
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+struct Tile {
+  int row0, mr;         // rows [row0, row0 + mr)
+  int panel0, nv;       // panels [panel0, panel0 + nv)
+};
+
+inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
+  const int out = a.w->out();
+  const int n = std::min(16, out - col);
+  if (n <= 0) return;
+  const __mmask16 mask = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+  const __m512 bias = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
+  _mm512_mask_storeu_ps(a.y + static_cast<std::size_t>(row) * out + col, mask, _mm512_add_ps(acc, bias));
+}
+
+template <int MR, int NV>
+void bf16_tile(const KernelArgs& a, int row0, int panel0) {
+  const PackedMatrix& w = *a.w;
+  const std::size_t ldx = w.in_padded();
+  const uint16_t* x = a.in->bf16.data() + row0 * ldx;
+  const int kpairs = w.in_padded() / 2;
+  const uint8_t* wp[NV];
+  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v);
+  __m512 acc[MR][NV];
+  for (int m = 0; m < MR; ++m)
+    for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
+  for (int kp = 0; kp < kpairs; ++kp) {
+    __m512i wv[NV];
+    for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + kp * 64);
+    for (int m = 0; m < MR; ++m) {
+      const __m512i xb = _mm512_set1_epi32(load_i32(x + m * ldx + 2 * kp));
+      for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_dpbf16_ps(acc[m][v], (__m512bh)wv[v], (__m512bh)xb);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
+}
+
+template <int MR, int NV, bool Q8>
+void quant_tile(const KernelArgs& a, int row0, int panel0) {
+  const PackedMatrix& w = *a.w;
+  const std::size_t ldx = w.in_padded();
+  const int blocks = w.blocks();
+  const int8_t* x = a.in->q8.data() + row0 * ldx;
+  const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
+  const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
+  constexpr int offset = Q8 ? 128 : 8;  // stored code = q + offset
+  const uint8_t* wp[NV];
+  const uint16_t* sp[NV];
+  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scales(panel0 + v);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
+  __m512 acc[MR][NV];
+  for (int m = 0; m < MR; ++m)
+    for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
+  for (int b = 0; b < blocks; ++b) {
+    __m512i isum[MR][NV];
+    for (int m = 0; m < MR; ++m) {
+      const __m512i start = _mm512_set1_epi32(-offset * xsum[m * blocks + b]);
+      for (int v = 0; v < NV; ++v) isum[m][v] = start;
+    }
+    const int8_t* xb = x + b * kBlock;
+    if constexpr (Q8) {
+      for (int q = 0; q < 8; ++q) {
+        __m512i wv[NV];
+        for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + b * 512 + q * 64);
+        for (int m = 0; m < MR; ++m) {
+          const __m512i xv = _mm512_set1_epi32(load_i32(xb + m * ldx + q * 4));
+          for (int v = 0; v < NV; ++v) isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], wv[v], xv);
+        }
+      }
+    } else {
+      for (int g = 0; g < 4; ++g) {
+        __m512i lo[NV], hi[NV];
+        for (int v = 0; v < NV; ++v) {
+          const __m512i raw = _mm512_load_si512(wp[v] + b * 256 + g * 64);
+          lo[v] = _mm512_and_si512(raw, low_nibbles);
+          hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_nibbles);
+        }
+        for (int m = 0; m < MR; ++m) {
+          const __m512i xlo = _mm512_set1_epi32(load_i32(xb + m * ldx + g * 4));
+          const __m512i xhi = _mm512_set1_epi32(load_i32(xb + m * ldx + (g + 4) * 4));
+          for (int v = 0; v < NV; ++v) {
+            isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], lo[v], xlo);
+            isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], hi[v], xhi);
+          }
+        }
+      }
+    }
+    __m512 wscale[NV];
+    for (int v = 0; v < NV; ++v)
+      wscale[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * kPanel)));
+    for (int m = 0; m < MR; ++m) {
+      const __m512 xs = _mm512_set1_ps(xscale[m * blocks + b]);
+      for (int v = 0; v < NV; ++v)
+        acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(wscale[v], xs), acc[m][v]);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
+}
+
+using TileFn = void (*)(const KernelArgs&, int row0, int panel0);
+
+// Few rows (decode): 4 panels (64 outputs) at once so each row streams 4 weight panels; many rows
+// (prefill): 2 panels x up to 8 rows of accumulators, the panels staying in L2 across row blocks.
+template <template <int, int> class Kernel, int SmallRows, int BigMR>
+void run_panels(const KernelArgs& a, int panel_begin, int panel_end) {
+  auto tile = [&](int row0, int mr, int panel0, int nv) {
+    // Table of instantiations: [nv-1][mr-1].
+    static constexpr TileFn small4[] = {Kernel<1, 4>::fn, Kernel<2, 4>::fn, Kernel<3, 4>::fn, Kernel<4, 4>::fn};
+    static constexpr TileFn small2[] = {Kernel<1, 2>::fn, Kernel<2, 2>::fn, Kernel<3, 2>::fn, Kernel<4, 2>::fn};
+    static constexpr TileFn small1[] = {Kernel<1, 1>::fn, Kernel<2, 1>::fn, Kernel<3, 1>::fn, Kernel<4, 1>::fn};
+    static constexpr TileFn big2[] = {Kernel<1, 2>::fn, Kernel<2, 2>::fn, Kernel<3, 2>::fn, Kernel<4, 2>::fn,
+                                      Kernel<5, 2>::fn, Kernel<6, 2>::fn, Kernel<7, 2>::fn, Kernel<8, 2>::fn};
+    static constexpr TileFn big1[] = {Kernel<1, 1>::fn, Kernel<2, 1>::fn, Kernel<3, 1>::fn, Kernel<4, 1>::fn,
+                                      Kernel<5, 1>::fn, Kernel<6, 1>::fn, Kernel<7, 1>::fn, Kernel<8, 1>::fn};
+    if (nv == 4) small4[mr - 1](a, row0, panel0);
+    else if (nv == 2) (mr <= 4 ? small2[mr - 1] : big2[mr - 1])(a, row0, panel0);
+    else (mr <= 4 ? small1[mr - 1] : big1[mr - 1])(a, row0, panel0);
+  };
+  if (a.rows <= SmallRows) {
+    for (int p = panel_begin; p < panel_end;) {
+      const int left = panel_end - p, nv = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+      tile(0, a.rows, p, nv);
+      p += nv;
+    }
+    return;
+  }
+  for (int p = panel_begin; p < panel_end;) {
+    const int nv = panel_end - p >= 2 ? 2 : 1;
+    for (int row0 = 0; row0 < a.rows; row0 += BigMR) tile(row0, std::min(BigMR, a.rows - row0), p, nv);
+    p += nv;
+  }
+}
+
+template <int MR, int NV>
+struct Bf16Kernel {
+  static constexpr TileFn fn = bf16_tile<MR, NV>;
+};
+template <int MR, int NV>
+struct Q8Kernel {
+  static constexpr TileFn fn = MR <= 4 ? quant_tile<(MR <= 4 ? MR : 4), NV, true> : nullptr;
+};
+template <int MR, int NV>
+struct Q4Kernel {
+  static constexpr TileFn fn = MR <= 4 ? quant_tile<(MR <= 4 ? MR : 4), NV, false> : nullptr;
+};
+
+void bf16_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Bf16Kernel, 4, 8>(a, pb, pe); }
+// Integer tiles hold two accumulator sets (int32 per block, fp32 overall): at most 4 rows x 2 panels.
+void q8_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q8Kernel, 2, 4>(a, pb, pe); }
+void q4_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q4Kernel, 2, 4>(a, pb, pe); }
+
+}  // namespace
+
+const KernelTable& avx512_kernels() {
+  static const KernelTable table{bf16_avx512, q8_avx512, q4_avx512};
+  return table;
+}
+
+}  // namespace inferlab::fast::detail
+
+#pragma GCC pop_options

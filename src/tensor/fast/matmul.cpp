@@ -1,0 +1,73 @@
+// matmul(): picks the kernel set for this CPU and splits output panels across the kernel pool.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "inferlab/error.h"
+#include "inferlab/fast/cpu.h"
+#include "inferlab/fast/packed.h"
+#include "inferlab/fast/thread_pool.h"
+#include "tensor/fast/kernels_internal.h"
+
+namespace inferlab::fast {
+
+namespace {
+const detail::KernelTable& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return detail::avx512_kernels();
+    case Isa::Avx2: return detail::avx2_kernels();
+    case Isa::Scalar: break;
+  }
+  return detail::scalar_kernels();
+}
+
+void matmul_f32(const float* x, int rows, const PackedMatrix& w, const float* bias, float* y) {
+  const int out = w.out(), in = w.in();
+  if (bias)
+    for (int r = 0; r < rows; ++r) std::memcpy(y + static_cast<std::size_t>(r) * out, bias, sizeof(float) * out);
+  if (rows == 1)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w.f32_data(), in, x, 1, bias ? 1.0f : 0.0f, y, 1);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w.f32_data(), in,
+                bias ? 1.0f : 0.0f, y, out);
+}
+}  // namespace
+
+void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, float* y) {
+  if (rows <= 0) return;
+  if (!x || !y) fail("matmul: null input or output buffer");
+  if (w.out() <= 0) fail("matmul: the weight matrix is empty (not packed)");
+  if (w.format() == WeightFormat::F32) return matmul_f32(x, rows, w, bias, y);
+  const Isa isa = active_isa();
+  if (isa == Isa::Scalar) return matmul_scalar(x, rows, w, bias, y);
+
+  ThreadPool& pool = kernel_pool();
+  // Per calling thread (the server may run several engines); workers reach it through this
+  // reference, never by naming the thread_local (which would be their own, empty, instance).
+  thread_local PreparedInput scratch;
+  PreparedInput& prepared = scratch;
+  detail::size_prepared(rows, w, prepared);
+  if (rows >= 16 && pool.size() > 1)
+    pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+      detail::prepare_rows(x, static_cast<int>(begin), static_cast<int>(end), w.in(), w, prepared);
+    });
+  else
+    detail::prepare_rows(x, 0, rows, w.in(), w, prepared);
+
+  const detail::KernelTable& table = kernels_for(isa);
+  const detail::PanelKernel kernel =
+      w.format() == WeightFormat::BF16 ? table.bf16 : w.format() == WeightFormat::Q8 ? table.q8 : table.q4;
+  const detail::KernelArgs args{&prepared, &w, bias, y, rows};
+  const int panels = w.panels();
+  if (pool.size() == 1 || panels < 2) return kernel(args, 0, panels);
+  // Even panel counts per thread keep the 2- and 4-panel tiles whole.
+  const int pairs = (panels + 1) / 2;
+  pool.run([&](int thread, int count) {
+    const int begin = std::min(panels, 2 * (pairs * thread / count));
+    const int end = std::min(panels, 2 * (pairs * (thread + 1) / count));
+    if (begin < end) kernel(args, begin, end);
+  });
+}
+
+}  // namespace inferlab::fast

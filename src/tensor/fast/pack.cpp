@@ -1,0 +1,384 @@
+// Formats, packing, quantization, activation preparation and the scalar kernels (the oracle).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "inferlab/error.h"
+#include "inferlab/fast/packed.h"
+#include "tensor/fast/kernels_internal.h"
+
+namespace inferlab::fast {
+
+const char* format_name(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::F32: return "f32";
+    case WeightFormat::BF16: return "bf16";
+    case WeightFormat::Q8: return "int8";
+    case WeightFormat::Q4: return "q4";
+  }
+  return "?";
+}
+
+WeightFormat parse_format(const std::string& name) {
+  if (name == "f32" || name == "fp32" || name == "float32") return WeightFormat::F32;
+  if (name == "bf16" || name == "bfloat16") return WeightFormat::BF16;
+  if (name == "int8" || name == "q8" || name == "q8_0") return WeightFormat::Q8;
+  if (name == "q4" || name == "q4_0" || name == "int4") return WeightFormat::Q4;
+  fail("unknown weight format '{}': expected f32, bf16, int8 (q8_0-like) or q4 (q4_0-like)", name);
+}
+
+double bytes_per_weight(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::F32: return 4.0;
+    case WeightFormat::BF16: return 2.0;
+    case WeightFormat::Q8: return 34.0 / 32.0;
+    case WeightFormat::Q4: return 18.0 / 32.0;
+  }
+  return 0;
+}
+
+uint16_t bf16_from_f32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float f32_from_bf16(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t f16_from_f32(float v) {
+  // IEEE half, round to nearest even, with subnormals; the same rounding as F16C's vcvtps2ph.
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
+  if (x < 0x38800000u) {                                              // subnormal half (or zero)
+    const float magnitude = std::fabs(v) * 16777216.0f;                // 2^24: units of the smallest half
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(magnitude)));
+  }
+  const uint32_t rounded = x + 0xfffu + ((x >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+float f32_from_f16(uint16_t h) {
+  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  float magnitude;
+  if (exponent == 0) magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+  else if (exponent == 31) magnitude = mantissa ? NAN : INFINITY;
+  else {
+    const uint32_t bits = ((exponent + 112u) << 23) | (mantissa << 13);
+    std::memcpy(&magnitude, &bits, 4);
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &magnitude, 4);
+  bits |= sign;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
+  if (bytes == 0) return;
+  const std::size_t rounded = (bytes + 63) / 64 * 64;
+  data_ = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
+  if (!data_) fail("out of memory allocating {} bytes of weights", bytes);
+  std::memset(data_, 0, rounded);
+}
+AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
+  if (this != &other) {
+    std::free(data_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+namespace {
+struct F32Source {
+  const float* w;
+  int in;
+  float operator()(int r, int k) const { return w[static_cast<std::size_t>(r) * in + k]; }
+};
+struct Bf16Source {
+  const uint16_t* w;
+  int in;
+  float operator()(int r, int k) const { return f32_from_bf16(w[static_cast<std::size_t>(r) * in + k]); }
+};
+
+std::size_t q8_offset(int block, int row_in_panel, int kk) {
+  return static_cast<std::size_t>(block) * 512 + (kk / 4) * 64 + row_in_panel * 4 + kk % 4;
+}
+// q4: byte and whether the high nibble holds k = block*32 + kk.
+std::size_t q4_offset(int block, int row_in_panel, int kk) {
+  return static_cast<std::size_t>(block) * 256 + ((kk / 4) % 4) * 64 + row_in_panel * 4 + kk % 4;
+}
+}  // namespace
+
+template <typename Source>
+PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFormat format) {
+  if (out <= 0 || in <= 0) fail("cannot pack a [{}, {}] weight: both dimensions must be positive", out, in);
+  PackedMatrix m;
+  m.format_ = format;
+  m.out_ = out;
+  m.in_ = in;
+  m.panels_ = (out + kPanel - 1) / kPanel;
+  switch (format) {
+    case WeightFormat::F32: {
+      m.in_padded_ = in;
+      m.data_ = AlignedBuffer(static_cast<std::size_t>(out) * in * 4);
+      float* dst = reinterpret_cast<float*>(m.data_.data());
+      for (int r = 0; r < out; ++r)
+        for (int k = 0; k < in; ++k) dst[static_cast<std::size_t>(r) * in + k] = source(r, k);
+      return m;
+    }
+    case WeightFormat::BF16: {
+      m.in_padded_ = (in + 1) / 2 * 2;
+      m.panel_bytes_ = static_cast<std::size_t>(m.in_padded_) * kPanel * 2;
+      m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
+      for (int p = 0; p < m.panels_; ++p) {
+        uint16_t* panel = reinterpret_cast<uint16_t*>(m.data_.data() + p * m.panel_bytes_);
+        for (int r = 0; r < kPanel && p * kPanel + r < out; ++r)
+          for (int k = 0; k < in; ++k) panel[(k / 2) * 32 + r * 2 + k % 2] = bf16_from_f32(source(p * kPanel + r, k));
+      }
+      return m;
+    }
+    case WeightFormat::Q8:
+    case WeightFormat::Q4: {
+      const bool q8 = format == WeightFormat::Q8;
+      m.in_padded_ = (in + kBlock - 1) / kBlock * kBlock;
+      const int blocks = m.in_padded_ / kBlock;
+      m.panel_bytes_ = static_cast<std::size_t>(blocks) * (q8 ? 512 : 256);
+      m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
+      m.scales_ = AlignedBuffer(static_cast<std::size_t>(m.panels_) * blocks * kPanel * 2);
+      uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
+      // Padding rows and columns hold the zero code.
+      std::memset(m.data_.data(), q8 ? 128 : 0x88, m.data_.size());
+      float values[kBlock];
+      for (int p = 0; p < m.panels_; ++p) {
+        uint8_t* panel = m.data_.data() + p * m.panel_bytes_;
+        for (int r = 0; r < kPanel && p * kPanel + r < out; ++r) {
+          const int row = p * kPanel + r;
+          for (int b = 0; b < blocks; ++b) {
+            float largest = 0, amax = 0;
+            for (int kk = 0; kk < kBlock; ++kk) {
+              const int k = b * kBlock + kk;
+              values[kk] = k < in ? source(row, k) : 0.0f;
+              if (std::fabs(values[kk]) > amax) amax = std::fabs(values[kk]), largest = values[kk];
+            }
+            // q8_0: d = max|w| / 127; q4_0: d = (signed largest) / -8 so that it maps to code 0.
+            const uint16_t d16 = f16_from_f32(q8 ? amax / 127.0f : largest / -8.0f);
+            const float d = f32_from_f16(d16);
+            scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r] = d16;
+            const float inv = d != 0 ? 1.0f / d : 0.0f;
+            for (int kk = 0; kk < kBlock; ++kk) {
+              if (q8) {
+                const int q = std::clamp(static_cast<int>(std::nearbyint(values[kk] * inv)), -127, 127);
+                panel[q8_offset(b, r, kk)] = static_cast<uint8_t>(q + 128);
+              } else {
+                const int q = std::clamp(static_cast<int>(std::nearbyint(values[kk] * inv)) + 8, 0, 15);
+                uint8_t& byte = panel[q4_offset(b, r, kk)];
+                byte = kk >= 16 ? static_cast<uint8_t>((byte & 0x0f) | (q << 4)) : static_cast<uint8_t>((byte & 0xf0) | q);
+              }
+            }
+          }
+        }
+      }
+      return m;
+    }
+  }
+  fail("unsupported weight format");
+}
+
+PackedMatrix PackedMatrix::from_f32(const float* w, int out, int in, WeightFormat format) {
+  return pack(F32Source{w, in}, out, in, format);
+}
+PackedMatrix PackedMatrix::from_bf16(const uint16_t* w, int out, int in, WeightFormat format) {
+  return pack(Bf16Source{w, in}, out, in, format);
+}
+
+void PackedMatrix::dequantize_row(int row, float* dst) const {
+  if (row < 0 || row >= out_) fail("row {} outside a matrix of {} rows", row, out_);
+  const int p = row / kPanel, r = row % kPanel;
+  switch (format_) {
+    case WeightFormat::F32: std::memcpy(dst, f32_data() + static_cast<std::size_t>(row) * in_, sizeof(float) * in_); return;
+    case WeightFormat::BF16: {
+      const uint16_t* panel = reinterpret_cast<const uint16_t*>(panel_data(p));
+      for (int k = 0; k < in_; ++k) dst[k] = f32_from_bf16(panel[(k / 2) * 32 + r * 2 + k % 2]);
+      return;
+    }
+    case WeightFormat::Q8:
+    case WeightFormat::Q4: {
+      const uint8_t* panel = panel_data(p);
+      const uint16_t* scales = panel_scales(p);
+      for (int k = 0; k < in_; ++k) {
+        const int b = k / kBlock, kk = k % kBlock;
+        const float d = f32_from_f16(scales[b * kPanel + r]);
+        int q;
+        if (format_ == WeightFormat::Q8) q = static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
+        else {
+          const uint8_t byte = panel[q4_offset(b, r, kk)];
+          q = (kk >= 16 ? byte >> 4 : byte & 0x0f) - 8;
+        }
+        dst[k] = static_cast<float>(q) * d;
+      }
+      return;
+    }
+  }
+}
+
+namespace detail {
+void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
+  prepared.rows = rows;
+  prepared.in_padded = w.in_padded();
+  const std::size_t n = static_cast<std::size_t>(rows) * w.in_padded();
+  if (w.format() == WeightFormat::BF16) {
+    prepared.bf16.resize(n);
+  } else if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
+    prepared.blocks = w.blocks();
+    prepared.q8.resize(n);
+    prepared.scale.resize(static_cast<std::size_t>(rows) * w.blocks());
+    prepared.sum.resize(static_cast<std::size_t>(rows) * w.blocks());
+  } else {
+    fail("prepare_input: f32 weights take the activations as they are");
+  }
+}
+
+void prepare_rows(const float* x, int row_begin, int row_end, int in, const PackedMatrix& w, PreparedInput& prepared) {
+  if (w.format() == WeightFormat::BF16) {
+    for (int r = row_begin; r < row_end; ++r) {
+      uint16_t* dst = prepared.bf16.data() + static_cast<std::size_t>(r) * w.in_padded();
+      const float* src = x + static_cast<std::size_t>(r) * in;
+      for (int k = 0; k < in; ++k) dst[k] = bf16_from_f32(src[k]);
+      for (int k = in; k < w.in_padded(); ++k) dst[k] = 0;
+    }
+    return;
+  }
+  const int blocks = w.blocks();
+  for (int r = row_begin; r < row_end; ++r) {
+    const float* src = x + static_cast<std::size_t>(r) * in;
+    int8_t* dst = prepared.q8.data() + static_cast<std::size_t>(r) * w.in_padded();
+    for (int b = 0; b < blocks; ++b) {
+      float amax = 0;
+      const int k0 = b * kBlock, k1 = std::min(in, k0 + kBlock);
+      for (int k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(src[k]));
+      const float d = amax / 127.0f;
+      const float inv = d != 0 ? 1.0f / d : 0.0f;
+      int32_t sum = 0;
+      for (int k = k0; k < k0 + kBlock; ++k) {
+        const int q = k < in ? std::clamp(static_cast<int>(std::nearbyint(src[k] * inv)), -127, 127) : 0;
+        dst[k] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      prepared.scale[static_cast<std::size_t>(r) * blocks + b] = d;
+      prepared.sum[static_cast<std::size_t>(r) * blocks + b] = sum;
+    }
+  }
+}
+}  // namespace detail
+
+void prepare_input(const float* x, int rows, int in, const PackedMatrix& w, PreparedInput& prepared) {
+  if (in != w.in()) fail("matmul input has {} columns but the weight expects {}", in, w.in());
+  detail::size_prepared(rows, w, prepared);
+  detail::prepare_rows(x, 0, rows, in, w, prepared);
+}
+
+namespace detail {
+namespace {
+void store(const KernelArgs& a, int row, int col, float acc) {
+  a.y[static_cast<std::size_t>(row) * a.w->out() + col] = acc + (a.bias ? a.bias[col] : 0.0f);
+}
+
+void bf16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
+  const PackedMatrix& w = *a.w;
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const uint16_t* panel = reinterpret_cast<const uint16_t*>(w.panel_data(p));
+    for (int r = 0; r < kPanel && p * kPanel + r < w.out(); ++r)
+      for (int row = 0; row < a.rows; ++row) {
+        const uint16_t* x = a.in->bf16.data() + static_cast<std::size_t>(row) * w.in_padded();
+        float acc = 0;
+        for (int kp = 0; kp < w.in_padded() / 2; ++kp) {
+          // vdpbf16ps order: the odd element first, then the even one, each rounded once.
+          acc = std::fma(f32_from_bf16(panel[kp * 32 + r * 2 + 1]), f32_from_bf16(x[2 * kp + 1]), acc);
+          acc = std::fma(f32_from_bf16(panel[kp * 32 + r * 2]), f32_from_bf16(x[2 * kp]), acc);
+        }
+        store(a, row, p * kPanel + r, acc);
+      }
+  }
+}
+
+template <bool Q8>
+void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
+  const PackedMatrix& w = *a.w;
+  const int blocks = w.blocks();
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const uint8_t* panel = w.panel_data(p);
+    const uint16_t* scales = w.panel_scales(p);
+    for (int r = 0; r < kPanel && p * kPanel + r < w.out(); ++r)
+      for (int row = 0; row < a.rows; ++row) {
+        const int8_t* x = a.in->q8.data() + static_cast<std::size_t>(row) * w.in_padded();
+        float acc = 0;
+        for (int b = 0; b < blocks; ++b) {
+          int32_t isum = 0;
+          for (int kk = 0; kk < kBlock; ++kk) {
+            int q;
+            if (Q8) q = static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
+            else {
+              const uint8_t byte = panel[q4_offset(b, r, kk)];
+              q = (kk >= 16 ? byte >> 4 : byte & 0x0f) - 8;
+            }
+            isum += q * x[b * kBlock + kk];
+          }
+          const float scale = f32_from_f16(scales[b * kPanel + r]) * a.in->scale[static_cast<std::size_t>(row) * blocks + b];
+          acc = std::fma(static_cast<float>(isum), scale, acc);
+        }
+        store(a, row, p * kPanel + r, acc);
+      }
+  }
+}
+}  // namespace
+
+const KernelTable& scalar_kernels() {
+  static const KernelTable table{bf16_scalar, quant_scalar<true>, quant_scalar<false>};
+  return table;
+}
+}  // namespace detail
+
+void matmul_scalar(const float* x, int rows, const PackedMatrix& w, const float* bias, float* y) {
+  if (rows <= 0) return;
+  if (w.format() == WeightFormat::F32) {
+    for (int row = 0; row < rows; ++row)
+      for (int o = 0; o < w.out(); ++o) {
+        float acc = 0;
+        const float* wr = w.f32_data() + static_cast<std::size_t>(o) * w.in();
+        for (int k = 0; k < w.in(); ++k) acc = std::fma(wr[k], x[static_cast<std::size_t>(row) * w.in() + k], acc);
+        y[static_cast<std::size_t>(row) * w.out() + o] = acc + (bias ? bias[o] : 0.0f);
+      }
+    return;
+  }
+  PreparedInput prepared;
+  prepare_input(x, rows, w.in(), w, prepared);
+  const detail::KernelArgs args{&prepared, &w, bias, y, rows};
+  const auto& table = detail::scalar_kernels();
+  const detail::PanelKernel kernel =
+      w.format() == WeightFormat::BF16 ? table.bf16 : w.format() == WeightFormat::Q8 ? table.q8 : table.q4;
+  kernel(args, 0, w.panels());
+}
+
+}  // namespace inferlab::fast
