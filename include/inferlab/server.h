@@ -1,0 +1,50 @@
+// OpenAI-compatible HTTP server (cpp-httplib): /v1/models, /v1/chat/completions, /v1/completions,
+// /health, /metrics, /tokenize, /detokenize, served from one continuous-batching Scheduler.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "inferlab/scheduler.h"
+
+namespace inferlab {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 30000;                // 0: any free port (see Server::port())
+  std::string served_model_name;   // empty: the model folder's name (or the repo id given)
+  SchedulerOptions scheduler;
+  int threads = 0;                 // model compute threads (0: all cores)
+  double request_timeout_s = 600;  // per request, from arrival; 0: none
+  int http_threads = 128;          // connections served at once (each stream holds one)
+  int max_n = 16;                  // largest `n` (choices per request)
+  bool log_requests = false;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and starts answering in the background (/health says 503 until load() is done).
+  // Throws Error when the address cannot be bound. Returns the port.
+  int start();
+  int port() const;
+
+  // Loads the model and tokenizer and starts the scheduler; then /health says 200.
+  void load(const std::string& model);
+
+  // Graceful stop: refuse new requests, let in-flight ones finish for up to `drain`, end the
+  // rest with an error event, close the listener.
+  void shutdown(std::chrono::milliseconds drain);
+
+  const std::string& model_name() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferlab

@@ -1,0 +1,394 @@
+#include "openai_api.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "inferlab/error.h"
+
+namespace inferlab::api {
+namespace {
+
+constexpr int kMaxStops = 16;
+constexpr int kMaxTopLogprobs = 20;
+
+template <typename... Args>
+[[noreturn]] void bad(const std::string& param, fmt::format_string<Args...> format, Args&&... args) {
+  throw ApiError(400, fmt::format(format, std::forward<Args>(args)...), param);
+}
+
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string type_of(const json& value) {
+  if (value.is_number_integer()) return "an integer";
+  if (value.is_number()) return "a number";
+  if (value.is_string()) return "a string";
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  return "null";
+}
+
+double number(const json& body, const char* name, double fallback, double lo, double hi) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_number()) bad(name, "'{}' must be a number, got {}", name, type_of(*v));
+  double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) bad(name, "'{}' must be between {} and {}, got {}", name, lo, hi, v->dump());
+  return x;
+}
+
+std::optional<int64_t> integer(const json& body, const char* name, int64_t lo, int64_t hi) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) bad(name, "'{}' must be an integer, got {}", name, type_of(*v));
+  double as_double = v->get<double>();
+  if (v->is_number_float() && (std::floor(as_double) != as_double || !std::isfinite(as_double)))
+    bad(name, "'{}' must be an integer, got {}", name, v->dump());
+  if (as_double < static_cast<double>(lo) || as_double > static_cast<double>(hi))
+    bad(name, "'{}' must be between {} and {}, got {}", name, lo, hi, v->dump());
+  if (v->is_number_unsigned()) return static_cast<int64_t>(v->get<uint64_t>());
+  if (v->is_number_integer()) return v->get<int64_t>();
+  return static_cast<int64_t>(as_double);
+}
+
+bool boolean(const json& body, const char* name, bool fallback) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_boolean()) bad(name, "'{}' must be a boolean, got {}", name, type_of(*v));
+  return v->get<bool>();
+}
+
+std::vector<int32_t> token_ids(const json& array, const char* name, int vocab) {
+  std::vector<int32_t> ids;
+  ids.reserve(array.size());
+  for (const json& v : array) {
+    if (!v.is_number_integer()) bad(name, "'{}' token ids must be integers, got {}", name, type_of(v));
+    int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX)) : v.get<int64_t>();
+    if (id < 0 || id >= vocab) bad(name, "token id {} in '{}' is outside the vocabulary (0..{})", id, name, vocab - 1);
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
+// Fields both endpoints share: sampling, stop, n, stream, max tokens.
+void parse_common(const json& body, const ModelContext& model, ParsedRequest& out, std::optional<int64_t>& max_tokens) {
+  check_model(body, model);
+  out.n = static_cast<int>(integer(body, "n", 1, std::numeric_limits<int>::max()).value_or(1));
+  if (out.n > model.max_n) bad("n", "'n' may be at most {} here, got {}", model.max_n, out.n);
+
+  std::optional<int64_t> max_tokens_field = integer(body, "max_tokens", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  std::optional<int64_t> max_completion = integer(body, "max_completion_tokens", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  max_tokens = max_completion ? max_completion : max_tokens_field;
+  const char* max_name = max_completion ? "max_completion_tokens" : "max_tokens";
+  if (max_tokens && *max_tokens < 1) bad(max_name, "'{}' must be at least 1, got {}", max_name, *max_tokens);
+
+  SamplingParams& s = out.sampling;
+  s.temperature = static_cast<float>(number(body, "temperature", 1.0, 0.0, 2.0));
+  s.top_p = static_cast<float>(number(body, "top_p", 1.0, 0.0, 1.0));
+  if (s.top_p <= 0.0f) bad("top_p", "'top_p' must be greater than 0, got {}", s.top_p);
+  s.top_k = static_cast<int>(integer(body, "top_k", -1, std::numeric_limits<int>::max()).value_or(0));
+  s.min_p = static_cast<float>(number(body, "min_p", 0.0, 0.0, 1.0));
+  s.frequency_penalty = static_cast<float>(number(body, "frequency_penalty", 0.0, -2.0, 2.0));
+  s.presence_penalty = static_cast<float>(number(body, "presence_penalty", 0.0, -2.0, 2.0));
+  if (number(body, "repetition_penalty", 1.0, 0.0, 1e9) != 1.0)
+    bad("repetition_penalty", "'repetition_penalty' is not supported; use frequency_penalty / presence_penalty");
+  if (auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+    s.seed = static_cast<uint64_t>(*seed);
+  if (const json* bias = field(body, "logit_bias")) {
+    if (!bias->is_object()) bad("logit_bias", "'logit_bias' must be an object mapping token ids to numbers, got {}", type_of(*bias));
+    for (const auto& [key, value] : bias->items()) {
+      char* end = nullptr;
+      long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id >= model.vocab_size)
+        bad("logit_bias", "'logit_bias' key '{}' is not a token id of this model (0..{})", key, model.vocab_size - 1);
+      if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100)
+        bad("logit_bias", "'logit_bias' values must be numbers between -100 and 100, got {}", value.dump());
+      s.logit_bias[static_cast<int32_t>(id)] = value.get<float>();
+    }
+  }
+
+  if (const json* stop = field(body, "stop")) {
+    if (stop->is_string()) {
+      out.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      if (stop->size() > kMaxStops) bad("stop", "'stop' may hold at most {} strings, got {}", kMaxStops, stop->size());
+      for (const json& v : *stop) {
+        if (!v.is_string()) bad("stop", "'stop' must be a string or an array of strings, found {}", type_of(v));
+        out.stop.push_back(v.get<std::string>());
+      }
+    } else {
+      bad("stop", "'stop' must be a string or an array of strings, got {}", type_of(*stop));
+    }
+    for (const auto& text : out.stop)
+      if (text.empty()) bad("stop", "'stop' strings must not be empty");
+  }
+  if (const json* ids = field(body, "stop_token_ids")) {
+    if (!ids->is_array()) bad("stop_token_ids", "'stop_token_ids' must be an array of token ids, got {}", type_of(*ids));
+    out.stop_token_ids = token_ids(*ids, "stop_token_ids", model.vocab_size);
+  }
+  out.ignore_eos = boolean(body, "ignore_eos", false);
+  out.skip_special_tokens = boolean(body, "skip_special_tokens", true);
+  out.stream = boolean(body, "stream", false);
+  if (const json* options = field(body, "stream_options")) {
+    if (!options->is_object()) bad("stream_options", "'stream_options' must be an object, got {}", type_of(*options));
+    if (!out.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    out.include_usage = boolean(*options, "include_usage", false);
+  }
+}
+
+// max_tokens against the context: the OpenAI message when it cannot fit, else the room left.
+void resolve_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, const ModelContext& model) {
+  const int64_t limit = std::min<int64_t>(model.context_length > 0 ? model.context_length : INT32_MAX,
+                                          static_cast<int64_t>(std::min<std::size_t>(model.kv_capacity_tokens, INT32_MAX)));
+  for (const auto& prompt : out.prompts) {
+    const int64_t length = static_cast<int64_t>(prompt.size());
+    if (length == 0) bad(out.chat ? "messages" : "prompt", "the prompt is empty (it must encode to at least one token)");
+    if (max_tokens ? length + *max_tokens > limit : length >= limit)
+      throw ApiError(400,
+                     fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
+                                 "({} in the {}, {} for the completion). Please reduce the length of the {} or the completion.",
+                                 limit, length + (max_tokens ? *max_tokens : 1), length, out.chat ? "messages" : "prompt",
+                                 max_tokens ? *max_tokens : 1, out.chat ? "messages" : "prompt"),
+                     out.chat ? "messages" : "prompt", "context_length_exceeded");
+    out.max_tokens.push_back(static_cast<int>(max_tokens ? *max_tokens : limit - length));
+  }
+}
+
+std::string message_text(const json& message, std::size_t index) {
+  const json* content = field(message, "content");
+  if (!content) return "";
+  if (content->is_string()) return content->get<std::string>();
+  if (!content->is_array())
+    bad("messages", "messages[{}].content must be a string or an array of content parts, got {}", index, type_of(*content));
+  std::string text;
+  for (const json& part : *content) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      bad("messages", "messages[{}].content parts must be objects with a 'type'", index);
+    const std::string type = part["type"].get<std::string>();
+    if (type != "text")
+      bad("messages", "messages[{}].content has a '{}' part; this model accepts only text", index, type);
+    if (!part.contains("text") || !part["text"].is_string())
+      bad("messages", "messages[{}].content text parts need a string 'text'", index);
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+ApiError::ApiError(int status_, std::string message_, std::string param_, std::string code_, std::string type_)
+    : status(status_), message(std::move(message_)), type(std::move(type_)), param(std::move(param_)), code(std::move(code_)) {}
+
+json ApiError::body() const {
+  return {{"error",
+           {{"message", message},
+            {"type", type},
+            {"param", param.empty() ? json(nullptr) : json(param)},
+            {"code", code.empty() ? json(nullptr) : json(code)}}}};
+}
+
+std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json parse_json_object(const std::string& body) {
+  json parsed;
+  try {
+    parsed = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, fmt::format("the request body is not valid JSON: {}", e.what()));
+  }
+  if (!parsed.is_object()) throw ApiError(400, fmt::format("the request body must be a JSON object, got {}", type_of(parsed)));
+  return parsed;
+}
+
+void check_model(const json& body, const ModelContext& model) {
+  const json* name = field(body, "model");
+  if (!name) return;  // as vLLM: the one served model
+  if (!name->is_string()) bad("model", "'model' must be a string, got {}", type_of(*name));
+  const std::string wanted = name->get<std::string>();
+  for (const auto& accepted : model.accepted_names)
+    if (wanted == accepted) return;
+  throw ApiError(404, fmt::format("The model `{}` does not exist.", wanted), "model", "model_not_found");
+}
+
+ParsedRequest parse_chat_request(const json& body, const ModelContext& model) {
+  ParsedRequest out;
+  out.chat = true;
+  std::optional<int64_t> max_tokens;
+  parse_common(body, model, out, max_tokens);
+
+  if (const json* format = field(body, "response_format")) {
+    if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
+      bad("response_format", "'response_format' must be an object with a 'type'");
+    if ((*format)["type"] != "text")
+      bad("response_format", "response_format type '{}' is not supported (only 'text')", (*format)["type"].get<std::string>());
+  }
+  const json* tools = field(body, "tools");
+  if (tools && !tools->is_array()) bad("tools", "'tools' must be an array, got {}", type_of(*tools));
+  if (const json* choice = field(body, "tool_choice")) {
+    bool plain = choice->is_string() && (*choice == "none" || *choice == "auto");
+    if (!plain) bad("tool_choice", "tool_choice {} is not supported: tool calls are not parsed (use 'none' or 'auto')", choice->dump());
+  }
+  if (const json* call = field(body, "function_call")) {
+    bool plain = call->is_string() && (*call == "none" || *call == "auto");
+    if (!plain) bad("function_call", "function_call {} is not supported (use 'none' or 'auto')", call->dump());
+  }
+  if (const json* modalities = field(body, "modalities")) {
+    if (!modalities->is_array()) bad("modalities", "'modalities' must be an array");
+    for (const json& m : *modalities)
+      if (m != "text") bad("modalities", "only the 'text' modality is supported, got {}", m.dump());
+  }
+  if (field(body, "audio")) bad("audio", "audio output is not supported");
+  if (field(body, "prediction")) bad("prediction", "predicted outputs are not supported");
+
+  out.logprobs = boolean(body, "logprobs", false);
+  if (auto top = integer(body, "top_logprobs", 0, kMaxTopLogprobs)) {
+    if (!out.logprobs && *top > 0) bad("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+    out.top_logprobs = static_cast<int>(*top);
+  }
+  out.sampling.top_logprobs = out.top_logprobs;
+
+  const json* messages = field(body, "messages");
+  if (!messages) bad("messages", "'messages' is required");
+  if (!messages->is_array()) bad("messages", "'messages' must be an array, got {}", type_of(*messages));
+  if (messages->empty()) bad("messages", "'messages' must contain at least one message");
+  json rendered = json::array();
+  for (std::size_t i = 0; i < messages->size(); ++i) {
+    const json& message = (*messages)[i];
+    if (!message.is_object()) bad("messages", "messages[{}] must be an object, got {}", i, type_of(message));
+    const json* role = field(message, "role");
+    if (!role || !role->is_string()) bad("messages", "messages[{}] needs a string 'role'", i);
+    std::string r = role->get<std::string>();
+    if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool" && r != "function")
+      bad("messages", "messages[{}].role '{}' is not one of system, developer, user, assistant, tool", i, r);
+    if (!field(message, "content") && r != "assistant")
+      bad("messages", "messages[{}] ({}) needs 'content'", i, r);
+    json m = message;
+    m["role"] = r == "developer" ? "system" : r;
+    m["content"] = message_text(message, i);
+    rendered.push_back(std::move(m));
+  }
+  if (!model.chat_template)
+    throw ApiError(400, "this model has no chat template (tokenizer_config.json); use /v1/completions with a prompt", "messages");
+  json extra = json::object();
+  if (tools) extra["tools"] = *tools;
+  extra["bos_token"] = model.tokenizer->bos_token();
+  extra["eos_token"] = model.tokenizer->eos_token();
+  if (const json* kwargs = field(body, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    for (const auto& [key, value] : kwargs->items()) extra[key] = value;
+  }
+  std::string prompt;
+  try {
+    prompt = model.chat_template->render(rendered, true, extra);
+  } catch (const std::exception& e) {
+    throw ApiError(400, fmt::format("the chat template could not be applied to these messages: {}", e.what()), "messages");
+  }
+  out.prompts.push_back(model.tokenizer->encode(prompt, false));
+  out.prompt_texts.push_back(prompt);
+  resolve_max_tokens(out, max_tokens, model);
+  return out;
+}
+
+ParsedRequest parse_completion_request(const json& body, const ModelContext& model) {
+  ParsedRequest out;
+  std::optional<int64_t> max_tokens;
+  parse_common(body, model, out, max_tokens);
+  if (!field(body, "max_tokens") && !field(body, "max_completion_tokens")) max_tokens = 16;  // OpenAI's default here
+
+  if (auto logprobs = integer(body, "logprobs", 0, kMaxTopLogprobs)) {
+    out.logprobs = true;
+    out.top_logprobs = static_cast<int>(*logprobs);
+  }
+  out.sampling.top_logprobs = out.top_logprobs;
+  out.echo = boolean(body, "echo", false);
+  if (out.echo && out.logprobs) bad("echo", "'echo' together with 'logprobs' is not supported (prompt logprobs are not computed)");
+  if (const json* suffix = field(body, "suffix")) {
+    if (!suffix->is_string()) bad("suffix", "'suffix' must be a string");
+    if (!suffix->get<std::string>().empty()) bad("suffix", "'suffix' (insertion) is not supported");
+  }
+  if (auto best_of = integer(body, "best_of", 1, 1 << 20); best_of && *best_of != out.n)
+    bad("best_of", "'best_of' other than n is not supported (got best_of={}, n={})", *best_of, out.n);
+
+  const json* prompt = field(body, "prompt");
+  if (!prompt) bad("prompt", "'prompt' is required");
+  auto add_text = [&](const std::string& text) {
+    auto ids = model.tokenizer->encode(text, true);
+    out.prompts.push_back(std::move(ids));
+    out.prompt_texts.push_back(text);
+  };
+  auto add_ids = [&](const json& array) {
+    auto ids = token_ids(array, "prompt", model.vocab_size);
+    out.prompt_texts.push_back(model.tokenizer->decode(ids, false));
+    out.prompts.push_back(std::move(ids));
+  };
+  if (prompt->is_string()) {
+    add_text(prompt->get<std::string>());
+  } else if (prompt->is_array()) {
+    if (prompt->empty()) bad("prompt", "'prompt' must not be empty");
+    const json& first = prompt->front();
+    if (first.is_number()) {
+      add_ids(*prompt);
+    } else {
+      for (const json& item : *prompt) {
+        if (item.is_string()) add_text(item.get<std::string>());
+        else if (item.is_array() && !item.empty()) add_ids(item);
+        else bad("prompt", "'prompt' must be a string, an array of strings, an array of token ids or an array of such arrays");
+      }
+    }
+  } else {
+    bad("prompt", "'prompt' must be a string, an array of strings or an array of token ids, got {}", type_of(*prompt));
+  }
+  if (out.prompts.size() * out.n > static_cast<std::size_t>(model.max_n) * 4)
+    bad("prompt", "too many completions in one request ({} prompts x n={}); send several requests", out.prompts.size(), out.n);
+  resolve_max_tokens(out, max_tokens, model);
+  return out;
+}
+
+std::string StopMatcher::feed(const std::string& piece) {
+  if (hit_) return "";
+  held_ += piece;
+  std::size_t first = std::string::npos;
+  for (const auto& stop : stops_) first = std::min(first, held_.find(stop));
+  if (first != std::string::npos) {
+    hit_ = true;
+    std::string out = held_.substr(0, first);
+    held_.clear();
+    return out;
+  }
+  // Hold back the longest tail that is the beginning of some stop string.
+  std::size_t keep = 0;
+  for (const auto& stop : stops_) {
+    for (std::size_t len = std::min(stop.size() - 1, held_.size()); len > keep; --len)
+      if (held_.compare(held_.size() - len, len, stop, 0, len) == 0) {
+        keep = len;
+        break;
+      }
+  }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+std::string StopMatcher::finish() {
+  std::string out = hit_ ? "" : held_;
+  held_.clear();
+  return out;
+}
+
+std::string token_text(const Tokenizer& tokenizer, int32_t id) {
+  int32_t ids[1] = {id};
+  return tokenizer.decode(std::span<const int32_t>(ids, 1), false);
+}
+
+json bytes_array(const std::string& text) {
+  json out = json::array();
+  for (unsigned char c : text) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+}  // namespace inferlab::api

@@ -1,0 +1,88 @@
+// `inferlab serve [MODEL]`: the OpenAI-compatible server with continuous batching.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "command.h"
+#include "inferlab/error.h"
+#include "inferlab/model_path.h"
+#include "inferlab/server.h"
+
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  inferlab::ServerOptions server;
+  std::size_t kv_tokens = 0;
+  double drain_s = 30;
+};
+
+void serve(const ServeArgs& args) {
+  inferlab::ServerOptions options = args.server;
+  options.scheduler.kv_tokens = args.kv_tokens;
+  std::string model = args.model;
+  if (model.empty()) {
+    model = inferlab::demo_model_path().string();
+    if (!std::filesystem::exists(std::filesystem::path(model) / "config.json"))
+      inferlab::fail("no MODEL given and the demo model is missing at {} (scripts/setup writes it with "
+                     "`inferlab make-model --preset demo`)", model);
+    std::fprintf(stderr, "inferlab serve: no MODEL given, serving the demo model %s (random weights: its text is gibberish)\n",
+                 model.c_str());
+  }
+
+  // Signals go to one waiting thread, not to whichever thread happens to run.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  inferlab::Server server(options);
+  int port = server.start();
+  std::fprintf(stderr, "inferlab serve: listening on http://%s:%d (loading %s; /health is 503 until ready)\n",
+               options.host.c_str(), port, model.c_str());
+  server.load(model);
+  std::fprintf(stderr, "inferlab serve: ready, model name '%s' — try: curl http://%s:%d/v1/models\n",
+               server.model_name().c_str(), options.host.c_str(), port);
+
+  int received = 0;
+  sigwait(&signals, &received);
+  std::fprintf(stderr, "inferlab serve: %s received, finishing in-flight requests (up to %.0f s)\n",
+               received == SIGINT ? "SIGINT" : "SIGTERM", args.drain_s);
+  server.shutdown(std::chrono::milliseconds(static_cast<long>(args.drain_s * 1000)));
+  std::fprintf(stderr, "inferlab serve: stopped\n");
+}
+
+inferlab::cli::Registrar reg([](CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
+  cmd->add_option("model", args->model, "Model folder or Hugging Face repo id (default: the bundled demo model)");
+  cmd->add_option("--host", args->server.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", args->server.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--max-batch", args->server.scheduler.max_batch, "Sequences running together")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--kv-tokens", args->kv_tokens, "KV cache capacity in tokens (default: max-batch contexts, capped near 1 GiB)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
+  cmd->add_option("--block-size", args->server.scheduler.block_size, "KV positions per block")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--step-tokens", args->server.scheduler.step_token_budget, "Prompt tokens computed per step (chunked prefill)")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-queue", args->server.scheduler.max_waiting, "Queued requests before answering 503")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_flag("!--no-prefix-caching", args->server.scheduler.prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
+  cmd->add_option("--threads", args->server.threads, "Compute threads for the model (0: all cores)")->capture_default_str();
+  cmd->add_option("--http-threads", args->server.http_threads, "Connections served at once")
+      ->capture_default_str()->check(CLI::Range(4, 4096));
+  cmd->add_option("--served-model-name", args->server.served_model_name, "Name clients use in 'model' (default: the folder name)");
+  cmd->add_option("--timeout", args->server.request_timeout_s, "Per-request timeout in seconds (0: none)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e7));
+  cmd->add_option("--max-n", args->server.max_n, "Largest n (choices per request)")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--drain", args->drain_s, "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->add_flag("--log-requests", args->server.log_requests, "Print one line per HTTP request");
+  cmd->callback([args] { serve(*args); });
+});
+
+}  // namespace
