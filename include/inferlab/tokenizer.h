@@ -20,13 +20,18 @@ class Tokenizer {
   static std::shared_ptr<const Tokenizer> from_vocab_merges(const std::filesystem::path& vocab_json,
                                                             const std::filesystem::path& merges_txt);
   static std::shared_ptr<const Tokenizer> from_gguf(const std::filesystem::path& file);
+  // A model folder, a tokenizer.json, a .gguf file, or an HF repo id (resolve_model_path).
+  static std::shared_ptr<const Tokenizer> load(const std::string& model);
 
   virtual ~Tokenizer() = default;
 
   // add_special_tokens: apply the post-processor (e.g. a BOS). Special tokens in the text are
   // matched before BPE.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const = 0;
+  // Text as Hugging Face decodes it: byte sequences that are not valid UTF-8 become U+FFFD.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const = 0;
+  // The raw bytes the ids stand for (no U+FFFD replacement): decode_bytes(encode(s)) == s for any s.
+  virtual std::string decode_bytes(std::span<const int32_t> ids, bool skip_special_tokens = false) const = 0;
 
   virtual int vocab_size() const = 0;
   virtual std::string id_to_piece(int32_t id) const = 0;  // the vocab string, e.g. "Ġworld"

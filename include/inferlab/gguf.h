@@ -1,0 +1,37 @@
+// A small GGUF reader: the header, every metadata key/value, and the tensor directory.
+// Tensor data is not read (callers mmap or read from data_offset themselves).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace inferlab {
+
+struct GgufTensorInfo {
+  std::string name;
+  std::vector<uint64_t> dims;
+  uint32_t type = 0;    // ggml_type
+  uint64_t offset = 0;  // relative to GgufFile::data_offset
+};
+
+struct GgufFile {
+  uint32_t version = 0;
+  // Values as JSON: integers, floats, bools, strings, arrays of those (uint8 arrays stay numbers).
+  std::map<std::string, nlohmann::json> metadata;
+  std::vector<GgufTensorInfo> tensors;
+  uint64_t alignment = 32;
+  uint64_t data_offset = 0;  // file offset where tensor data starts
+
+  const nlohmann::json* find(const std::string& key) const {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? nullptr : &it->second;
+  }
+};
+
+// Throws Error naming the file and what is wrong (bad magic, truncated, unknown value type...).
+GgufFile read_gguf(const std::filesystem::path& file);
+
+}  // namespace inferlab

@@ -1,0 +1,137 @@
+// The byte-level BPE tokenizer behind inferlab::Tokenizer, built by the loaders (tokenizer.json,
+// vocab.json + merges.txt, GGUF).
+#pragma once
+#include <array>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "inferlab/tokenizer.h"
+
+namespace inferlab::tokenizer_detail {
+
+// A JIT-compiled PCRE2 pattern (UTF + UCP; invalid UTF-8 in the subject simply never matches).
+class Regex {
+ public:
+  explicit Regex(const std::string& pattern);
+  ~Regex();
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+  // Calls on_match(start, end) for each non-overlapping match in order.
+  template <typename F>
+  void for_each_match(std::string_view subject, F&& on_match) const;
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  std::string pattern_;
+  pcre2_code* code_ = nullptr;
+  bool jit_ = false;
+};
+
+enum class NormalizerKind { NFC, NFD, NFKC, NFKD, Lowercase };
+
+enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+
+struct PreTokenizerStep {
+  enum class Kind { Split, ByteLevel, Digits } kind;
+  std::shared_ptr<Regex> regex;  // Split, ByteLevel with use_regex
+  SplitBehavior behavior = SplitBehavior::Isolated;
+  bool invert = false;
+  bool add_prefix_space = false;  // ByteLevel
+};
+
+// TemplateProcessing / Roberta / Bert reduce to: ids before and after the sequence.
+struct PostProcessor {
+  std::vector<int32_t> prefix, suffix;
+};
+
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool special = false, lstrip = false, rstrip = false, single_word = false;
+};
+
+struct Spec {
+  std::unordered_map<std::string, int32_t> vocab;  // byte-level piece -> id
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  std::vector<AddedToken> added_tokens;
+  std::vector<NormalizerKind> normalizers;
+  std::vector<PreTokenizerStep> pre_tokenizers;
+  PostProcessor post_processor;
+  bool ignore_merges = false;  // Llama-3: a word found whole in the vocab is one token
+  std::string chat_template, bos_token, eos_token;
+  std::string source;  // for error messages
+};
+
+class BpeTokenizer final : public Tokenizer {
+ public:
+  explicit BpeTokenizer(Spec spec);
+  ~BpeTokenizer() override;
+
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override;
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
+  std::string decode_bytes(std::span<const int32_t> ids, bool skip_special_tokens) const override;
+  int vocab_size() const override { return static_cast<int>(pieces_.size()); }
+  std::string id_to_piece(int32_t id) const override;
+  std::optional<int32_t> piece_to_id(std::string_view piece) const override;
+  bool is_special(int32_t id) const override;
+  const std::string& chat_template() const override { return chat_template_; }
+  const std::string& bos_token() const override { return bos_token_; }
+  const std::string& eos_token() const override { return eos_token_; }
+
+  void set_chat_template(std::string t) { chat_template_ = std::move(t); }
+  void set_bos_eos(std::string bos, std::string eos) { bos_token_ = std::move(bos); eos_token_ = std::move(eos); }
+  void set_post_processor(PostProcessor p) { post_processor_ = std::move(p); }
+
+ private:
+  struct Merge {
+    int32_t rank, merged;
+  };
+  void encode_segment(std::string_view segment, std::vector<int32_t>& out) const;
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  void bpe(std::string_view word, std::vector<int32_t>& out) const;
+  const Merge* find_merge(int32_t left, int32_t right) const;
+
+  std::vector<std::string> pieces_;  // id -> vocab string ("" for unused ids)
+  std::vector<std::string> bytes_;   // id -> raw bytes it stands for
+  std::vector<uint8_t> special_;     // id -> 1 when a special added token
+  std::vector<uint8_t> added_;       // id -> 1 when an added token (decoded as its content)
+  std::unordered_map<std::string, int32_t> piece_to_id_;
+  std::unordered_map<std::string, int32_t> bytes_to_id_;
+  std::array<int32_t, 256> byte_ids_{};
+  // Open-addressing table of (left, right) -> merge; keys packed into 64 bits.
+  std::vector<uint64_t> merge_keys_;
+  std::vector<Merge> merge_values_;
+  uint64_t merge_mask_ = 0;
+
+  std::vector<AddedToken> added_tokens_;
+  std::array<uint8_t, 256> added_first_byte_{};
+  std::vector<NormalizerKind> normalizers_;
+  std::vector<PreTokenizerStep> pre_tokenizers_;
+  PostProcessor post_processor_;
+  bool ignore_merges_ = false;
+  std::string chat_template_, bos_token_, eos_token_;
+
+  // Word cache: sharded so encode() from several threads rarely contends.
+  struct CacheShard {
+    mutable std::shared_mutex mutex;
+    std::unordered_map<std::string, std::vector<int32_t>> words;
+  };
+  static constexpr int kCacheShards = 16;
+  static constexpr std::size_t kCacheShardCapacity = 8192;
+  static constexpr std::size_t kCacheMaxWordBytes = 64;
+  mutable std::array<CacheShard, kCacheShards> cache_;
+};
+
+// GPT-2's reversible byte <-> printable code point table.
+const std::array<char32_t, 256>& byte_to_unicode();
+// A byte-level vocab string back to raw bytes; false when it contains a character outside the table.
+bool byte_level_to_bytes(std::string_view piece, std::string& out);
+
+}  // namespace inferlab::tokenizer_detail

@@ -1,0 +1,85 @@
+// GPT-2 vocabulary from GGUF against llama.cpp's test vectors (ids from Hugging Face tokenizers).
+#include <gtest/gtest.h>
+
+#include "inferlab/error.h"
+#include "inferlab/gguf.h"
+#include "inferlab/tokenizer.h"
+#include "test_paths.h"
+
+namespace inferlab {
+namespace {
+
+std::filesystem::path gguf_path() { return test::shared_dir() / "data/gpt2-vocab/ggml-vocab-gpt-2.gguf"; }
+
+// llama.cpp test-tokenizer-0: each case ends with "\n__ggml_vocab_test__\n".
+std::vector<std::string> read_cases(const std::filesystem::path& file) {
+  std::string text = test::read_file(file);
+  const std::string separator = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> cases;
+  std::size_t start = 0;
+  for (std::size_t pos; (pos = text.find(separator, start)) != std::string::npos; start = pos + separator.size())
+    cases.push_back(text.substr(start, pos - start));
+  return cases;
+}
+
+std::vector<std::vector<int32_t>> read_ids(const std::filesystem::path& file) {
+  std::istringstream lines(test::read_file(file));
+  std::vector<std::vector<int32_t>> all;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<int32_t> ids;
+    for (int32_t id; words >> id;) ids.push_back(id);
+    all.push_back(ids);
+  }
+  return all;
+}
+
+TEST(GgufGpt2, ReaderSeesVocabularyMetadata) {
+  REQUIRE_PATH(gguf_path(), "the shared GPT-2 vocabulary (../shared/data/gpt2-vocab)");
+  GgufFile gguf = read_gguf(gguf_path());
+  ASSERT_NE(gguf.find("tokenizer.ggml.tokens"), nullptr);
+  EXPECT_EQ(gguf.find("tokenizer.ggml.tokens")->size(), 50257u);
+  EXPECT_EQ(gguf.find("tokenizer.ggml.merges")->size(), 50000u);
+  EXPECT_EQ(gguf.find("tokenizer.ggml.model")->get<std::string>(), "gpt2");
+}
+
+TEST(GgufGpt2, EveryTestVectorMatchesHuggingFace) {
+  REQUIRE_PATH(gguf_path(), "the shared GPT-2 vocabulary (../shared/data/gpt2-vocab)");
+  auto tokenizer = Tokenizer::from_gguf(gguf_path());
+  auto cases = read_cases(gguf_path().string() + ".inp");
+  auto expected = read_ids(gguf_path().string() + ".out");
+  ASSERT_EQ(cases.size(), expected.size());
+  ASSERT_GT(cases.size(), 40u);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(tokenizer->encode(cases[i]), expected[i]) << "case " << i << ": " << nlohmann::json(cases[i]).dump();
+    EXPECT_EQ(tokenizer->decode(tokenizer->encode(cases[i])), cases[i]) << "round trip, case " << i;
+  }
+}
+
+TEST(GgufGpt2, EndOfTextIsSpecialAndMatchedBeforeBpe) {
+  REQUIRE_PATH(gguf_path(), "the shared GPT-2 vocabulary (../shared/data/gpt2-vocab)");
+  auto tokenizer = Tokenizer::from_gguf(gguf_path());
+  auto ids = tokenizer->encode("Hello<|endoftext|> world");
+  EXPECT_EQ(ids, (std::vector<int32_t>{15496, 50256, 995}));
+  EXPECT_TRUE(tokenizer->is_special(50256));
+  EXPECT_EQ(tokenizer->decode(ids, true), "Hello world");
+  EXPECT_EQ(tokenizer->id_to_piece(995), "Ġworld");
+  EXPECT_EQ(tokenizer->eos_token(), "<|endoftext|>");
+}
+
+TEST(Gguf, RejectsFilesThatAreNotGguf) {
+  auto path = std::filesystem::temp_directory_path() / "inferlab_not_a.gguf";
+  std::ofstream(path) << "definitely not gguf";
+  EXPECT_THROW(read_gguf(path), Error);
+  try {
+    read_gguf(path);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos) << e.what();
+  }
+  std::ofstream(path, std::ios::binary) << std::string("GGUF\x03\0\0\0", 8) << std::string(4, '\xff');
+  EXPECT_THROW(read_gguf(path), Error);  // truncated header
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace inferlab
