@@ -24,6 +24,9 @@ GenerateResult generate_greedy(Model& model, std::span<const int32_t> prompt, co
   const std::vector<int> eos = options.ignore_eos ? std::vector<int>{}
                                                   : options.eos_token_ids.value_or(config.eos_token_ids);
   const std::size_t total = prompt.size() + options.max_new_tokens;
+  if (config.max_position_embeddings > 0 && total > static_cast<std::size_t>(config.max_position_embeddings))
+    fail("generate: prompt of {} tokens + {} new tokens exceeds the model's context of {} positions", prompt.size(),
+         options.max_new_tokens, config.max_position_embeddings);
   KVCache cache = cache_for(model, total);
   SequenceKV seq;
   std::vector<int32_t> sequence(prompt.begin(), prompt.end());

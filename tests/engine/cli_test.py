@@ -1,0 +1,91 @@
+"""CLI checks for the engine commands: kv-size's exact figures, make-model presets, generate's
+trace and cache verification, and clean errors (exit 1, message) on bad input."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+
+def run(cli, *args):
+    return subprocess.run([cli, *args], capture_output=True, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    failures = []
+
+    def check(cond, what):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            failures.append(what)
+
+    r = run(a.cli, "kv-size", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--dtype", "bf16",
+            "--tokens", "4096,32768")
+    check(r.returncode == 0 and r.stdout == "131,072 bytes / token\n4,096 tokens: 512 MiB\n32,768 tokens: 4,096 MiB\n",
+          f"kv-size flags: {r.stdout!r}")
+
+    demo = os.path.join(a.workdir, "demo")
+    r = run(a.cli, "make-model", "--preset", "demo", "--out", demo)
+    check(r.returncode == 0 and os.path.exists(os.path.join(demo, "model.safetensors")), "make-model --preset demo")
+    gen_cfg = json.load(open(os.path.join(demo, "generation_config.json")))
+    check(gen_cfg["eos_token_id"] == [151645, 151643], f"demo eos ids {gen_cfg['eos_token_id']}")
+    r = run(a.cli, "kv-size", demo, "--tokens", "4096")
+    check(r.returncode == 0 and "256 bytes / token" in r.stdout and "4,096 tokens: 1 MiB" in r.stdout,
+          f"kv-size MODEL: {r.stdout!r}")
+    r = run(a.cli, "kv-size", os.path.join(demo, "config.json"), "--tokens", "4096")
+    check(r.returncode == 0 and "256 bytes / token" in r.stdout, "kv-size config.json")
+
+    r = run(a.cli, "generate", demo, "--prompt-ids", "9,8,7,6,5", "--max-new-tokens", "6", "--trace", "--ignore-eos")
+    lines = r.stdout.splitlines()
+    check(r.returncode == 0 and "step 1: 5 positions" in lines and "step 2: 1 position" in lines
+          and "input lengths per step (KV cache): [5, 1, 1, 1, 1, 1]" in lines, f"generate --trace: {r.stdout!r}")
+    r = run(a.cli, "generate", demo, "--prompt-ids", "9,8,7,6,5", "--max-new-tokens", "6", "--trace", "--no-cache",
+            "--ignore-eos")
+    check("input lengths per step (no cache): [5, 6, 7, 8, 9, 10]" in r.stdout, f"generate --no-cache --trace: {r.stdout!r}")
+    r = run(a.cli, "generate", demo, "--prompt-ids", "9,8,7,6,5", "--max-new-tokens", "12", "--verify-cache")
+    check(r.returncode == 0 and "identical: yes" in r.stdout, f"--verify-cache: {r.stdout!r}")
+
+    llama = os.path.join(a.workdir, "llama-bf16")
+    r = run(a.cli, "make-model", "--preset", "llama-tiny", "--dtype", "bf16", "--seed", "3", "--out", llama)
+    r = run(a.cli, "generate", llama, "--prompt-ids", "1", "--max-new-tokens", "4", "--json", "--ignore-eos")
+    check(r.returncode == 0 and len(json.loads(r.stdout)["tokens"]) == 4, "make-model llama-tiny bf16 + generate --json")
+
+    cfg_dir = os.path.join(a.workdir, "from-config")
+    os.makedirs(cfg_dir, exist_ok=True)
+    with open(os.path.join(cfg_dir, "config.json"), "w") as f:
+        json.dump({"model_type": "gpt2", "n_embd": 16, "n_layer": 1, "n_head": 2, "n_positions": 32,
+                   "vocab_size": 50, "eos_token_id": 3}, f)
+    out = os.path.join(a.workdir, "gpt2-small")
+    r = run(a.cli, "make-model", "--config", os.path.join(cfg_dir, "config.json"), "--out", out)
+    check(r.returncode == 0, "make-model --config gpt2")
+    r = run(a.cli, "generate", out, "--prompt-ids", "1,2", "--max-new-tokens", "30", "--verify-cache")
+    check(r.returncode == 0 and "identical: yes" in r.stdout, "generate on the made gpt2, up to its context")
+    r = run(a.cli, "generate", out, "--prompt-ids", "1,2", "--max-new-tokens", "31")
+    check(r.returncode == 1 and "exceeds the model's context of 32 positions" in r.stderr, f"beyond context: {r.stderr!r}")
+
+    for args, needle in [
+        (["generate", "/no/such/model", "--prompt-ids", "1"], "/no/such/model"),
+        (["generate", demo, "--prompt-ids", "1,x"], "'x' is not a token id"),
+        (["generate", demo, "--prompt-ids", "999999"], "outside the vocabulary"),
+        (["kv-size", "--layers", "2"], "--kv-heads"),
+        (["kv-size", "--layers", "2", "--kv-heads", "1", "--head-dim", "4", "--dtype", "q7"], "--dtype 'q7'"),
+        (["make-model", "--preset", "nope", "--out", os.path.join(a.workdir, "x")], "unknown preset 'nope'"),
+    ]:
+        r = run(a.cli, *args)
+        check(r.returncode == 1 and r.stderr.startswith("error: ") and needle in r.stderr,
+              f"{' '.join(args[:2])}...: exit {r.returncode}, {r.stderr.strip()!r}")
+
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("all CLI checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
