@@ -12,6 +12,7 @@
 #include "inferlab/model.h"
 #include "inferlab/model_config.h"
 #include "inferlab/safetensors.h"
+#include "inferlab/tokenizer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -80,10 +81,22 @@ struct GenerateArgs {
 void run_generate(const GenerateArgs& args) {
   if (args.max_new_tokens < 0) fail("--max-new-tokens must be >= 0");
   if (args.prompt_ids.empty() == args.prompt.empty()) fail("give exactly one of --prompt-ids or --prompt");
-  if (!args.prompt.empty())
-    fail("--prompt needs the tokenizer, which is not built into this binary yet; use --prompt-ids");
-  std::vector<int32_t> prompt = parse_id_list(args.prompt_ids, "--prompt-ids");
   auto model = Model::load(args.model, LoadOptions{args.threads});
+  // The model folder's tokenizer, when it has one (a llama2.c .bin or a bare checkpoint has none).
+  std::shared_ptr<const Tokenizer> tokenizer;
+  const fs::path folder = model->path();
+  if (fs::is_directory(folder) && (fs::exists(folder / "tokenizer.json") || fs::exists(folder / "vocab.json")))
+    tokenizer = Tokenizer::from_folder(folder);
+  std::vector<int32_t> prompt;
+  if (!args.prompt.empty()) {
+    if (!tokenizer)
+      fail("--prompt needs a tokenizer (tokenizer.json, or vocab.json + merges.txt) in {}; use --prompt-ids",
+           folder.string());
+    prompt = tokenizer->encode(args.prompt, true);
+    if (prompt.empty()) fail("--prompt: the text encodes to no tokens");
+  } else {
+    prompt = parse_id_list(args.prompt_ids, "--prompt-ids");
+  }
 
   std::ofstream dump;
   if (!args.dump_logits.empty()) {
@@ -118,10 +131,12 @@ void run_generate(const GenerateArgs& args) {
                 {"finish_reason", result.finish_reason},
                 {"use_cache", !args.no_cache}};
     if (other) out["identical_with_and_without_cache"] = other->tokens == result.tokens;
-    std::printf("%s\n", out.dump().c_str());
+    if (tokenizer) out["text"] = tokenizer->decode(result.tokens);
+    std::printf("%s\n", out.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
   } else {
     std::printf("prompt ids: %s\n", join(prompt).c_str());
     std::printf("generated ids: %s\n", join(result.tokens).c_str());
+    if (tokenizer) std::printf("text: %s\n", tokenizer->decode(result.tokens).c_str());
     std::printf("finish_reason: %s\n", result.finish_reason.c_str());
     if (args.trace) {
       for (std::size_t i = 0; i < result.positions_fed.size(); ++i)
