@@ -1,0 +1,72 @@
+// `inferlab bench serve`: an asynchronous load generator. One thread drives every request through
+// libcurl's multi interface (an event loop over non-blocking sockets), so thousands of concurrent
+// streams cost file descriptors, not threads. Every received chunk is stamped with the steady
+// clock as it arrives.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inferlab/bench/metrics.h"
+
+namespace inferlab {
+class Tokenizer;
+}
+
+namespace inferlab::bench {
+
+struct BenchPrompt {
+  std::string text;
+  std::optional<int64_t> input_tokens;  // known when a tokenizer made or measured it
+  int output_len = 0;                   // max_tokens
+};
+
+// Random prompts: with a tokenizer, random non-special token ids re-encoded until the text is
+// exactly input_len tokens; without one, random common English words (about one token each).
+std::vector<BenchPrompt> random_prompts(int count, int input_len, int output_len, uint64_t seed,
+                                        const Tokenizer* tokenizer);
+// ShareGPT JSON ([{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}]):
+// the first human turn of conversations with at least two turns, sampled with the seed. Output
+// length: output_len when > 0, else the reply's token count (needs a tokenizer).
+std::vector<BenchPrompt> sharegpt_prompts(const std::string& path, int count, int output_len, uint64_t seed,
+                                          const Tokenizer* tokenizer);
+
+// Start offsets (seconds from the run start) of a Poisson process of `rate` requests/s whose
+// gaps follow a gamma distribution of shape `burstiness` and mean 1/rate (vLLM's
+// benchmark_serving: 1 = Poisson, < 1 burstier, > 1 more regular). rate <= 0: all at 0.
+std::vector<double> arrival_offsets(int count, double rate, double burstiness, uint64_t seed);
+
+struct ServeOptions {
+  std::string base_url;
+  std::string model;  // sent as "model"
+  std::string endpoint = "chat";  // "chat" -> /chat/completions, "completions" -> /completions
+  std::string api_key;
+  int concurrency = 0;      // most requests in flight; 0: no limit
+  double request_rate = 0;  // requests/s; 0: all at once (bounded by concurrency)
+  double burstiness = 1.0;
+  bool ignore_eos = false;
+  double timeout_s = 600;   // per request, connection included
+  double temperature = 0;
+  uint64_t seed = 0;
+  bool progress = false;    // a progress bar on stderr
+  std::shared_ptr<const Tokenizer> tokenizer;  // counts output tokens when the server sends no usage
+};
+
+struct ServeRun {
+  std::vector<RequestRecord> records;  // in request order
+  double duration_s = 0;
+  // How output_tokens were counted: "usage" (server), "tokenizer", "content chunks" — or a mix.
+  std::string output_tokens_source;
+  int max_in_flight = 0;
+};
+
+ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<BenchPrompt>& prompts);
+
+// The request body one prompt becomes (exposed for tests).
+std::string request_body(const ServeOptions& options, const BenchPrompt& prompt);
+
+}  // namespace inferlab::bench

@@ -1,0 +1,81 @@
+// Per-request records (requests.csv) and the metrics computed from them: the course's report
+// (success count, window, output throughput, nearest-rank TTFT percentiles) plus TPOT, ITL, E2E,
+// request throughput and goodput under SLOs, as text and as JSON.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace inferlab::bench {
+
+struct RequestRecord {
+  std::string request_id;
+  std::string status;  // "ok", "timeout", "error", "http_<code>"
+  double start_ms = 0;  // relative to the run start
+  double end_ms = 0;
+  std::optional<int64_t> input_tokens;
+  std::optional<int64_t> output_tokens;
+  std::optional<double> ttft_ms;
+  std::optional<double> tpot_ms;  // when absent, derived as (e2e - ttft) / (output_tokens - 1)
+  std::vector<double> itl_ms;     // gaps between consecutive content chunks
+  bool has_itl = false;           // the record carries an itl_ms field (possibly empty)
+  std::string error;
+  std::size_t line = 0;           // where it came from in a CSV, for messages
+};
+
+// The columns written, the course's seven first.
+extern const std::vector<std::string> kRequestColumns;
+
+// Reads requests.csv: request_id, status, start_ms, end_ms and output_tokens are required columns;
+// input_tokens, ttft_ms, tpot_ms, itl_ms, error are optional; other columns are ignored. Throws
+// Error naming the line of a malformed row.
+std::vector<RequestRecord> read_requests_csv(const std::filesystem::path& path);
+std::vector<RequestRecord> parse_requests_csv(const std::string& text, const std::string& source);
+std::string requests_csv(const std::vector<RequestRecord>& records);
+void write_requests_csv(const std::filesystem::path& path, const std::vector<RequestRecord>& records);
+
+// Service-level objectives for goodput: a successful request meets them when every one given holds.
+struct Slo {
+  std::optional<double> ttft_ms, tpot_ms, e2e_ms;
+  bool empty() const { return !ttft_ms && !tpot_ms && !e2e_ms; }
+};
+// "ttft_ms=200,tpot_ms=50" (also e2e_ms); throws Error on an unknown key or a bad number.
+Slo parse_slo(const std::string& text);
+
+// Nearest-rank statistics of one metric over the successful requests.
+struct Distribution {
+  std::size_t n = 0;
+  double mean = 0, min = 0, max = 0;
+  double p50 = 0, p90 = 0, p95 = 0, p99 = 0;  // sorted[ceil(p * n) - 1], as the course does
+};
+Distribution distribution(std::vector<double> values);
+// The course's nearest rank on sorted values: sorted[ceil(p * n) - 1].
+double nearest_rank(const std::vector<double>& sorted, double p);
+
+struct Summary {
+  std::size_t requests = 0, successful = 0;
+  std::map<std::string, std::size_t> failures;  // status -> count, every status but "ok"
+  double window_s = 0;
+  int64_t output_tokens = 0;  // over successful requests
+  int64_t input_tokens = 0;
+  double output_throughput = 0;   // token/s
+  double request_throughput = 0;  // successful req/s
+  Distribution ttft, tpot, itl, e2e;
+  bool tpot_derived = false;  // some TPOT came from (e2e - ttft) / (output_tokens - 1)
+  bool itl_recorded = false;  // the input carried ITL data
+  Slo slo;
+  std::size_t slo_met = 0;
+  double goodput = 0;  // req/s meeting the SLO
+};
+
+// Throws Error("No requests recorded.") on no rows and Error("The measurement window must be
+// positive.") when max(end_ms) - min(start_ms) <= 0 — the course's messages.
+Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo = {});
+std::string format_report(const Summary& summary);
+nlohmann::json summary_json(const Summary& summary);
+
+}  // namespace inferlab::bench

@@ -1,0 +1,416 @@
+#include "inferlab/bench/load_generator.h"
+
+#include <curl/curl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "inferlab/bench/openai_client.h"
+#include "inferlab/bench/sse.h"
+#include "inferlab/error.h"
+#include "inferlab/tokenizer.h"
+
+namespace inferlab::bench {
+
+// ---------------------------------------------------------------- datasets
+
+namespace {
+
+// Common words that are one token each in GPT-2 and Qwen vocabularies (with their leading space).
+constexpr const char* kWords[] = {
+    "the", "of", "and", "to", "in", "is", "that", "it", "was", "for", "on", "are", "as", "with",
+    "his", "they", "at", "be", "this", "have", "from", "or", "one", "had", "by", "word", "but",
+    "not", "what", "all", "were", "we", "when", "your", "can", "said", "there", "use", "an",
+    "each", "which", "she", "do", "how", "their", "if", "will", "up", "other", "about", "out",
+    "many", "then", "them", "these", "so", "some", "her", "would", "make", "like", "him", "into",
+    "time", "has", "look", "two", "more", "write", "go", "see", "number", "no", "way", "could",
+    "people", "my", "than", "first", "water", "been", "call", "who", "its", "now", "find", "long",
+    "down", "day", "did", "get", "come", "made", "may", "part", "over", "new", "sound", "take",
+    "only", "little", "work", "know", "place", "year", "live", "me", "back", "give", "most", "very"};
+
+std::string random_words(int count, std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::size_t> pick(0, std::size(kWords) - 1);
+  std::string text;
+  for (int i = 0; i < count; ++i) {
+    if (i) text += ' ';
+    text += kWords[pick(rng)];
+  }
+  return text;
+}
+
+// Random ids decoded to text whose encoding is exactly `length` tokens (decode-encode is not the
+// identity for arbitrary ids, so re-encode, trim or top up, and repeat).
+std::string exact_length_text(int length, std::mt19937_64& rng, const Tokenizer& tokenizer) {
+  std::uniform_int_distribution<int32_t> pick(0, tokenizer.vocab_size() - 1);
+  auto random_id = [&] {
+    for (;;) {
+      int32_t id = pick(rng);
+      if (!tokenizer.is_special(id)) return id;
+    }
+  };
+  std::vector<int32_t> ids;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    while (static_cast<int>(ids.size()) < length) ids.push_back(random_id());
+    ids.resize(length);
+    std::string text = tokenizer.decode(ids);
+    std::vector<int32_t> again = tokenizer.encode(text);
+    if (static_cast<int>(again.size()) == length) return text;
+    ids = std::move(again);
+  }
+  fail("could not make a random prompt of exactly {} tokens with this tokenizer", length);
+}
+
+}  // namespace
+
+std::vector<BenchPrompt> random_prompts(int count, int input_len, int output_len, uint64_t seed,
+                                        const Tokenizer* tokenizer) {
+  if (input_len <= 0) fail("--input-len must be positive, got {}", input_len);
+  if (output_len <= 0) fail("--output-len must be positive, got {}", output_len);
+  std::mt19937_64 rng(seed);
+  std::vector<BenchPrompt> prompts(count);
+  for (auto& p : prompts) {
+    p.output_len = output_len;
+    if (tokenizer) {
+      p.text = exact_length_text(input_len, rng, *tokenizer);
+      p.input_tokens = input_len;
+    } else {
+      p.text = random_words(input_len, rng);
+    }
+  }
+  return prompts;
+}
+
+std::vector<BenchPrompt> sharegpt_prompts(const std::string& path, int count, int output_len, uint64_t seed,
+                                          const Tokenizer* tokenizer) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--dataset-path {}: cannot open", path);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_array()) fail("--dataset-path {}: expected a ShareGPT JSON array", path);
+  if (output_len <= 0 && !tokenizer)
+    fail("the sharegpt dataset takes each reply's length as max_tokens, which needs a tokenizer "
+         "(--tokenizer); or give --output-len");
+  std::vector<BenchPrompt> pool;
+  for (const auto& entry : j) {
+    if (!entry.is_object() || !entry.contains("conversations") || !entry["conversations"].is_array()) continue;
+    const auto& turns = entry["conversations"];
+    if (turns.size() < 2 || !turns[0].is_object() || !turns[1].is_object()) continue;
+    if (!turns[0].contains("value") || !turns[0]["value"].is_string()) continue;
+    if (!turns[1].contains("value") || !turns[1]["value"].is_string()) continue;
+    BenchPrompt p;
+    p.text = turns[0]["value"];
+    if (tokenizer) {
+      auto in_len = static_cast<int64_t>(tokenizer->encode(p.text).size());
+      auto reply_len = static_cast<int64_t>(tokenizer->encode(turns[1]["value"].get<std::string>()).size());
+      // vLLM's pruning: too short to measure, or too long for common context lengths.
+      if (in_len < 4 || (output_len <= 0 && reply_len < 4) || in_len > 1024 || in_len + reply_len > 2048) continue;
+      p.input_tokens = in_len;
+      p.output_len = output_len > 0 ? output_len : static_cast<int>(reply_len);
+    } else {
+      if (p.text.empty()) continue;
+      p.output_len = output_len;
+    }
+    pool.push_back(std::move(p));
+  }
+  if (pool.empty()) fail("--dataset-path {}: no usable conversation (need a human turn followed by a reply)", path);
+  std::mt19937_64 rng(seed);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  std::vector<BenchPrompt> prompts;
+  for (int i = 0; i < count; ++i) prompts.push_back(pool[i % pool.size()]);
+  return prompts;
+}
+
+std::vector<double> arrival_offsets(int count, double rate, double burstiness, uint64_t seed) {
+  std::vector<double> offsets(count, 0.0);
+  if (rate <= 0 || !std::isfinite(rate)) return offsets;
+  if (!(burstiness > 0)) fail("--burstiness must be positive, got {}", burstiness);
+  std::mt19937_64 rng(seed ^ 0x9E3779B97F4A7C15ull);
+  std::gamma_distribution<double> gap(burstiness, 1.0 / (rate * burstiness));
+  double t = 0;
+  for (int i = 0; i < count; ++i) {
+    if (i) t += gap(rng);  // the first request starts at once
+    offsets[i] = t;
+  }
+  return offsets;
+}
+
+std::string request_body(const ServeOptions& options, const BenchPrompt& prompt) {
+  nlohmann::json body = {{"model", options.model},
+                         {"max_tokens", prompt.output_len},
+                         {"temperature", options.temperature},
+                         {"stream", true},
+                         {"stream_options", {{"include_usage", true}}}};
+  if (options.endpoint == "chat")
+    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt.text}}});
+  else
+    body["prompt"] = prompt.text;
+  if (options.ignore_eos) body["ignore_eos"] = true;
+  return body.dump();
+}
+
+// ---------------------------------------------------------------- the event loop
+
+namespace {
+
+struct Transfer {
+  std::size_t index = 0;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  std::string body;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  Clock::time_point start, now;
+  std::optional<Clock::time_point> first_content, last_content, done_at;
+  std::vector<double> itl_ms;
+  std::string text;
+  int64_t content_chunks = 0;
+  std::optional<int64_t> prompt_tokens, completion_tokens;
+  std::optional<std::string> stream_error;
+  long status = 0;
+  bool status_known = false;
+  std::string error_body;
+  bool done = false;
+  std::unique_ptr<SseParser> parser;
+
+  void on_event(const SseEvent& event) {
+    if (done) return;  // anything after [DONE] is not part of the answer
+    StreamChunk chunk = parse_stream_chunk(event.data);
+    if (chunk.done) {
+      done = true;
+      done_at = now;
+      return;
+    }
+    if (chunk.error) {
+      stream_error = *chunk.error;
+      return;
+    }
+    if (!chunk.content.empty()) {  // the role-only first chunk has empty content: not a token
+      if (!first_content) first_content = now;
+      else itl_ms.push_back(std::chrono::duration<double, std::milli>(now - *last_content).count());
+      last_content = now;
+      text += chunk.content;
+      ++content_chunks;
+    }
+    if (chunk.prompt_tokens) prompt_tokens = chunk.prompt_tokens;
+    if (chunk.completion_tokens) completion_tokens = chunk.completion_tokens;
+  }
+};
+
+size_t on_transfer_write(char* data, size_t size, size_t count, void* raw) {
+  auto& t = *static_cast<Transfer*>(raw);
+  size_t n = size * count;
+  t.now = Clock::now();
+  if (!t.status_known) {
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
+    t.status_known = true;
+  }
+  if (t.status >= 300) {
+    if (t.error_body.size() < 65536) t.error_body.append(data, std::min<size_t>(n, 65536));
+    return n;
+  }
+  try {
+    t.parser->feed(std::string_view(data, n));
+  } catch (const std::exception& e) {
+    t.stream_error = e.what();
+    return 0;  // abort this transfer: the stream is unreadable
+  }
+  return n;
+}
+
+void raise_open_file_limit(std::size_t wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  rlim_t target = std::min<rlim_t>(limit.rlim_max, static_cast<rlim_t>(wanted + 64));
+  if (limit.rlim_cur < target) {
+    limit.rlim_cur = target;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+void print_progress(std::size_t finished, std::size_t total, std::size_t failed, int in_flight, double elapsed) {
+  constexpr int kWidth = 30;
+  int filled = total ? static_cast<int>(kWidth * finished / total) : kWidth;
+  std::fprintf(stderr, "\r[%s%s] %zu/%zu done, %zu failed, %d in flight, %.1f s ", std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, '.').c_str(), finished, total, failed, in_flight, elapsed);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<BenchPrompt>& prompts) {
+  if (options.endpoint != "chat" && options.endpoint != "completions")
+    fail("--endpoint must be chat or completions, got '{}'", options.endpoint);
+  if (options.concurrency < 0) fail("--concurrency must be positive, got {}", options.concurrency);
+  if (!(options.timeout_s > 0)) fail("--timeout must be positive, got {}", options.timeout_s);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  const std::size_t total = prompts.size();
+  const std::string url = api_root(options.base_url) + (options.endpoint == "chat" ? "/chat/completions" : "/completions");
+  const std::vector<double> arrivals = arrival_offsets(static_cast<int>(total), options.request_rate,
+                                                       options.burstiness, options.seed);
+  const std::size_t cap = options.concurrency > 0 ? static_cast<std::size_t>(options.concurrency) : total;
+  raise_open_file_limit(std::min(cap, total) * 2);
+
+  CURLM* multi = curl_multi_init();
+  if (!multi) fail("libcurl: cannot create a multi handle");
+  curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(std::clamp<std::size_t>(cap, 16, 100000)));
+  std::vector<std::unique_ptr<Transfer>> transfers(total);
+  std::string auth = "Authorization: Bearer " + (options.api_key.empty() ? std::string("EMPTY") : options.api_key);
+
+  ServeRun run;
+  run.records.resize(total);
+  std::set<std::string> token_sources;
+  const Clock::time_point run_start = Clock::now();
+  std::size_t next = 0, finished = 0, failed = 0;
+  int in_flight = 0;
+  auto last_progress = run_start - std::chrono::seconds(1);
+
+  auto start_request = [&](std::size_t i) {
+    auto t = std::make_unique<Transfer>();
+    t->index = i;
+    t->body = request_body(options, prompts[i]);
+    t->parser = std::make_unique<SseParser>([raw = t.get()](const SseEvent& e) { raw->on_event(e); });
+    t->easy = curl_easy_init();
+    if (!t->easy) fail("libcurl: cannot create a handle");
+    t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
+    t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
+    t->headers = curl_slist_append(t->headers, "Expect:");
+    t->headers = curl_slist_append(t->headers, auth.c_str());
+    CURL* e = t->easy;
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_transfer_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::ceil(options.timeout_s * 1000)));
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::ceil(std::min(options.timeout_s, 30.0) * 1000)));
+    t->start = Clock::now();
+    CURLMcode rc = curl_multi_add_handle(multi, e);
+    if (rc != CURLM_OK) fail("libcurl: cannot start request {}: {}", i, curl_multi_strerror(rc));
+    transfers[i] = std::move(t);
+    ++in_flight;
+    run.max_in_flight = std::max(run.max_in_flight, in_flight);
+  };
+
+  auto finish_request = [&](Transfer& t, CURLcode result) {
+    Clock::time_point end = t.done_at.value_or(Clock::now());
+    RequestRecord& r = run.records[t.index];
+    r.request_id = fmt::format("r{:0{}}", t.index + 1, std::max<std::size_t>(2, std::to_string(total).size()));
+    r.start_ms = ms_between(run_start, t.start);
+    r.end_ms = ms_between(run_start, end);
+    r.input_tokens = t.prompt_tokens ? t.prompt_tokens : prompts[t.index].input_tokens;
+    if (t.status == 0) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
+    if (result == CURLE_OPERATION_TIMEDOUT) {
+      r.status = "timeout";
+      r.error = t.errbuf[0] ? t.errbuf : curl_easy_strerror(result);
+    } else if (result == CURLE_WRITE_ERROR && t.stream_error) {
+      r.status = "error";
+      r.error = *t.stream_error;
+    } else if (result != CURLE_OK) {
+      r.status = "error";
+      r.error = t.errbuf[0] ? t.errbuf : curl_easy_strerror(result);
+    } else if (t.status >= 300) {
+      r.status = fmt::format("http_{}", t.status);
+      r.error = error_message_from_body(t.error_body);
+    } else if (t.stream_error) {
+      r.status = "error";
+      r.error = "the server reported an error in the stream: " + *t.stream_error;
+    } else if (!t.done) {
+      t.parser->finish();
+      r.status = "error";
+      r.error = "the stream ended without data: [DONE]";
+    } else {
+      r.status = "ok";
+    }
+    if (r.status == "ok") {
+      if (t.completion_tokens) {
+        r.output_tokens = t.completion_tokens;
+        token_sources.insert("usage");
+      } else if (options.tokenizer) {
+        r.output_tokens = static_cast<int64_t>(options.tokenizer->encode(t.text).size());
+        token_sources.insert("tokenizer");
+      } else {
+        r.output_tokens = t.content_chunks;
+        token_sources.insert("content chunks");
+      }
+      if (t.first_content) r.ttft_ms = ms_between(t.start, *t.first_content);
+      if (r.ttft_ms && *r.output_tokens > 1)
+        r.tpot_ms = (r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1);
+      r.itl_ms = std::move(t.itl_ms);
+    } else {
+      ++failed;
+    }
+    r.has_itl = true;
+    curl_multi_remove_handle(multi, t.easy);
+    curl_easy_cleanup(t.easy);
+    curl_slist_free_all(t.headers);
+    transfers[t.index].reset();
+    --in_flight;
+    ++finished;
+  };
+
+  try {
+    while (finished < total) {
+      Clock::time_point now = Clock::now();
+      while (next < total && static_cast<std::size_t>(in_flight) < cap &&
+             run_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[next])) <= now)
+        start_request(next++);
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      int queued = 0;
+      bool any_done = false;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        Transfer* t = nullptr;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+        finish_request(*t, msg->data.result);
+        any_done = true;
+      }
+      if (options.progress && (Clock::now() - last_progress > std::chrono::milliseconds(100) || finished == total)) {
+        last_progress = Clock::now();
+        print_progress(finished, total, failed, in_flight, ms_between(run_start, last_progress) / 1000);
+      }
+      if (finished == total) break;
+      if (any_done) continue;  // a slot may have opened: start the next request before waiting
+      long wait_ms = 1000;
+      if (next < total && static_cast<std::size_t>(in_flight) < cap) {
+        double until = arrivals[next] * 1000 - ms_between(run_start, Clock::now());
+        wait_ms = std::clamp<long>(static_cast<long>(std::ceil(until)), 0, 1000);
+      }
+      long curl_wait = -1;
+      curl_multi_timeout(multi, &curl_wait);
+      if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
+      if (wait_ms > 0) curl_multi_poll(multi, nullptr, 0, static_cast<int>(wait_ms), nullptr);
+    }
+  } catch (...) {
+    for (auto& t : transfers)
+      if (t) {
+        curl_multi_remove_handle(multi, t->easy);
+        curl_easy_cleanup(t->easy);
+        curl_slist_free_all(t->headers);
+      }
+    curl_multi_cleanup(multi);
+    throw;
+  }
+  if (options.progress) std::fputc('\n', stderr);
+  curl_multi_cleanup(multi);
+  run.duration_s = ms_between(run_start, Clock::now()) / 1000;
+  for (const auto& s : token_sources) run.output_tokens_source += (run.output_tokens_source.empty() ? "" : " + ") + s;
+  if (run.output_tokens_source.empty()) run.output_tokens_source = "none (no successful request)";
+  return run;
+}
+
+}  // namespace inferlab::bench

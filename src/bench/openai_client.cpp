@@ -1,0 +1,229 @@
+#include "inferlab/bench/openai_client.h"
+
+#include <curl/curl.h>
+
+#include <memory>
+
+#include "inferlab/bench/sse.h"
+#include "inferlab/error.h"
+
+namespace inferlab::bench {
+
+std::string api_root(std::string base_url) {
+  while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
+  if (base_url.empty()) fail("--base-url is empty; give e.g. http://127.0.0.1:30000/v1");
+  if (!base_url.starts_with("http://") && !base_url.starts_with("https://"))
+    fail("--base-url {}: expected an http:// or https:// URL", base_url);
+  if (!base_url.ends_with("/v1")) base_url += "/v1";
+  return base_url;
+}
+
+std::string error_message_from_body(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object()) {
+    if (j.contains("error")) {
+      const auto& e = j["error"];
+      if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"];
+      if (e.is_string()) return e;
+    }
+    for (const char* key : {"message", "detail"})
+      if (j.contains(key) && j[key].is_string()) return j[key];
+  }
+  std::string text(body.substr(0, 300));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  return text.empty() ? "(empty body)" : text;
+}
+
+StreamChunk parse_stream_chunk(std::string_view data) {
+  StreamChunk chunk;
+  if (data == "[DONE]") {
+    chunk.done = true;
+    return chunk;
+  }
+  auto j = nlohmann::json::parse(data, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    fail("the server sent a stream event that is not a JSON object: {}", std::string(data.substr(0, 200)));
+  if (j.contains("error") && !j["error"].is_null()) {
+    chunk.error = error_message_from_body(data);
+    return chunk;
+  }
+  if (auto it = j.find("choices"); it != j.end() && it->is_array() && !it->empty()) {
+    const auto& choice = (*it)[0];
+    if (choice.is_object()) {
+      if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
+        if (auto c = d->find("content"); c != d->end() && c->is_string()) chunk.content = *c;
+      } else if (auto t = choice.find("text"); t != choice.end() && t->is_string()) {
+        chunk.content = *t;
+      }
+      if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) chunk.finish_reason = *f;
+    }
+  }
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+    if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer()) chunk.prompt_tokens = *p;
+    if (auto c = u->find("completion_tokens"); c != u->end() && c->is_number_integer()) chunk.completion_tokens = *c;
+  }
+  return chunk;
+}
+
+namespace {
+
+struct CurlGlobal {
+  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+void ensure_curl() { static CurlGlobal once; }
+
+struct EasyDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
+};
+
+struct Exchange {
+  std::string body;  // non-stream body, or an error body
+  std::function<void(std::string_view)> on_stream;  // set: 2xx bodies go here instead
+  CURL* easy = nullptr;
+  bool status_known = false;
+  long status = 0;
+};
+
+size_t on_write(char* data, size_t size, size_t count, void* raw) {
+  auto& ex = *static_cast<Exchange*>(raw);
+  size_t n = size * count;
+  if (!ex.status_known) {
+    curl_easy_getinfo(ex.easy, CURLINFO_RESPONSE_CODE, &ex.status);
+    ex.status_known = true;
+  }
+  try {
+    if (ex.on_stream && ex.status < 300) ex.on_stream(std::string_view(data, n));
+    else if (ex.body.size() < (64u << 20)) ex.body.append(data, n);
+  } catch (...) {
+    return 0;  // aborts the transfer; the caller rethrows what it recorded
+  }
+  return n;
+}
+
+// One blocking request; returns the HTTP status. Throws Error on transport failure.
+long perform(const std::string& url, const std::string& api_key, double timeout_s, const std::string* post_body,
+             Exchange& ex) {
+  ensure_curl();
+  std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
+  if (!easy) fail("libcurl: cannot create a handle");
+  ex.easy = easy.get();
+  curl_slist* raw = nullptr;
+  raw = curl_slist_append(raw, "Content-Type: application/json");
+  raw = curl_slist_append(raw, "Expect:");  // no 100-continue round trip on large bodies
+  std::string auth = "Authorization: Bearer " + (api_key.empty() ? std::string("EMPTY") : api_key);
+  raw = curl_slist_append(raw, auth.c_str());
+  std::unique_ptr<curl_slist, SlistDeleter> headers(raw);
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(easy.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(easy.get(), CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &ex);
+  curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(easy.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
+  curl_easy_setopt(easy.get(), CURLOPT_TCP_NODELAY, 1L);
+  if (post_body) {
+    curl_easy_setopt(easy.get(), CURLOPT_POSTFIELDS, post_body->c_str());
+    curl_easy_setopt(easy.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
+  }
+  CURLcode rc = curl_easy_perform(easy.get());
+  if (rc == CURLE_WRITE_ERROR && ex.on_stream) return -1;  // the stream handler threw; caller knows why
+  if (rc != CURLE_OK)
+    fail("{} {}: {}", post_body ? "POST" : "GET", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+  curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &ex.status);
+  return ex.status;
+}
+
+}  // namespace
+
+std::string first_model_id(const std::string& base_url, const std::string& api_key, double timeout_s) {
+  std::string url = api_root(base_url) + "/models";
+  Exchange ex;
+  long status = perform(url, api_key, timeout_s, nullptr, ex);
+  if (status < 200 || status >= 300) fail("GET {}: HTTP {}: {}", url, status, error_message_from_body(ex.body));
+  auto j = nlohmann::json::parse(ex.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array())
+    fail("GET {}: expected {{\"data\": [{{\"id\": ...}}]}}, got: {}", url, ex.body.substr(0, 200));
+  if (j["data"].empty() || !j["data"][0].is_object() || !j["data"][0].contains("id") || !j["data"][0]["id"].is_string())
+    fail("GET {}: the server lists no model; pass --model", url);
+  return j["data"][0]["id"];
+}
+
+ChatResult chat(const ChatOptions& options, const std::string& message,
+                const std::function<void(std::string_view)>& on_piece) {
+  ChatResult result;
+  result.model = options.model.empty() ? first_model_id(options.base_url, options.api_key, options.timeout_s)
+                                       : options.model;
+  nlohmann::json request = {{"model", result.model},
+                            {"messages", nlohmann::json::array({{{"role", "user"}, {"content", message}}})},
+                            {"max_tokens", options.max_tokens},
+                            {"temperature", options.temperature},
+                            {"stream", options.stream}};
+  if (options.stream) request["stream_options"] = {{"include_usage", true}};
+  std::string body = request.dump();
+  std::string url = api_root(options.base_url) + "/chat/completions";
+
+  Exchange ex;
+  std::optional<std::string> stream_error;
+  bool done = false;
+  auto started = Clock::now();
+  auto ms_since_start = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - started).count(); };
+  SseParser parser([&](const SseEvent& event) {
+    StreamChunk chunk = parse_stream_chunk(event.data);
+    if (chunk.done) {
+      done = true;
+      return;
+    }
+    if (chunk.error) {
+      stream_error = *chunk.error;
+      return;
+    }
+    if (!chunk.content.empty()) {
+      if (!result.first_content_ms) result.first_content_ms = ms_since_start();
+      result.text += chunk.content;
+      on_piece(chunk.content);
+    }
+    if (chunk.prompt_tokens) result.prompt_tokens = chunk.prompt_tokens;
+    if (chunk.completion_tokens) result.completion_tokens = chunk.completion_tokens;
+  });
+  std::optional<std::string> handler_error;
+  if (options.stream)
+    ex.on_stream = [&](std::string_view bytes) {
+      try {
+        parser.feed(bytes);
+      } catch (const std::exception& e) {
+        handler_error = e.what();
+        throw;
+      }
+    };
+  long status = perform(url, options.api_key, options.timeout_s, &body, ex);
+  if (status == -1) fail("POST {}: {}", url, handler_error.value_or("stream aborted"));
+  result.e2e_ms = ms_since_start();
+  if (status < 200 || status >= 300) fail("POST {}: HTTP {}: {}", url, status, error_message_from_body(ex.body));
+  if (options.stream) {
+    parser.finish();
+    if (stream_error) fail("the server reported an error during the stream: {}", *stream_error);
+    if (!done) fail("POST {}: the stream ended without data: [DONE]", url);
+    return result;
+  }
+  auto j = nlohmann::json::parse(ex.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail("POST {}: the response is not JSON: {}", url, ex.body.substr(0, 200));
+  try {
+    result.text = j.at("choices").at(0).at("message").at("content").get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+    fail("POST {}: the response has no choices[0].message.content: {}", url, ex.body.substr(0, 200));
+  }
+  if (j.contains("usage") && j["usage"].is_object()) {
+    const auto& u = j["usage"];
+    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) result.prompt_tokens = u["prompt_tokens"];
+    if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer())
+      result.completion_tokens = u["completion_tokens"];
+  }
+  on_piece(result.text);
+  return result;
+}
+
+}  // namespace inferlab::bench

@@ -1,0 +1,196 @@
+// Measurement commands: report (requests.csv -> metrics), bench serve (load generator),
+// bench latency (the course's latency-vs-input-length experiment), chat (the course's stream client).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "command.h"
+#include "inferlab/bench/load_generator.h"
+#include "inferlab/bench/metrics.h"
+#include "inferlab/bench/openai_client.h"
+#include "inferlab/error.h"
+#include "inferlab/tokenizer.h"
+
+namespace inferlab::cli {
+namespace {
+
+using namespace inferlab::bench;
+
+// The course's SystemExit messages go to stderr as they are, with exit status 1.
+[[noreturn]] void exit_with(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+Summary summarize_or_exit(const std::vector<RequestRecord>& records, const Slo& slo) {
+  try {
+    return summarize(records, slo);
+  } catch (const Error& e) {
+    exit_with(e.what());
+  }
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !(out << text) || !out.flush()) fail("cannot write {}", path);
+}
+
+void add_report(CLI::App& app) {
+  auto* cmd = app.add_subcommand("report", "Metrics of a requests.csv: success, window, throughput, TTFT/TPOT/ITL/E2E "
+                                           "percentiles (nearest rank), goodput under --slo");
+  auto csv = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto slo_text = std::make_shared<std::string>();
+  cmd->add_option("csv", *csv, "requests.csv (request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms[,...])")
+      ->required();
+  cmd->add_flag("--json", *json, "print the metrics as JSON");
+  cmd->add_option("--slo", *slo_text, "service-level objectives for goodput, e.g. ttft_ms=200,tpot_ms=50 (also e2e_ms)");
+  cmd->callback([=] {
+    Slo slo = slo_text->empty() ? Slo{} : parse_slo(*slo_text);
+    Summary summary = summarize_or_exit(read_requests_csv(*csv), slo);
+    if (*json) std::printf("%s\n", summary_json(summary).dump(2).c_str());
+    else std::fputs(format_report(summary).c_str(), stdout);
+  });
+}
+
+std::shared_ptr<const Tokenizer> optional_tokenizer(const std::string& tokenizer, const std::string& model) {
+  if (!tokenizer.empty()) return Tokenizer::load(tokenizer);
+  if (model.empty()) return nullptr;
+  try {
+    return Tokenizer::load(model);  // --model names a local folder or a cached HF repo
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
+void add_bench_serve(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("serve", "Load-test an OpenAI-compatible server with streaming requests and "
+                                            "write per-request timings (requests.csv) and a summary");
+  struct Args {
+    ServeOptions serve;
+    int num_requests = 0;
+    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo;
+    int input_len = 128, output_len = 64;
+    bool no_progress = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--base-url", a->serve.base_url, "server URL, e.g. http://127.0.0.1:30000 (/v1 added when missing)")
+      ->required();
+  cmd->add_option("--model", a->serve.model, "model name sent to the server (default: the first of GET /v1/models)");
+  cmd->add_option("--tokenizer", a->tokenizer,
+                  "tokenizer (model folder, tokenizer.json, .gguf) for exact prompt lengths and for counting output "
+                  "tokens when the server sends no usage (default: --model when it is a local or cached model)");
+  cmd->add_option("--num-requests", a->num_requests, "how many requests")->required()->check(CLI::PositiveNumber);
+  auto* conc = cmd->add_option("--concurrency", a->serve.concurrency, "requests in flight at most")
+                   ->check(CLI::PositiveNumber);
+  auto* rate = cmd->add_option("--request-rate", a->serve.request_rate,
+                               "Poisson arrivals, requests/s (with --concurrency: a cap on those in flight)")
+                   ->check(CLI::PositiveNumber);
+  cmd->add_option("--burstiness", a->serve.burstiness, "gamma shape of the arrival gaps: 1 Poisson, <1 burstier")
+      ->check(CLI::PositiveNumber)
+      ->needs(rate);
+  cmd->add_option("--dataset", a->dataset, "random | sharegpt-json")->check(CLI::IsMember({"random", "sharegpt-json"}));
+  cmd->add_option("--dataset-path", a->dataset_path, "ShareGPT JSON file for --dataset sharegpt-json");
+  cmd->add_option("--input-len", a->input_len, "prompt tokens (random dataset)")->check(CLI::PositiveNumber);
+  auto* output_len = cmd->add_option("--output-len", a->output_len,
+                                     "max_tokens of each request (sharegpt: default the reply's length)")
+                         ->check(CLI::PositiveNumber);
+  cmd->add_flag("--ignore-eos", a->serve.ignore_eos, "ask the server to ignore EOS so every request yields --output-len");
+  cmd->add_option("--timeout", a->serve.timeout_s, "seconds per request before it counts as timeout")
+      ->default_val(300)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", a->serve.seed, "seed for prompts and arrival times");
+  cmd->add_option("--endpoint", a->serve.endpoint, "chat (/v1/chat/completions) or completions (/v1/completions)")
+      ->check(CLI::IsMember({"chat", "completions"}));
+  cmd->add_option("--api-key", a->serve.api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
+  cmd->add_option("--output", a->output, "per-request CSV (default requests.csv; '' to skip)");
+  cmd->add_option("--summary", a->summary, "JSON summary file");
+  cmd->add_option("--slo", a->slo, "goodput objectives, e.g. ttft_ms=200,tpot_ms=50");
+  cmd->add_flag("--no-progress", a->no_progress, "no progress bar even on a terminal");
+  cmd->callback([=] {
+    if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
+    if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
+    Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
+    ServeOptions options = a->serve;
+    options.tokenizer = optional_tokenizer(a->tokenizer, options.model);
+    if (options.model.empty()) options.model = first_model_id(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
+    options.progress = !a->no_progress && isatty(fileno(stderr));
+    std::vector<BenchPrompt> prompts =
+        a->dataset == "random"
+            ? random_prompts(a->num_requests, a->input_len, a->output_len, options.seed, options.tokenizer.get())
+            : sharegpt_prompts(a->dataset_path, a->num_requests, output_len->count() ? a->output_len : 0, options.seed,
+                               options.tokenizer.get());
+    ServeRun run = run_serve_benchmark(options, prompts);
+    if (!a->output.empty()) write_requests_csv(a->output, run.records);
+    Summary summary = summarize_or_exit(run.records, slo);
+    if (!a->summary.empty()) {
+      nlohmann::json j = summary_json(summary);
+      j["run"] = {{"base_url", options.base_url},
+                  {"model", options.model},
+                  {"endpoint", options.endpoint},
+                  {"num_requests", a->num_requests},
+                  {"concurrency", options.concurrency},
+                  {"request_rate", options.request_rate},
+                  {"burstiness", options.burstiness},
+                  {"dataset", a->dataset},
+                  {"input_len", a->input_len},
+                  {"output_len", a->output_len},
+                  {"ignore_eos", options.ignore_eos},
+                  {"timeout_s", options.timeout_s},
+                  {"seed", options.seed},
+                  {"duration_s", run.duration_s},
+                  {"max_in_flight", run.max_in_flight},
+                  {"tokenizer", options.tokenizer ? (a->tokenizer.empty() ? options.model : a->tokenizer) : ""},
+                  {"prompt_lengths", options.tokenizer ? "exact (tokenizer)" : "approximate (random words)"},
+                  {"output_tokens_source", run.output_tokens_source}};
+      write_text(a->summary, j.dump(2) + "\n");
+    }
+    std::fputs(format_report(summary).c_str(), stdout);
+    std::printf("Output tokens counted from: %s%s\n", run.output_tokens_source.c_str(),
+                run.output_tokens_source.find("content chunks") != std::string::npos
+                    ? " (the server sent no usage and no --tokenizer was given: one chunk counted as one token)"
+                    : "");
+    if (!options.tokenizer && a->dataset == "random")
+      std::printf("Prompt lengths approximate: %d random words each (give --tokenizer for exact token counts)\n",
+                  a->input_len);
+    std::printf("Max in flight: %d; wall time %.3f s\n", run.max_in_flight, run.duration_s);
+  });
+}
+
+void add_chat(CLI::App& app) {
+  auto* cmd = app.add_subcommand("chat", "The course's stream client: one chat completion from an OpenAI-compatible "
+                                         "server, printed as it arrives, then E2E and first-content times");
+  auto o = std::make_shared<ChatOptions>();
+  auto message = std::make_shared<std::string>();
+  o->stream = false;
+  cmd->add_option("--base-url", o->base_url, "e.g. http://127.0.0.1:30000/v1")->default_val("http://127.0.0.1:30000/v1");
+  cmd->add_option("--model", o->model, "model name (default: the first of GET /v1/models)");
+  cmd->add_flag("--stream", o->stream, "stream the answer (server-sent events)");
+  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens")->default_val(64)->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", o->temperature, "temperature (0 = greedy)")->default_val(0.0);
+  cmd->add_option("--timeout", o->timeout_s, "seconds")->default_val(60.0)->check(CLI::PositiveNumber);
+  cmd->add_option("--api-key", o->api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
+  cmd->add_option("message", *message, "the user message")->required();
+  cmd->callback([=] {
+    ChatResult result = chat(*o, *message, [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    });
+    std::printf("\nE2E: %.1f ms\n", result.e2e_ms);
+    if (result.first_content_ms) std::printf("First content: %.1f ms\n", *result.first_content_ms);
+  });
+}
+
+}  // namespace
+
+static Registrar reg([](CLI::App& app) {
+  add_report(app);
+  add_chat(app);
+  CLI::App& bench = command_group(app, "bench", "Benchmarks: serve (load generator), latency (course chapter 3), ...");
+  add_bench_serve(bench);
+});
+
+}  // namespace inferlab::cli
