@@ -30,7 +30,8 @@ class Tokenizer {
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const = 0;
   // Text as Hugging Face decodes it: byte sequences that are not valid UTF-8 become U+FFFD.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const = 0;
-  // The raw bytes the ids stand for (no U+FFFD replacement): decode_bytes(encode(s)) == s for any s.
+  // The raw bytes the ids stand for (no U+FFFD replacement): decode_bytes(encode(s)) == s for any byte
+  // string s the normalizer leaves unchanged (invalid UTF-8 included).
   virtual std::string decode_bytes(std::span<const int32_t> ids, bool skip_special_tokens = false) const = 0;
 
   virtual int vocab_size() const = 0;

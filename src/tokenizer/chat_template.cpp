@@ -534,7 +534,7 @@ class Parser {
     while (true) {
       const Token& t = peek();
       if (t.type == Tok::End) {
-        if (!enders.empty()) fail("chat template: missing {{% {} %}} before the end of the template", enders.front());
+        if (!enders.empty()) fail("chat template: missing {{% {} %}} before the end of the template", enders.back());
         return body;
       }
       if (t.type == Tok::Comment) {
@@ -820,18 +820,20 @@ class Parser {
     return left;
   }
 
-  ExprPtr parse_unary() {
+  // As Jinja: filters apply to the negated value, so -3|abs is 3.
+  ExprPtr parse_unary(bool with_filter = true) {
+    ExprPtr value;
     if (is_op("-") || is_op("+")) {
-      auto e = make(Expr::Kind::Unary, peek().line);
-      e->name = next().text;
-      e->a = parse_unary();
-      return e;
+      value = make(Expr::Kind::Unary, peek().line);
+      value->name = next().text;
+      value->a = parse_unary(false);
+    } else {
+      value = parse_primary_postfix();
     }
-    return parse_filtered();
+    return with_filter ? parse_filters(value) : value;
   }
 
-  ExprPtr parse_filtered() {
-    ExprPtr value = parse_primary_postfix();
+  ExprPtr parse_filters(ExprPtr value) {
     while (peek().type == Tok::Pipe) {
       ++pos_;
       if (peek().type != Tok::Name) error_here("expected a filter name after |");

@@ -1,1 +1,89 @@
-// placeholder until written
+// Chat templates rendered byte-identically to @huggingface/jinja (Qwen3 and Qwen2.5-Instruct), and
+// clear errors for what the interpreter does not support.
+#include <gtest/gtest.h>
+
+#include "inferlab/chat_template.h"
+#include "inferlab/error.h"
+#include "test_paths.h"
+
+namespace inferlab {
+namespace {
+
+TEST(ChatTemplate, MatchesHuggingFaceJinjaForEveryReferenceCase) {
+  REQUIRE_PATH(test::reference_dir() / "chat_cases.json", "the Node reference");
+  auto data = test::read_json(test::reference_dir() / "chat_cases.json");
+  std::map<std::string, ChatTemplate> templates;
+  for (auto& [name, source] : data["templates"].items()) templates.emplace(name, ChatTemplate(source.get<std::string>()));
+  ASSERT_GE(data["cases"].size(), 40u);
+  std::size_t index = 0;
+  for (auto& c : data["cases"]) {
+    const auto& chat = templates.at(c["template"].get<std::string>());
+    std::string got = chat.render(c["messages"], c["add_generation_prompt"].get<bool>(), c["extra"]);
+    EXPECT_EQ(got, c["expected"].get<std::string>())
+        << "case " << index << " (" << c["template"].get<std::string>() << "): " << c["messages"].dump();
+    ++index;
+  }
+}
+
+std::string render(const std::string& source, const nlohmann::json& extra = nlohmann::json::object(),
+                   const nlohmann::json& messages = nlohmann::json::array()) {
+  return ChatTemplate(source).render(messages, false, extra);
+}
+
+TEST(ChatTemplate, ExpressionsFiltersTestsAndMethods) {
+  EXPECT_EQ(render("{{ 'abc'[::-1] }}|{{ [1,2,3][1:] | join(',') }}|{{ 'a,b'.split(',') | length }}"), "cba|2,3|2");
+  EXPECT_EQ(render("{{ '  x  '.strip() }}{{ 'xx'.lstrip('x') }}|{{ 'ab' ~ 1 }}|{{ 'AbC'.lower() }}{{ 'q' | upper }}"), "x|ab1|abcQ");
+  EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"), "6");
+  EXPECT_EQ(render("{% for x in ['a','b','c'] %}{{ loop.index0 }}{{ x }}{% if loop.first %}F{% elif loop.last %}L{% else %}-{% endif %}{% endfor %}"), "0aF1b-2cL");
+  EXPECT_EQ(render("{{ x is defined }} {{ y is not defined }} {{ none is none }} {{ 'a' is string }}", {{"x", 1}}), "true true true true");
+  EXPECT_EQ(render("{{ 'b' in 'abc' }} {{ 4 not in [1,2] }} {{ {'k': 1}.k }} {{ d.get('z', 'dflt') }}", {{"d", nlohmann::json::object()}}), "true true 1 dflt");
+  EXPECT_EQ(render("{{ u | default('fallback') }} {{ [3,1,2] | first }}{{ [3,1,2] | last }} {{ ' t ' | trim }}"), "fallback 32 t");
+  EXPECT_EQ(render("{{ {'b': [1, 'x'], 'a': none} | tojson }}"), "{\"b\": [1, \"x\"], \"a\": null}");
+  EXPECT_EQ(render("{{ 'hello world'.replace('o', '0') }} {{ 'x'.startswith('x') }} {{ 'x.py'.endswith(('.py', '.c')) }}"), "hell0 w0rld true true");
+  EXPECT_EQ(render("{%- if true -%}\n  yes  \n{%- endif -%}\n"), "yes");
+  EXPECT_EQ(render("a {# comment #} b"), "a  b");
+  EXPECT_EQ(render("{% macro greet(name, p='!') %}hi {{ name }}{{ p }}{% endmacro %}{{ greet('bob') }}"), "hi bob!");
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ 7 % 3 }} {{ 2 ** 3 }} {{ 1 if false else 2 }} {{ -3 | abs }}"), "3 1 8 2 3");
+  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"a", 1}, {"b", 2}}}}), "a=1;b=2;");
+  EXPECT_EQ(render("{{ m | selectattr('role', 'equalto', 'user') | list | length }}",
+                   {{"m", nlohmann::json::array({{{"role", "user"}}, {{"role", "system"}}, {{"role", "user"}}})}}), "2");
+}
+
+TEST(ChatTemplate, RaiseExceptionBecomesAnError) {
+  try {
+    render("{{ raise_exception('Conversation roles must alternate') }}");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Conversation roles must alternate"), std::string::npos) << e.what();
+  }
+}
+
+std::string error_of(const std::string& source) {
+  try {
+    ChatTemplate t(source);
+    t.render(nlohmann::json::array(), false);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ChatTemplate, UnsupportedConstructsNameTheConstructAndLine) {
+  std::string e = error_of("line one\n{% include 'other.j2' %}");
+  EXPECT_NE(e.find("include"), std::string::npos) << e;
+  EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+  e = error_of("{{ x | frobnicate }}");
+  EXPECT_NE(e.find("frobnicate"), std::string::npos) << e;
+  e = error_of("\n\n{{ x is frobnicated }}");
+  EXPECT_NE(e.find("frobnicated"), std::string::npos) << e;
+  EXPECT_NE(e.find("line 3"), std::string::npos) << e;
+  e = error_of("{% if x %}never closed");
+  EXPECT_NE(e.find("endif"), std::string::npos) << e;
+  e = error_of("{{ 'unterminated }}");
+  EXPECT_NE(e.find("string literal"), std::string::npos) << e;
+  e = error_of("{% for x in y recursive %}{% endfor %}");
+  EXPECT_NE(e.find("recursive"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace inferlab
