@@ -1,0 +1,37 @@
+// The machine's limits, measured: memory read bandwidth (STREAM-like), OpenBLAS sgemm throughput
+// on given shapes, and the peak of the bf16 dot-product instruction. Benchmarks divide by these.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace inferlab::fast {
+
+struct BandwidthResult {
+  double read_gbs = 0;   // sum over a large array (what decode does to weights)
+  double triad_gbs = 0;  // a[i] = b[i] + s*c[i], STREAM's counting (3 arrays x n x 4 bytes)
+  std::size_t bytes = 0; // size of the read array
+  int threads = 0;
+};
+// Arrays much larger than the last-level cache; best of `repeats`. Uses the kernel pool.
+BandwidthResult measure_bandwidth(std::size_t bytes = std::size_t(1) << 30, int repeats = 5);
+
+struct GemmResult {
+  double gflops = 0;
+  int m = 0, n = 0, k = 0, threads = 0;
+};
+// C[m][n] = A[m][k] * B[n][k]^T with OpenBLAS on `threads` threads (as the engine's f32 path calls it).
+GemmResult measure_sgemm(int m, int n, int k, int threads, double min_seconds = 0.3);
+std::string openblas_core();    // openblas_get_corename(): what the library really runs
+std::string openblas_config();  // openblas_get_config()
+
+// Register-only peak of vdpbf16ps (AVX-512 BF16), fp32 FMA and vpdpbusd, all threads of the pool;
+// 0 where the CPU lacks the instruction.
+struct PeakResult {
+  double bf16_gflops = 0;   // 2 flops per bf16 multiply-add
+  double fp32_gflops = 0;
+  double int8_gops = 0;
+  int threads = 0;
+};
+PeakResult measure_peaks(double seconds = 0.3);
+
+}  // namespace inferlab::fast

@@ -1,0 +1,186 @@
+#include "inferlab/fast/probes.h"
+
+#include <cblas.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "inferlab/fast/cpu.h"
+#include "inferlab/fast/packed.h"
+#include "inferlab/fast/thread_pool.h"
+
+extern "C" char* openblas_get_corename(void);
+extern "C" char* openblas_get_config(void);
+
+namespace inferlab::fast {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace {
+float sum_avx512(const float* a, std::size_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    s0 = _mm512_add_ps(s0, _mm512_load_ps(a + i));
+    s1 = _mm512_add_ps(s1, _mm512_load_ps(a + i + 16));
+    s2 = _mm512_add_ps(s2, _mm512_load_ps(a + i + 32));
+    s3 = _mm512_add_ps(s3, _mm512_load_ps(a + i + 48));
+  }
+  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  for (; i < n; ++i) s += a[i];
+  return s;
+}
+
+void triad_avx512(float* a, const float* b, const float* c, float scalar, std::size_t n) {
+  const __m512 s = _mm512_set1_ps(scalar);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_stream_ps(a + i, _mm512_fmadd_ps(s, _mm512_load_ps(c + i), _mm512_load_ps(b + i)));
+  for (; i < n; ++i) a[i] = b[i] + scalar * c[i];
+}
+
+// Independent accumulators beyond latency x throughput, so the loop runs at issue rate.
+double bf16_loop(long iterations) {
+  __m512 acc[16];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = (__m512bh)_mm512_set1_epi32(0x3c003c00);
+  for (long it = 0; it < iterations; ++it)
+    for (auto& a : acc) {
+      a = _mm512_dpbf16_ps(a, x, y);
+      __asm__ volatile("" : "+v"(a));
+    }
+  float sink = 0;
+  for (auto& a : acc) sink += _mm512_reduce_add_ps(a);
+  return sink;
+}
+double fp32_loop(long iterations) {
+  __m512 acc[16];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(1e-9f);
+  for (long it = 0; it < iterations; ++it)
+    for (auto& a : acc) {
+      a = _mm512_fmadd_ps(x, y, a);
+      __asm__ volatile("" : "+v"(a));
+    }
+  float sink = 0;
+  for (auto& a : acc) sink += _mm512_reduce_add_ps(a);
+  return sink;
+}
+double int8_loop(long iterations) {
+  __m512i acc[16];
+  for (auto& a : acc) a = _mm512_setzero_si512();
+  const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(1);
+  for (long it = 0; it < iterations; ++it)
+    for (auto& a : acc) {
+      a = _mm512_dpbusd_epi32(a, x, y);
+      __asm__ volatile("" : "+v"(a));
+    }
+  long long sink = 0;
+  for (auto& a : acc) sink += _mm512_reduce_add_epi32(a);
+  return static_cast<double>(sink);
+}
+}  // namespace
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace {
+float sum_plain(const float* a, std::size_t n) {
+  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) s0 += a[i], s1 += a[i + 1], s2 += a[i + 2], s3 += a[i + 3];
+  for (; i < n; ++i) s0 += a[i];
+  return s0 + s1 + s2 + s3;
+}
+}  // namespace
+
+BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {
+  ThreadPool& pool = kernel_pool();
+  const std::size_t n = bytes / sizeof(float) / 64 * 64;
+  AlignedBuffer a(n * 4), b(n * 4), c(n * 4);
+  float* pa = reinterpret_cast<float*>(a.data());
+  float* pb = reinterpret_cast<float*>(b.data());
+  float* pc = reinterpret_cast<float*>(c.data());
+  const bool simd = active_isa() == Isa::Avx512;
+  // First touch from the threads that will read each slice.
+  pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * 64; i < end * 64; ++i) pa[i] = 1.0f, pb[i] = 2.0f, pc[i] = 0.5f;
+  });
+  BandwidthResult result;
+  result.bytes = n * 4;
+  result.threads = pool.size();
+  std::atomic<double> sink{0};
+  for (int r = 0; r < repeats; ++r) {
+    auto start = Clock::now();
+    pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
+      const float s = simd ? sum_avx512(pa + begin * 64, (end - begin) * 64) : sum_plain(pa + begin * 64, (end - begin) * 64);
+      sink.store(sink.load() + s);
+    });
+    result.read_gbs = std::max(result.read_gbs, n * 4.0 / seconds_since(start) / 1e9);
+    start = Clock::now();
+    pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
+      if (simd) triad_avx512(pa + begin * 64, pb + begin * 64, pc + begin * 64, 3.0f, (end - begin) * 64);
+      else
+        for (int64_t i = begin * 64; i < end * 64; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+    });
+    result.triad_gbs = std::max(result.triad_gbs, n * 12.0 / seconds_since(start) / 1e9);
+  }
+  return result;
+}
+
+GemmResult measure_sgemm(int m, int n, int k, int threads, double min_seconds) {
+  openblas_set_num_threads(threads);
+  std::vector<float> a(static_cast<std::size_t>(m) * k, 0.01f), b(static_cast<std::size_t>(n) * k, 0.02f),
+      c(static_cast<std::size_t>(m) * n);
+  GemmResult result{0, m, n, k, threads};
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c.data(), n);
+  for (int round = 0; round < 3; ++round) {
+    int calls = 0;
+    const auto start = Clock::now();
+    do {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c.data(), n);
+      ++calls;
+    } while (seconds_since(start) < min_seconds / 3);
+    result.gflops = std::max(result.gflops, 2.0 * m * n * k * calls / seconds_since(start) / 1e9);
+  }
+  return result;
+}
+
+std::string openblas_core() { return openblas_get_corename(); }
+std::string openblas_config() { return openblas_get_config(); }
+
+PeakResult measure_peaks(double seconds) {
+  ThreadPool& pool = kernel_pool();
+  PeakResult result;
+  result.threads = pool.size();
+  if (detected_isa() < Isa::Avx512) return result;
+  auto measure = [&](double (*loop)(long), double ops_per_iteration) {
+    long iterations = 1 << 16;
+    for (;;) {  // calibrate on one thread
+      const auto start = Clock::now();
+      loop(iterations);
+      if (seconds_since(start) > seconds / 4) break;
+      iterations *= 2;
+    }
+    std::atomic<double> sink{0};
+    const auto start = Clock::now();
+    pool.run([&](int, int) { sink.store(sink.load() + loop(iterations)); });
+    return ops_per_iteration * iterations * pool.size() / seconds_since(start) / 1e9;
+  };
+  // 16 instructions per iteration, each 16 lanes x (2 bf16 pairs | 1 fp32 | 4 int8) x 2 ops.
+  result.bf16_gflops = measure(bf16_loop, 16.0 * 16 * 2 * 2);
+  result.fp32_gflops = measure(fp32_loop, 16.0 * 16 * 2);
+  result.int8_gops = measure(int8_loop, 16.0 * 16 * 4 * 2);
+  return result;
+}
+
+}  // namespace inferlab::fast

@@ -1,0 +1,190 @@
+// Speed commands: `bench probes` (the machine's limits), `bench kernels` (each matmul kernel on the
+// Qwen2.5-0.5B shapes beside those limits) and `bench engine` (llama-bench-style pp / tg tokens/s).
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "command.h"
+#include "inferlab/error.h"
+#include "inferlab/fast/cpu.h"
+#include "inferlab/fast/packed.h"
+#include "inferlab/fast/probes.h"
+#include "inferlab/fast/thread_pool.h"
+
+using nlohmann::json;
+namespace fast = inferlab::fast;
+
+namespace inferlab::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Shape {
+  const char* name;
+  int out, in;
+};
+// Qwen2.5-0.5B, as the engine lays its layers out (q|k|v and gate|up fused into one matmul each).
+const Shape kQwenShapes[] = {{"qkv", 1152, 896},      {"q", 896, 896},       {"kv", 128, 896},      {"o", 896, 896},
+                             {"gate_up", 9728, 896},  {"down", 896, 4864},   {"lm_head", 151936, 896}};
+
+void print_or_json(bool as_json, const json& doc, const std::string& text) {
+  if (as_json) std::printf("%s\n", doc.dump(2).c_str());
+  else std::fputs(text.c_str(), stdout);
+}
+
+json run_probes(int threads, bool quick, std::string& text) {
+  fast::set_threads(threads);
+  const auto bw = fast::measure_bandwidth(quick ? std::size_t(256) << 20 : std::size_t(1) << 30, quick ? 3 : 5);
+  const auto peaks = fast::measure_peaks(quick ? 0.15 : 0.3);
+  json doc;
+  doc["threads"] = fast::threads();
+  doc["cpu"] = fast::cpu_features_line();
+  doc["bandwidth"] = {{"read_gbs", bw.read_gbs}, {"triad_gbs", bw.triad_gbs}, {"array_bytes", bw.bytes}};
+  doc["peaks"] = {{"bf16_gflops", peaks.bf16_gflops}, {"fp32_gflops", peaks.fp32_gflops}, {"int8_gops", peaks.int8_gops}};
+  doc["openblas"] = {{"core", fast::openblas_core()}, {"config", fast::openblas_config()}};
+  text += fmt::format("CPU kernels: {}\n", fast::cpu_features_line());
+  text += fmt::format("OpenBLAS: core {} ({})\n", fast::openblas_core(), fast::openblas_config());
+  text += fmt::format("threads: {}\n", fast::threads());
+  text += fmt::format("memory read bandwidth (sum over {} MiB): {:.1f} GB/s; STREAM triad {:.1f} GB/s\n",
+                      bw.bytes >> 20, bw.read_gbs, bw.triad_gbs);
+  text += fmt::format("peak: bf16 dot (vdpbf16ps) {:.0f} GFLOP/s, fp32 FMA {:.0f} GFLOP/s, int8 (vpdpbusd) {:.0f} GOP/s\n",
+                      peaks.bf16_gflops, peaks.fp32_gflops, peaks.int8_gops);
+  // sgemm on the prefill shapes (512 prompt tokens).
+  json gemms = json::array();
+  for (const Shape& s : kQwenShapes) {
+    if (std::string(s.name) == "lm_head" || std::string(s.name) == "q" || std::string(s.name) == "kv") continue;
+    const auto g = fast::measure_sgemm(512, s.out, s.in, fast::threads(), quick ? 0.15 : 0.3);
+    gemms.push_back({{"shape", s.name}, {"m", 512}, {"n", s.out}, {"k", s.in}, {"gflops", g.gflops}});
+    text += fmt::format("OpenBLAS sgemm 512x{}x{} ({}): {:.0f} GFLOP/s\n", s.out, s.in, s.name, g.gflops);
+  }
+  doc["sgemm"] = gemms;
+  return doc;
+}
+
+struct ProbesArgs {
+  int threads = 0;
+  bool json_output = false, quick = false;
+};
+
+struct KernelsArgs {
+  int threads = 0;
+  bool json_output = false, quick = false;
+  std::vector<std::string> formats{"bf16", "int8", "q4"};
+  std::vector<int> rows{1, 4, 16};
+  int prefill_rows = 512;
+};
+
+// Enough distinct copies of a matrix that cycling through them reads from DRAM, not the 32 MiB L3.
+std::vector<fast::PackedMatrix> rotation(const std::vector<float>& w, const Shape& s, fast::WeightFormat format,
+                                         std::size_t total_bytes) {
+  std::vector<fast::PackedMatrix> copies;
+  std::size_t held = 0;
+  do {
+    copies.push_back(fast::PackedMatrix::from_f32(w.data(), s.out, s.in, format));
+    held += copies.back().bytes();
+  } while (held < total_bytes);
+  return copies;
+}
+
+double time_matmuls(const std::vector<fast::PackedMatrix>& copies, const std::vector<float>& x, int rows,
+                    std::vector<float>& y, double min_seconds) {
+  for (const auto& m : copies) fast::matmul(x.data(), rows, m, nullptr, y.data());  // warm-up
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    long calls = 0;
+    const auto start = Clock::now();
+    do {
+      for (const auto& m : copies) fast::matmul(x.data(), rows, m, nullptr, y.data()), ++calls;
+    } while (seconds_since(start) < min_seconds / 3);
+    best = std::min(best, seconds_since(start) / calls);
+  }
+  return best;
+}
+
+void run_kernels(const KernelsArgs& args) {
+  std::string text;
+  json doc = run_probes(args.threads, args.quick, text);
+  const double bandwidth = doc["bandwidth"]["read_gbs"].get<double>();
+  const double bf16_peak = doc["peaks"]["bf16_gflops"].get<double>();
+  std::map<std::string, double> sgemm;
+  for (const auto& g : doc["sgemm"]) sgemm[g["shape"].get<std::string>()] = g["gflops"].get<double>();
+  const double min_seconds = args.quick ? 0.1 : 0.3;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  json results = json::array();
+  text += "\n| shape | out x in | weights | rows | time | GB/s | of bandwidth | GFLOP/s | of bf16 peak | of sgemm |\n";
+  text += "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const Shape& s : kQwenShapes) {
+    if (args.quick && std::string(s.name) == "lm_head") continue;
+    std::vector<float> w(static_cast<std::size_t>(s.out) * s.in);
+    for (auto& v : w) v = dist(rng);
+    for (const std::string& name : args.formats) {
+      const fast::WeightFormat format = fast::parse_format(name);
+      std::vector<int> row_counts = args.rows;
+      const bool prefill = std::string(s.name) != "lm_head" && std::string(s.name) != "q" && std::string(s.name) != "kv";
+      if (prefill && args.prefill_rows > 0) row_counts.push_back(args.prefill_rows);
+      std::vector<fast::PackedMatrix> copies = rotation(w, s, format, std::size_t(192) << 20);
+      for (int rows : row_counts) {
+        // Many rows are compute-bound: one copy is enough (and keeps packing time down).
+        if (rows > 64 && copies.size() > 1) copies.resize(1);
+        std::vector<float> x(static_cast<std::size_t>(rows) * s.in), y(static_cast<std::size_t>(rows) * s.out);
+        for (auto& v : x) v = dist(rng) * 50;
+        const double t = time_matmuls(copies, x, rows, y, min_seconds);
+        const double gbs = copies.front().bytes() / t / 1e9;
+        const double gflops = 2.0 * rows * s.out * s.in / t / 1e9;
+        const double of_sgemm = sgemm.count(s.name) && rows >= 64 ? gflops / sgemm[s.name] : NAN;
+        results.push_back({{"shape", s.name}, {"out", s.out}, {"in", s.in}, {"weights", name}, {"rows", rows},
+                           {"seconds", t}, {"gbs", gbs}, {"of_bandwidth", gbs / bandwidth}, {"gflops", gflops},
+                           {"of_bf16_peak", bf16_peak > 0 ? gflops / bf16_peak : 0.0},
+                           {"of_sgemm", std::isnan(of_sgemm) ? json(nullptr) : json(of_sgemm)}});
+        text += fmt::format("| {} | {}x{} | {} | {} | {:.1f} us | {:.1f} | {:.0f}% | {:.0f} | {:.0f}% | {} |\n", s.name,
+                            s.out, s.in, name, rows, t * 1e6, gbs, 100 * gbs / bandwidth, gflops,
+                            bf16_peak > 0 ? 100 * gflops / bf16_peak : 0.0,
+                            std::isnan(of_sgemm) ? std::string("") : fmt::format("{:.2f}x", of_sgemm));
+      }
+    }
+  }
+  doc["kernels"] = results;
+  text += "\nGB/s: packed weight bytes (scales included) read per call / time; bandwidth: the read probe above.\n";
+  print_or_json(args.json_output, doc, text);
+}
+
+}  // namespace
+
+Registrar reg_speed([](CLI::App& app) {
+  CLI::App& bench = command_group(app, "bench", "Benchmarks and measurements");
+
+  auto probes = std::make_shared<ProbesArgs>();
+  CLI::App* p = bench.add_subcommand("probes", "The machine's limits: memory bandwidth, OpenBLAS sgemm, bf16/fp32/int8 peaks");
+  p->add_option("--threads,-t", probes->threads, "Threads (0: all cores)")->capture_default_str();
+  p->add_flag("--json", probes->json_output, "Print one JSON object");
+  p->add_flag("--quick", probes->quick, "Smaller arrays and shorter timing (noisier)");
+  p->callback([probes] {
+    std::string text;
+    const json doc = run_probes(probes->threads, probes->quick, text);
+    print_or_json(probes->json_output, doc, text);
+  });
+
+  auto kernels = std::make_shared<KernelsArgs>();
+  CLI::App* k = bench.add_subcommand("kernels", "Matmul kernels on the Qwen2.5-0.5B shapes: GB/s and GFLOP/s beside the probes");
+  k->add_option("--threads,-t", kernels->threads, "Threads (0: all cores)")->capture_default_str();
+  k->add_option("--weights", kernels->formats, "Weight formats: bf16, int8, q4")->delimiter(',')->capture_default_str();
+  k->add_option("--rows", kernels->rows, "Decode batch sizes (rows of activations)")->delimiter(',')->capture_default_str();
+  k->add_option("--prefill-rows", kernels->prefill_rows, "Rows for the prefill GEMM case (0: skip)")->capture_default_str();
+  k->add_flag("--json", kernels->json_output, "Print one JSON object");
+  k->add_flag("--quick", kernels->quick, "Skip lm_head, shorter timing (noisier)");
+  k->callback([kernels] {
+    for (int r : kernels->rows)
+      if (r <= 0) fail("--rows: {} is not a positive row count", r);
+    run_kernels(*kernels);
+  });
+});
+
+}  // namespace inferlab::cli
