@@ -313,11 +313,16 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     bpe(word, out);
     return;
   }
+  if (word.size() == 1) {
+    bpe(word, out);
+    return;
+  }
+  // The shard comes from the hash's high bits; the map itself uses the low ones.
   std::size_t hash = std::hash<std::string_view>{}(word);
-  CacheShard& shard = cache_[hash % kCacheShards];
+  CacheShard& shard = cache_[(hash >> 56) % kCacheShards];
   {
     std::shared_lock lock(shard.mutex);
-    if (auto it = shard.words.find(std::string(word)); it != shard.words.end()) {
+    if (auto it = shard.words.find(word); it != shard.words.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
@@ -385,6 +390,33 @@ std::string apply_normalizer(NormalizerKind kind, std::string_view text) {
     if (i < text.size()) out += text[i++];  // one invalid byte, as is
   }
   return out;
+}
+
+// True when NFC (and NFD) leave the text as it is: no character that decomposes canonically, has a
+// non-zero combining class, or can be the second half of a composition (Hangul V/T jamo included).
+// Most text (ASCII, CJK) passes, skipping utf8proc's decompose/recompose and its allocation.
+bool nfc_inert(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0xCC) {  // below U+0300 (or invalid bytes, which normalization leaves alone)
+      ++i;
+      continue;
+    }
+    utf8proc_int32_t cp = 0;
+    auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
+                              static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    i += static_cast<std::size_t>(n);
+    if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;
+    const utf8proc_property_t* p = utf8proc_get_property(cp);
+    if (p->combining_class != 0) return false;
+    if (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) return false;
+    if (p->comb_index != UINT16_MAX && p->comb_index >= 0x8000) return false;
+  }
+  return true;
 }
 
 struct Span {
@@ -458,7 +490,10 @@ void BpeTokenizer::encode_segment(std::string_view segment, std::vector<int32_t>
   if (segment.empty()) return;
   std::string normalized;
   std::string_view text = segment;
-  if (!normalizers_.empty()) {
+  bool unchanged = std::all_of(normalizers_.begin(), normalizers_.end(), [&](NormalizerKind kind) {
+    return (kind == NormalizerKind::NFC || kind == NormalizerKind::NFD) && nfc_inert(segment);
+  });
+  if (!unchanged) {
     normalized = std::string(segment);
     for (NormalizerKind kind : normalizers_) normalized = apply_normalizer(kind, normalized);
     text = normalized;

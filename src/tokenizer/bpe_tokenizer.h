@@ -118,10 +118,15 @@ class BpeTokenizer final : public Tokenizer {
   bool ignore_merges_ = false;
   std::string chat_template_, bos_token_, eos_token_;
 
-  // Word cache: sharded so encode() from several threads rarely contends.
+  // Word cache: sharded so encode() from several threads rarely contends; looked up by
+  // string_view (no allocation per word).
+  struct ViewHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   struct CacheShard {
     mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, std::vector<int32_t>> words;
+    std::unordered_map<std::string, std::vector<int32_t>, ViewHash, std::equal_to<>> words;
   };
   static constexpr int kCacheShards = 16;
   static constexpr std::size_t kCacheShardCapacity = 8192;

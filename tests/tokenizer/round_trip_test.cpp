@@ -93,6 +93,18 @@ TEST(RoundTrip, StreamDecoderReplacesWhatCanNeverBecomeValid) {
   EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");                 // the stream ended inside a character
 }
 
+TEST(Normalization, NfcComposesEvenWhenTheSecondCharacterHasCombiningClassZero) {
+  REQUIRE_PATH(test::qwen_tokenizer_dir() / "tokenizer.json", "run scripts/setup (npm ci)");
+  auto tokenizer = qwen();
+  // Oriya, Kannada vowel signs and Hangul jamo compose although their combining class is 0.
+  EXPECT_EQ(tokenizer->encode("\u0B47\u0B3E"), tokenizer->encode("\u0B4B"));
+  EXPECT_EQ(tokenizer->encode("\u0CBF\u0CD5"), tokenizer->encode("\u0CC0"));
+  EXPECT_EQ(tokenizer->encode("\uAC00\u11A8"), tokenizer->encode("\uAC01"));
+  EXPECT_EQ(tokenizer->encode("\u1100\u1161"), tokenizer->encode("\uAC00"));
+  EXPECT_EQ(tokenizer->encode("\u212B"), tokenizer->encode("\u00C5"));  // a singleton decomposition
+  EXPECT_EQ(tokenizer->decode(tokenizer->encode("e\u0301")), "\u00E9");
+}
+
 TEST(Utf8, CompletePrefixHoldsBackOnlyWhatMoreBytesCouldComplete) {
   EXPECT_EQ(utf8::complete_prefix_length("abc"), 3u);
   EXPECT_EQ(utf8::complete_prefix_length("ab\xE4\xB8"), 2u);
