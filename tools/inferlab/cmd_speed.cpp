@@ -78,6 +78,7 @@ struct KernelsArgs {
   bool json_output = false, quick = false;
   std::vector<std::string> formats{"bf16", "int8", "q4"};
   std::vector<int> rows{1, 4, 16};
+  std::vector<std::string> shapes;  // empty: all
   int prefill_rows = 512;
 };
 
@@ -123,6 +124,7 @@ void run_kernels(const KernelsArgs& args) {
   text += "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Shape& s : kQwenShapes) {
     if (args.quick && std::string(s.name) == "lm_head") continue;
+    if (!args.shapes.empty() && std::find(args.shapes.begin(), args.shapes.end(), s.name) == args.shapes.end()) continue;
     std::vector<float> w(static_cast<std::size_t>(s.out) * s.in);
     for (auto& v : w) v = dist(rng);
     for (const std::string& name : args.formats) {
@@ -177,6 +179,7 @@ Registrar reg_speed([](CLI::App& app) {
   k->add_option("--threads,-t", kernels->threads, "Threads (0: all cores)")->capture_default_str();
   k->add_option("--weights", kernels->formats, "Weight formats: bf16, int8, q4")->delimiter(',')->capture_default_str();
   k->add_option("--rows", kernels->rows, "Decode batch sizes (rows of activations)")->delimiter(',')->capture_default_str();
+  k->add_option("--shapes", kernels->shapes, "Only these shapes: qkv, q, kv, o, gate_up, down, lm_head")->delimiter(',');
   k->add_option("--prefill-rows", kernels->prefill_rows, "Rows for the prefill GEMM case (0: skip)")->capture_default_str();
   k->add_flag("--json", kernels->json_output, "Print one JSON object");
   k->add_flag("--quick", kernels->quick, "Skip lm_head, shorter timing (noisier)");

@@ -43,19 +43,27 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   const uint16_t* x = a.in->bf16.data() + row0 * ldx;
   const int kpairs = w.in_padded() / 2;
   const uint8_t* wp[NV];
+  #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v);
   __m512 acc[MR][NV];
+  #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
   for (int kp = 0; kp < kpairs; ++kp) {
     __m512i wv[NV];
+    #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + kp * 64);
+    #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512i xb = _mm512_set1_epi32(load_i32(x + m * ldx + 2 * kp));
+      #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_dpbf16_ps(acc[m][v], (__m512bh)wv[v], (__m512bh)xb);
     }
   }
+  #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
@@ -70,38 +78,51 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   constexpr int offset = Q8 ? 128 : 8;  // stored code = q + offset
   const uint8_t* wp[NV];
   const uint16_t* sp[NV];
+  #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scales(panel0 + v);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
   __m512 acc[MR][NV];
+  #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
   for (int b = 0; b < blocks; ++b) {
     __m512i isum[MR][NV];
+    #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512i start = _mm512_set1_epi32(-offset * xsum[m * blocks + b]);
+      #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) isum[m][v] = start;
     }
     const int8_t* xb = x + b * kBlock;
     if constexpr (Q8) {
+      #pragma GCC unroll 16
       for (int q = 0; q < 8; ++q) {
         __m512i wv[NV];
+        #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + b * 512 + q * 64);
+        #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           const __m512i xv = _mm512_set1_epi32(load_i32(xb + m * ldx + q * 4));
+          #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], wv[v], xv);
         }
       }
     } else {
+      #pragma GCC unroll 16
       for (int g = 0; g < 4; ++g) {
         __m512i lo[NV], hi[NV];
+        #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           const __m512i raw = _mm512_load_si512(wp[v] + b * 256 + g * 64);
           lo[v] = _mm512_and_si512(raw, low_nibbles);
           hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_nibbles);
         }
+        #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           const __m512i xlo = _mm512_set1_epi32(load_i32(xb + m * ldx + g * 4));
           const __m512i xhi = _mm512_set1_epi32(load_i32(xb + m * ldx + (g + 4) * 4));
+          #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) {
             isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], lo[v], xlo);
             isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], hi[v], xhi);
@@ -110,15 +131,20 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
       }
     }
     __m512 wscale[NV];
+    #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v)
       wscale[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * kPanel)));
+    #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512 xs = _mm512_set1_ps(xscale[m * blocks + b]);
+      #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v)
         acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(wscale[v], xs), acc[m][v]);
     }
   }
+  #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
