@@ -198,8 +198,7 @@ BpeTokenizer::BpeTokenizer(Spec spec)
 
   std::size_t capacity = 16;
   while (capacity < spec.merges.size() * 2 + 16) capacity <<= 1;
-  merge_keys_.assign(capacity, kEmptyKey);
-  merge_values_.resize(capacity);
+  merge_table_.assign(capacity, MergeSlot{kEmptyKey, {0, 0}});
   merge_mask_ = capacity - 1;
   int32_t rank = 0;
   for (const auto& [left, right] : spec.merges) {
@@ -208,10 +207,9 @@ BpeTokenizer::BpeTokenizer(Spec spec)
       fail("{}: merge {} (\"{} {}\") uses a piece missing from the vocabulary", spec.source, rank, left, right);
     uint64_t key = pair_key(l->second, r->second);
     for (uint64_t slot = hash_key(key) & merge_mask_;; slot = (slot + 1) & merge_mask_) {
-      if (merge_keys_[slot] == key) break;  // a repeated merge keeps its first (best) rank
-      if (merge_keys_[slot] == kEmptyKey) {
-        merge_keys_[slot] = key;
-        merge_values_[slot] = {rank, m->second};
+      if (merge_table_[slot].key == key) break;  // a repeated merge keeps its first (best) rank
+      if (merge_table_[slot].key == kEmptyKey) {
+        merge_table_[slot] = {key, {rank, m->second}};
         break;
       }
     }
@@ -224,9 +222,9 @@ BpeTokenizer::~BpeTokenizer() = default;
 const BpeTokenizer::Merge* BpeTokenizer::find_merge(int32_t left, int32_t right) const {
   uint64_t key = pair_key(left, right);
   for (uint64_t slot = hash_key(key) & merge_mask_;; slot = (slot + 1) & merge_mask_) {
-    uint64_t k = merge_keys_[slot];
-    if (k == key) return &merge_values_[slot];
-    if (k == kEmptyKey) return nullptr;
+    const MergeSlot& entry = merge_table_[slot];
+    if (entry.key == key) return &entry.merge;
+    if (entry.key == kEmptyKey) return nullptr;
   }
 }
 
@@ -241,40 +239,48 @@ void BpeTokenizer::bpe(std::string_view word, std::vector<int32_t>& out) const {
     }
   }
   std::size_t n = word.size();
-  std::vector<int32_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) {
+  auto byte_id = [&](std::size_t i) {
     int32_t id = byte_ids_[static_cast<unsigned char>(word[i])];
     if (id < 0) fail("byte 0x{:02X} has no token in this vocabulary", static_cast<unsigned char>(word[i]));
-    ids[i] = id;
-  }
+    return id;
+  };
   if (n < 2) {
-    out.insert(out.end(), ids.begin(), ids.end());
+    out.push_back(byte_id(0));
     return;
   }
   if (n <= 64) {
-    // Short words: keep the rank of each adjacent pair and rescan for the best (leftmost lowest).
-    std::vector<int32_t> ranks(n - 1), merged(n - 1);
+    // Short words, on the stack: keep the rank of each adjacent pair and rescan for the best
+    // (leftmost lowest) merge.
+    int32_t ids[64], ranks[64], merged[64];
+    std::size_t count = n;
+    for (std::size_t i = 0; i < n; ++i) ids[i] = byte_id(i);
     auto rank_of = [&](std::size_t i) {
       const Merge* m = find_merge(ids[i], ids[i + 1]);
       ranks[i] = m ? m->rank : INT_MAX;
       merged[i] = m ? m->merged : -1;
     };
     for (std::size_t i = 0; i + 1 < n; ++i) rank_of(i);
-    while (ids.size() > 1) {
+    while (count > 1) {
       std::size_t best = 0;
-      for (std::size_t i = 1; i < ranks.size(); ++i)
+      for (std::size_t i = 1; i + 1 < count; ++i)
         if (ranks[i] < ranks[best]) best = i;
       if (ranks[best] == INT_MAX) break;
       ids[best] = merged[best];
-      ids.erase(ids.begin() + best + 1);
-      ranks.erase(ranks.begin() + best);
-      merged.erase(merged.begin() + best);
-      if (best + 1 < ids.size()) rank_of(best);
+      // Drop symbol best+1 and pair best+1 (the pair it started).
+      for (std::size_t i = best + 1; i + 1 < count; ++i) ids[i] = ids[i + 1];
+      for (std::size_t i = best + 1; i + 2 < count; ++i) {
+        ranks[i] = ranks[i + 1];
+        merged[i] = merged[i + 1];
+      }
+      --count;
+      if (best + 1 < count) rank_of(best);
       if (best > 0) rank_of(best - 1);
     }
-    out.insert(out.end(), ids.begin(), ids.end());
+    out.insert(out.end(), ids, ids + count);
     return;
   }
+  std::vector<int32_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = byte_id(i);
   // Long words: a heap of candidate merges over a linked list, O(n log n).
   struct Candidate {
     int32_t rank;

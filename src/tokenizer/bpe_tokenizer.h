@@ -105,9 +105,12 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int32_t> piece_to_id_;
   std::unordered_map<std::string, int32_t> bytes_to_id_;
   std::array<int32_t, 256> byte_ids_{};
-  // Open-addressing table of (left, right) -> merge; keys packed into 64 bits.
-  std::vector<uint64_t> merge_keys_;
-  std::vector<Merge> merge_values_;
+  // Open-addressing table of (left, right) -> merge; key and value share a cache line.
+  struct MergeSlot {
+    uint64_t key;
+    Merge merge;
+  };
+  std::vector<MergeSlot> merge_table_;
   uint64_t merge_mask_ = 0;
 
   std::vector<AddedToken> added_tokens_;
