@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""A scripted OpenAI-compatible SSE server for the load generator's tests.
+
+Every stream follows a fixed timetable (milliseconds after the request body was read), so the
+client's TTFT, ITL and E2E can be checked against known times. The path prefix picks the
+behaviour: /ok/v1/..., /nousage/v1/..., /hang, /close, /drop, /http500, /http400, /errorevent,
+/slow, and /mix (cycles through ok, hang, close, drop, http500, http400, errorevent per request).
+GET /stats returns the request bodies received and the most streams open at once.
+Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free port).
+"""
+import asyncio
+import json
+import sys
+
+ROLE_AT = 0.0
+EMPTY_AT = 20.0  # a chunk with empty content: not the first token
+CONTENT = [(40.0, "KV"), (55.0, " Cache"), (70.0, " 把"), (85.0, "注意力的键值"), (100.0, "存起来。")]
+SPLIT_EARLY = 8.0  # the 70 ms chunk is written in two halves, the first this much earlier
+USAGE_AT = 105.0
+DONE_AT = 110.0
+PROMPT_TOKENS = 7
+MIX = ["ok", "hang", "close", "drop", "http500", "http400", "errorevent"]
+
+# timelines: per streamed request (in arrival order), when each content event and [DONE] really
+# left the server (ms after t0), so a test can tell server lateness from client error.
+state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0}
+
+
+def chunk_json(content=None, role=None, finish=None, usage=None, completions=False):
+    if usage is not None:
+        return {"id": "cmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "scripted-model",
+                "choices": [], "usage": usage}
+    if completions:
+        choice = {"index": 0, "text": content or "", "finish_reason": finish}
+    else:
+        delta = {}
+        if role:
+            delta["role"] = role
+        if content is not None:
+            delta["content"] = content
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"id": "cmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "scripted-model",
+            "choices": [choice]}
+
+
+def sse(obj):
+    data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    return ("data: " + data + "\n\n").encode()
+
+
+class Stream:
+    def __init__(self, writer, t0):
+        self.writer, self.t0 = writer, t0
+        self.loop = asyncio.get_running_loop()
+        self.timeline = {"content": [], "done": None}
+        state["timelines"].append(self.timeline)
+
+    def now_ms(self):
+        return (self.loop.time() - self.t0) * 1000
+
+    async def at(self, ms):
+        target = self.t0 + ms / 1000
+        # The event loop wakes with millisecond granularity; with few streams, spin the last 2 ms.
+        if target - self.loop.time() > 0.002:
+            await asyncio.sleep(target - self.loop.time() - 0.002)
+        if state["open_streams"] <= 4:
+            while self.loop.time() < target:
+                pass
+        elif target > self.loop.time():
+            await asyncio.sleep(target - self.loop.time())
+
+    async def chunk(self, payload):  # one HTTP/1.1 chunk
+        self.writer.write(b"%x\r\n" % len(payload) + payload + b"\r\n")
+        await self.writer.drain()
+
+
+def head(status, reason, content_type, length=None):
+    lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}"]
+    lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+async def send_json(writer, status, reason, obj):
+    body = json.dumps(obj).encode()
+    writer.write(head(status, reason, "application/json", len(body)) + body)
+    await writer.drain()
+
+
+async def scripted_stream(writer, t0, mode, request):
+    completions = "prompt" in request
+    include_usage = (request.get("stream_options") or {}).get("include_usage") and mode != "nousage"
+    s = Stream(writer, t0)
+    writer.write(head(200, "OK", "text/event-stream"))
+    if not completions:
+        await s.at(ROLE_AT)
+        await s.chunk(sse(chunk_json(content="", role="assistant")))
+        await s.at(EMPTY_AT)
+        await s.chunk(sse(chunk_json(content="")))
+    if mode == "errorevent":
+        await s.chunk(sse({"error": {"message": "scripted stream error", "type": "server_error"}}))
+        await s.chunk(sse("[DONE]"))
+        await s.chunk(b"")
+        return
+    content = CONTENT
+    if mode == "slow":  # ten pieces 100 ms apart: ~1 s per stream
+        content = [(100.0 * (i + 1), f" p{i}") for i in range(10)]
+    for i, (ms, piece) in enumerate(content):
+        event = sse(chunk_json(content=piece, completions=completions,
+                               finish="length" if i == len(content) - 1 else None))
+        if mode == "close" and i == 1:
+            writer.transport.abort()  # reset mid-stream, the chunked body never terminated
+            return
+        if mode in ("ok", "nousage") and ms == 70.0:
+            await s.at(ms - SPLIT_EARLY)
+            await s.chunk(event[:9])  # the event arrives in two pieces; it counts when whole
+            await s.at(ms)
+            await s.chunk(event[9:])
+            s.timeline["content"].append(s.now_ms())
+            continue
+        await s.at(ms)
+        await s.chunk(event)
+        s.timeline["content"].append(s.now_ms())
+    end = content[-1][0]
+    if include_usage:
+        await s.at(end + USAGE_AT - CONTENT[-1][0])
+        await s.chunk(sse(chunk_json(usage={"prompt_tokens": PROMPT_TOKENS, "completion_tokens": len(content),
+                                            "total_tokens": PROMPT_TOKENS + len(content)})))
+    await s.at(end + DONE_AT - CONTENT[-1][0])
+    await s.chunk(sse("[DONE]"))
+    s.timeline["done"] = s.now_ms()
+    await s.chunk(b"")  # the terminating zero-length chunk
+
+
+async def handle(reader, writer):
+    try:
+        while True:
+            header = await reader.readuntil(b"\r\n\r\n")
+            lines = header.decode("latin-1").split("\r\n")
+            method, path, _ = lines[0].split(" ", 2)
+            headers = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    headers[k.strip().lower()] = v.strip()
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            t0 = asyncio.get_running_loop().time()
+            parts = path.strip("/").split("/")
+            mode = parts[0] if parts and parts[0] != "v1" else "ok"
+            if path.endswith("/models"):
+                await send_json(writer, 200, "OK", {"object": "list", "data": [
+                    {"id": "scripted-model", "object": "model", "owned_by": "test"}]})
+                continue
+            if path == "/stats":
+                await send_json(writer, 200, "OK", {k: state[k] for k in ("bodies", "timelines", "max_open_streams")})
+                continue
+            request = json.loads(body or b"{}")
+            state["bodies"].append(request)
+            one_shot = mode == "mix"
+            if mode == "mix":
+                mode = MIX[state["mix_counter"] % len(MIX)]
+                state["mix_counter"] += 1
+            if mode == "drop":
+                writer.close()
+                return
+            if mode == "http500":
+                await send_json(writer, 500, "Internal Server Error",
+                                {"error": {"message": "scripted internal error", "type": "server_error",
+                                           "param": None, "code": None}})
+                if one_shot:
+                    return
+                continue
+            if mode == "http400":
+                await send_json(writer, 400, "Bad Request",
+                                {"error": {"message": "max_tokens must be at least 1",
+                                           "type": "invalid_request_error", "param": "max_tokens", "code": None}})
+                if one_shot:
+                    return
+                continue
+            if mode == "hang":
+                writer.write(head(200, "OK", "text/event-stream"))
+                writer.write(b"%x\r\n%s\r\n" % (len(sse(chunk_json(content="", role="assistant"))),
+                                                sse(chunk_json(content="", role="assistant"))))
+                await writer.drain()
+                await reader.read()  # until the client gives up and closes
+                return
+            if not request.get("stream"):
+                text = "".join(p for _, p in CONTENT)
+                await asyncio.sleep(DONE_AT / 1000)
+                await send_json(writer, 200, "OK", {
+                    "id": "cmpl-1", "object": "chat.completion", "created": 1, "model": "scripted-model",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "finish_reason": "length"}],
+                    "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": len(CONTENT),
+                              "total_tokens": PROMPT_TOKENS + len(CONTENT)}})
+                continue
+            state["open_streams"] += 1
+            state["max_open_streams"] = max(state["max_open_streams"], state["open_streams"])
+            try:
+                await scripted_stream(writer, t0, mode, request)
+            finally:
+                state["open_streams"] -= 1
+            if mode == "close" or one_shot:
+                return
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0,
+                                        backlog=4096)
+    print("PORT", server.sockets[0].getsockname()[1], flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
