@@ -1,0 +1,223 @@
+#include "inferlab/fast/attention.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "inferlab/error.h"
+#include "inferlab/fast/cpu.h"
+#include "inferlab/fast/thread_pool.h"
+
+namespace inferlab::fast {
+
+namespace {
+
+struct Task {
+  const float* q;
+  std::size_t q_stride;
+  float* out;
+  std::size_t out_stride;
+  std::span<const AttentionRow> rows;
+  AttentionShape shape;
+};
+
+// One (row, kv head): its group of query heads, online softmax over blocks of positions.
+void attend_scalar(const Task& t, int row, int kv_head) {
+  const AttentionShape& s = t.shape;
+  const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd, bs = t.rows[row].kv->block_size;
+  const AttentionRow& r = t.rows[row];
+  std::vector<float> acc(static_cast<std::size_t>(group) * hd, 0.0f), scores(bs);
+  std::vector<float> running_max(group, -std::numeric_limits<float>::infinity()), running_sum(group, 0.0f);
+  for (int j0 = 0; j0 <= r.position; j0 += bs) {
+    const int n = std::min(bs, r.position + 1 - j0);
+    const float* keys = r.kv->keys[j0 / bs] + kv_head * hd;
+    const float* values = r.kv->values[j0 / bs] + kv_head * hd;
+    for (int g = 0; g < group; ++g) {
+      const int h = kv_head * group + g;
+      const float* q = t.q + row * t.q_stride + h * hd;
+      float block_max = -std::numeric_limits<float>::infinity();
+      for (int i = 0; i < n; ++i) {
+        float dot = 0;
+        for (int d = 0; d < hd; ++d) dot += q[d] * keys[i * kv_dim + d];
+        scores[i] = dot * s.scale;
+        block_max = std::max(block_max, scores[i]);
+      }
+      const float new_max = std::max(running_max[g], block_max);
+      const float correction = std::exp(running_max[g] - new_max);
+      float* a = &acc[static_cast<std::size_t>(g) * hd];
+      for (int d = 0; d < hd; ++d) a[d] *= correction;
+      float sum = 0;
+      for (int i = 0; i < n; ++i) {
+        const float e = std::exp(scores[i] - new_max);
+        sum += e;
+        for (int d = 0; d < hd; ++d) a[d] += e * values[i * kv_dim + d];
+      }
+      running_sum[g] = running_sum[g] * correction + sum;
+      running_max[g] = new_max;
+    }
+  }
+  for (int g = 0; g < group; ++g) {
+    float* o = t.out + row * t.out_stride + (kv_head * group + g) * hd;
+    const float inv = 1.0f / running_sum[g];
+    for (int d = 0; d < hd; ++d) o[d] = acc[static_cast<std::size_t>(g) * hd + d] * inv;
+  }
+}
+
+}  // namespace
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace {
+
+// e^x to ~1 ulp: x = n ln2 + r, |r| <= ln2/2, degree-7 Taylor polynomial, scaled by 2^n.
+inline __m512 exp512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));  // below: exactly 0 after scaling
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+constexpr int kMaxHeadVectors = 16;  // head_dim up to 256
+constexpr int kMaxGroup = 16;
+
+// As attend_scalar, with head_dim a multiple of 16 and blocks of at most 16 positions handled as
+// one vector of scores.
+void attend_avx512(const Task& t, int row, int kv_head) {
+  const AttentionShape& s = t.shape;
+  const int hd = s.head_dim, nv = hd / 16, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
+  const int bs = t.rows[row].kv->block_size;
+  const AttentionRow& r = t.rows[row];
+  alignas(64) float acc[kMaxGroup][kMaxHeadVectors * 16];
+  alignas(64) float scores[16];
+  float running_max[kMaxGroup], running_sum[kMaxGroup];
+  for (int g = 0; g < group; ++g) {
+    running_max[g] = -std::numeric_limits<float>::infinity();
+    running_sum[g] = 0;
+    for (int v = 0; v < nv; ++v) _mm512_store_ps(&acc[g][v * 16], _mm512_setzero_ps());
+  }
+  for (int j0 = 0; j0 <= r.position; j0 += bs) {
+    const float* keys_base = r.kv->keys[j0 / bs] + kv_head * hd;
+    const float* values_base = r.kv->values[j0 / bs] + kv_head * hd;
+    const int block_n = std::min(bs, r.position + 1 - j0);
+    for (int c0 = 0; c0 < block_n; c0 += 16) {  // chunks of 16 positions (block sizes above 16)
+      const int n = std::min(16, block_n - c0);
+      const float* keys = keys_base + static_cast<std::size_t>(c0) * kv_dim;
+      const float* values = values_base + static_cast<std::size_t>(c0) * kv_dim;
+      const __mmask16 valid = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+      for (int g = 0; g < group; ++g) {
+        const float* q = t.q + row * t.q_stride + (kv_head * group + g) * hd;
+        for (int i = 0; i < n; ++i) {
+          __m512 dot = _mm512_setzero_ps();
+          for (int v = 0; v < nv; ++v)
+            dot = _mm512_fmadd_ps(_mm512_loadu_ps(q + v * 16), _mm512_loadu_ps(keys + i * kv_dim + v * 16), dot);
+          scores[i] = _mm512_reduce_add_ps(dot);
+        }
+        __m512 sv = _mm512_mul_ps(_mm512_maskz_loadu_ps(valid, scores), _mm512_set1_ps(s.scale));
+        sv = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-std::numeric_limits<float>::infinity()), sv);
+        const float new_max = std::max(running_max[g], _mm512_reduce_max_ps(sv));
+        const float correction = std::exp(running_max[g] - new_max);
+        const __m512 e = _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(sv, _mm512_set1_ps(new_max))));
+        _mm512_store_ps(scores, e);
+        running_sum[g] = running_sum[g] * correction + _mm512_reduce_add_ps(e);
+        running_max[g] = new_max;
+        const __m512 corr = _mm512_set1_ps(correction);
+        for (int v = 0; v < nv; ++v) {
+          __m512 a = _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), corr);
+          for (int i = 0; i < n; ++i)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(scores[i]), _mm512_loadu_ps(values + i * kv_dim + v * 16), a);
+          _mm512_store_ps(&acc[g][v * 16], a);
+        }
+      }
+    }
+  }
+  for (int g = 0; g < group; ++g) {
+    float* o = t.out + row * t.out_stride + (kv_head * group + g) * hd;
+    const __m512 inv = _mm512_set1_ps(1.0f / running_sum[g]);
+    for (int v = 0; v < nv; ++v) _mm512_storeu_ps(o + v * 16, _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), inv));
+  }
+}
+
+}  // namespace
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace {
+void check(std::span<const AttentionRow> rows, const AttentionShape& s) {
+  if (s.heads <= 0 || s.kv_heads <= 0 || s.head_dim <= 0 || s.heads % s.kv_heads != 0)
+    fail("attention: {} heads over {} kv heads of dim {} is not a valid shape", s.heads, s.kv_heads, s.head_dim);
+  for (const auto& r : rows) {
+    if (!r.kv || r.kv->block_size <= 0) fail("attention: a row without KV blocks");
+    if (r.position < 0 || static_cast<std::size_t>(r.position / r.kv->block_size) >= r.kv->keys.size())
+      fail("attention: position {} has no KV block in its sequence ({} blocks)", r.position, r.kv->keys.size());
+  }
+}
+}  // namespace
+
+void causal_attention(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
+                      std::span<const AttentionRow> rows, const AttentionShape& shape) {
+  check(rows, shape);
+  const Task task{q, q_stride, out, out_stride, rows, shape};
+  const int group = shape.heads / shape.kv_heads;
+  const bool simd = active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= 16 * kMaxHeadVectors &&
+                    group <= kMaxGroup;
+  auto attend = simd ? attend_avx512 : attend_scalar;
+  const int tasks = static_cast<int>(rows.size()) * shape.kv_heads;
+  ThreadPool& pool = kernel_pool();
+  if (pool.size() == 1 || tasks == 1) {
+    for (int i = 0; i < tasks; ++i) attend(task, i / shape.kv_heads, i % shape.kv_heads);
+    return;
+  }
+  // Interleaved: later rows of a causal prompt see more positions, so contiguous ranges would
+  // leave the first thread idle.
+  pool.run([&](int thread, int count) {
+    for (int i = thread; i < tasks; i += count) attend(task, i / shape.kv_heads, i % shape.kv_heads);
+  });
+}
+
+void causal_attention_reference(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
+                                std::span<const AttentionRow> rows, const AttentionShape& s) {
+  check(rows, s);
+  const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const AttentionRow& row = rows[r];
+    const int bs = row.kv->block_size;
+    for (int h = 0; h < s.heads; ++h) {
+      const int kvh = h / group;
+      std::vector<double> scores(row.position + 1);
+      double max = -INFINITY;
+      for (int j = 0; j <= row.position; ++j) {
+        const float* k = row.kv->keys[j / bs] + static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd;
+        double dot = 0;
+        for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[r * q_stride + h * hd + d]) * k[d];
+        scores[j] = dot * s.scale;
+        max = std::max(max, scores[j]);
+      }
+      double sum = 0;
+      for (auto& v : scores) sum += (v = std::exp(v - max));
+      for (int d = 0; d < hd; ++d) {
+        double o = 0;
+        for (int j = 0; j <= row.position; ++j)
+          o += scores[j] * row.kv->values[j / bs][static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd + d];
+        out[r * out_stride + h * hd + d] = static_cast<float>(o / sum);
+      }
+    }
+  }
+}
+
+}  // namespace inferlab::fast
