@@ -288,3 +288,38 @@ TEST(Dispatch, LimitSelectsTheFallbackAndReportsIt) {
   set_isa_limit(Isa::Avx2);
   EXPECT_LE(static_cast<int>(active_isa()), static_cast<int>(Isa::Avx2));
 }
+
+// Fusing q|k|v (or gate|up) after packing gives the matrix that packing the stacked rows gives.
+TEST(Quantizers, ConcatRowsEqualsPackingTheStackedRows) {
+  for (WeightFormat format : kFormats)
+    for (int first_rows : {32, 37}) {  // whole panels (copied) and ragged (repacked)
+      const int in = 70;
+      const auto a = random_vector(static_cast<std::size_t>(first_rows) * in, 31, 0.1f);
+      const auto b = random_vector(static_cast<std::size_t>(16) * in, 32, 0.1f);
+      const auto c = random_vector(static_cast<std::size_t>(9) * in, 33, 0.1f);
+      std::vector<float> stacked(a);
+      stacked.insert(stacked.end(), b.begin(), b.end());
+      stacked.insert(stacked.end(), c.begin(), c.end());
+      const int out = first_rows + 16 + 9;
+      const PackedMatrix pa = PackedMatrix::from_f32(a.data(), first_rows, in, format);
+      const PackedMatrix pb = PackedMatrix::from_f32(b.data(), 16, in, format);
+      const PackedMatrix pc = PackedMatrix::from_f32(c.data(), 9, in, format);
+      const PackedMatrix fused = PackedMatrix::concat_rows({&pa, &pb, &pc});
+      const PackedMatrix direct = PackedMatrix::from_f32(stacked.data(), out, in, format);
+      ASSERT_EQ(fused.out(), out);
+      std::vector<float> r1(in), r2(in);
+      for (int r = 0; r < out; ++r) {
+        fused.dequantize_row(r, r1.data());
+        direct.dequantize_row(r, r2.data());
+        ASSERT_EQ(r1, r2) << format_name(format) << " row " << r << " first part " << first_rows;
+      }
+      const auto x = random_vector(in * 3, 34);
+      std::vector<float> y1(3 * out), y2(3 * out);
+      matmul(x.data(), 3, fused, nullptr, y1.data());
+      matmul(x.data(), 3, direct, nullptr, y2.data());
+      ASSERT_EQ(y1, y2) << format_name(format);
+    }
+  const PackedMatrix q8 = PackedMatrix::from_f32(random_vector(16 * 32, 1).data(), 16, 32, WeightFormat::Q8);
+  const PackedMatrix q4 = PackedMatrix::from_f32(random_vector(16 * 32, 1).data(), 16, 32, WeightFormat::Q4);
+  EXPECT_THROW(PackedMatrix::concat_rows({&q8, &q4}), inferlab::Error);
+}

@@ -58,6 +58,9 @@ class PackedMatrix {
   // W is [out][in] row-major (nn.Linear layout), given as fp32 or as raw bf16 bits.
   static PackedMatrix from_f32(const float* w, int out, int in, WeightFormat format);
   static PackedMatrix from_bf16(const uint16_t* w, int out, int in, WeightFormat format);
+  // The rows of each part in order (q | k | v, gate | up), same format and input width. Panels are
+  // copied as they are when every part but the last fills whole panels, else rows are repacked.
+  static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
 
   WeightFormat format() const { return format_; }
   int out() const { return out_; }

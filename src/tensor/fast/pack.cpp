@@ -213,6 +213,49 @@ PackedMatrix PackedMatrix::from_bf16(const uint16_t* w, int out, int in, WeightF
   return pack(Bf16Source{w, in}, out, in, format);
 }
 
+PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& parts) {
+  if (parts.empty()) fail("concat_rows: no matrices given");
+  const PackedMatrix& first = *parts.front();
+  int out = 0;
+  bool whole_panels = true;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const PackedMatrix& p = *parts[i];
+    if (p.format_ != first.format_ || p.in_ != first.in_)
+      fail("concat_rows: part {} is [{}, {}] {} but part 0 is [{}, {}] {}", i, p.out_, p.in_, format_name(p.format_),
+           first.out_, first.in_, format_name(first.format_));
+    if (i + 1 < parts.size() && p.out_ % kPanel != 0) whole_panels = false;
+    out += p.out_;
+  }
+  if (!whole_panels || first.format_ == WeightFormat::F32) {
+    // Rows through fp32: exact for f32 and bf16; q8/q4 re-derive the same codes from their own values.
+    std::vector<float> rows(static_cast<std::size_t>(out) * first.in_);
+    int r = 0;
+    for (const PackedMatrix* p : parts)
+      for (int i = 0; i < p->out_; ++i, ++r) p->dequantize_row(i, rows.data() + static_cast<std::size_t>(r) * first.in_);
+    return from_f32(rows.data(), out, first.in_, first.format_);
+  }
+  PackedMatrix m;
+  m.format_ = first.format_;
+  m.out_ = out;
+  m.in_ = first.in_;
+  m.in_padded_ = first.in_padded_;
+  m.panel_bytes_ = first.panel_bytes_;
+  m.panels_ = (out + kPanel - 1) / kPanel;
+  m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
+  const std::size_t scale_panel = first.scales_.size() / std::max(1, first.panels_);
+  if (first.scales_.size()) m.scales_ = AlignedBuffer(scale_panel * m.panels_);
+  std::size_t data_at = 0, scales_at = 0;
+  for (const PackedMatrix* p : parts) {
+    std::memcpy(m.data_.data() + data_at, p->data_.data(), p->panel_bytes_ * p->panels_);
+    data_at += p->panel_bytes_ * p->panels_;
+    if (p->scales_.size()) {
+      std::memcpy(m.scales_.data() + scales_at, p->scales_.data(), scale_panel * p->panels_);
+      scales_at += scale_panel * p->panels_;
+    }
+  }
+  return m;
+}
+
 void PackedMatrix::dequantize_row(int row, float* dst) const {
   if (row < 0 || row >= out_) fail("row {} outside a matrix of {} rows", row, out_);
   const int p = row / kPanel, r = row % kPanel;
