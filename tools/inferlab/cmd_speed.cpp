@@ -16,6 +16,9 @@
 #include "inferlab/fast/packed.h"
 #include "inferlab/fast/probes.h"
 #include "inferlab/fast/thread_pool.h"
+#include "inferlab/generate.h"
+#include "inferlab/kv_cache.h"
+#include "inferlab/model.h"
 
 using nlohmann::json;
 namespace fast = inferlab::fast;
@@ -158,6 +161,132 @@ void run_kernels(const KernelsArgs& args) {
   print_or_json(args.json_output, doc, text);
 }
 
+struct EngineArgs {
+  std::string model;
+  int prompt = 512, gen = 128, threads = 0, repeats = 5;
+  std::string weights = "auto";
+  bool json_output = false;
+};
+
+// Matmul weights read from memory per decoded token (every layer's projections and the lm_head):
+// what bounds decode speed. Norms and biases are negligible and left out.
+double decode_weight_params(const ModelConfig& c) {
+  const double H = c.hidden_size, q = static_cast<double>(c.num_heads) * c.head_dim,
+               kv = static_cast<double>(c.num_kv_heads) * c.head_dim;
+  const double I = c.intermediate_size > 0 ? c.intermediate_size : 4 * H;
+  const double per_layer = c.architecture == "gpt2" ? H * 3 * H + H * H + 2 * H * I : H * (q + 2 * kv) + q * H + 3 * H * I;
+  return per_layer * c.num_layers + static_cast<double>(c.vocab_size) * H;
+}
+
+struct Stats {
+  double mean = 0, stddev = 0;
+  std::vector<double> samples;
+};
+Stats stats_of(std::vector<double> samples) {
+  Stats s;
+  s.samples = samples;
+  for (double v : samples) s.mean += v;
+  s.mean /= samples.size();
+  for (double v : samples) s.stddev += (v - s.mean) * (v - s.mean);
+  s.stddev = samples.size() > 1 ? std::sqrt(s.stddev / (samples.size() - 1)) : 0.0;
+  return s;
+}
+
+long peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss * 1024L;  // Linux reports KiB
+}
+
+void run_engine_bench(const EngineArgs& args) {
+  if (args.prompt < 0 || args.gen < 0 || (args.prompt == 0 && args.gen == 0))
+    fail("bench engine: -p and -n must be >= 0 and not both 0 (got -p {} -n {})", args.prompt, args.gen);
+  if (args.repeats <= 0) fail("bench engine: -r must be positive, got {}", args.repeats);
+  if (args.threads < 0) fail("bench engine: -t must be 0 (all cores) or positive, got {}", args.threads);
+  LoadOptions options;
+  options.threads = args.threads;
+  if (args.weights != "auto") fail("bench engine: --weights {} needs the packed-weight loader (not wired into Model::load yet)", args.weights);
+  const auto load_start = Clock::now();
+  std::unique_ptr<Model> model = Model::load(args.model, options);
+  const double load_seconds = seconds_since(load_start);
+  const long rss_after_load = peak_rss_bytes();
+  const ModelConfig& c = model->config();
+  const int context = args.prompt + args.gen;
+  if (c.max_position_embeddings > 0 && context > c.max_position_embeddings)
+    fail("bench engine: -p {} + -n {} exceeds the model's context of {} positions", args.prompt, args.gen,
+         c.max_position_embeddings);
+  KVCache cache(c, static_cast<std::size_t>(std::max(args.prompt, args.gen)) + 16);
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> token(0, c.vocab_size - 1);
+  std::vector<int32_t> prompt(args.prompt);
+  for (auto& t : prompt) t = token(rng);
+
+  auto run_pp = [&] {
+    SequenceKV seq;
+    if (!seq.reserve(cache, args.prompt)) fail("bench engine: KV cache too small for {} positions", args.prompt);
+    const BatchEntry entry{prompt, &seq, false};
+    const auto start = Clock::now();
+    model->forward(std::span(&entry, 1), cache);
+    const double t = seconds_since(start);
+    seq.release(cache);
+    return args.prompt / t;
+  };
+  auto run_tg = [&](int n) {
+    SequenceKV seq;
+    int32_t next = prompt.empty() ? 0 : prompt[0];
+    const auto start = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      if (!seq.reserve(cache, 1)) fail("bench engine: KV cache too small for {} positions", n);
+      const BatchEntry entry{std::span(&next, 1), &seq, false};
+      next = argmax(model->forward(std::span(&entry, 1), cache));
+    }
+    const double t = seconds_since(start);
+    seq.release(cache);
+    return n / t;
+  };
+  std::vector<std::pair<std::string, Stats>> results;
+  if (args.prompt > 0) {
+    run_pp();  // warm-up: page in weights, grow scratch buffers
+    std::vector<double> samples;
+    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_pp());
+    results.emplace_back(fmt::format("pp{}", args.prompt), stats_of(samples));
+  }
+  if (args.gen > 0) {
+    run_tg(std::min(args.gen, 8));
+    std::vector<double> samples;
+    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_tg(args.gen));
+    results.emplace_back(fmt::format("tg{}", args.gen), stats_of(samples));
+  }
+
+  const std::string format = args.weights;
+  const double params = decode_weight_params(c);
+  const long peak = peak_rss_bytes();
+  json doc;
+  doc["model"] = args.model;
+  doc["architecture"] = c.architecture;
+  doc["weights"] = format;
+  doc["threads"] = fast::threads();
+  doc["kernels"] = fast::cpu_features_line();
+  doc["matmul_params"] = params;
+  doc["load_seconds"] = load_seconds;
+  doc["rss_after_load_bytes"] = rss_after_load;
+  doc["peak_rss_bytes"] = peak;
+  doc["kv_cache_bytes"] = cache.bytes();
+  json tests = json::array();
+  std::string text = "| model | matmul params | weights | threads | test | t/s |\n|---|---|---|---|---|---|\n";
+  for (const auto& [name, st] : results) {
+    tests.push_back({{"test", name}, {"n_prompt", name[0] == 'p' ? args.prompt : 0}, {"n_gen", name[0] == 't' ? args.gen : 0},
+                     {"avg_ts", st.mean}, {"stddev_ts", st.stddev}, {"samples_ts", st.samples}});
+    text += fmt::format("| {} | {:.2f} M | {} | {} | {} | {:.2f} ± {:.2f} |\n", c.architecture, params / 1e6, format,
+                        fast::threads(), name, st.mean, st.stddev);
+  }
+  doc["results"] = tests;
+  text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB; KV cache {:.1f} MiB); kernels: {}\n",
+                      load_seconds, peak / 1048576.0, rss_after_load / 1048576.0, cache.bytes() / 1048576.0,
+                      fast::cpu_features_line());
+  print_or_json(args.json_output, doc, text);
+}
+
 }  // namespace
 
 Registrar reg_speed([](CLI::App& app) {
@@ -173,6 +302,17 @@ Registrar reg_speed([](CLI::App& app) {
     const json doc = run_probes(probes->threads, probes->quick, text);
     print_or_json(probes->json_output, doc, text);
   });
+
+  auto engine = std::make_shared<EngineArgs>();
+  CLI::App* e = bench.add_subcommand("engine", "llama-bench style: prompt processing (pp) and generation (tg) tokens/s, peak RSS");
+  e->add_option("model", engine->model, "Model folder or HF repo id in the local cache")->required();
+  e->add_option("-p,--n-prompt", engine->prompt, "Prompt tokens processed in one forward (0: skip pp)")->capture_default_str();
+  e->add_option("-n,--n-gen", engine->gen, "Tokens generated one at a time from an empty cache (0: skip tg)")->capture_default_str();
+  e->add_option("-t,--threads", engine->threads, "Threads (0: all cores)")->capture_default_str();
+  e->add_option("-r,--repetitions", engine->repeats, "Measured runs per test (after one warm-up)")->capture_default_str();
+  e->add_option("--weights,--dtype", engine->weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")->capture_default_str();
+  e->add_flag("--json", engine->json_output, "Print one JSON object");
+  e->callback([engine] { run_engine_bench(*engine); });
 
   auto kernels = std::make_shared<KernelsArgs>();
   CLI::App* k = bench.add_subcommand("kernels", "Matmul kernels on the Qwen2.5-0.5B shapes: GB/s and GFLOP/s beside the probes");
