@@ -268,6 +268,7 @@ void run_engine_bench(const EngineArgs& args) {
   doc["threads"] = fast::threads();
   doc["kernels"] = fast::cpu_features_line();
   doc["matmul_params"] = params;
+  doc["lm_head_params"] = static_cast<double>(c.vocab_size) * c.hidden_size;  // once per prompt, not per prompt token
   doc["load_seconds"] = load_seconds;
   doc["rss_after_load_bytes"] = rss_after_load;
   doc["peak_rss_bytes"] = peak;
