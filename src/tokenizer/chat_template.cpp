@@ -566,6 +566,7 @@ class Parser {
   }
 
   std::shared_ptr<Stmt> parse_statement() {
+    DepthGuard guard(*this);
     const Token keyword = next();
     const std::string& k = keyword.text;
     auto stmt = std::make_shared<Stmt>(Stmt{Stmt::Kind::Text, keyword.line});
@@ -693,9 +694,18 @@ class Parser {
     return e;
   }
 
+  // Nesting is bounded so hostile input cannot exhaust the stack.
+  struct DepthGuard {
+    Parser& p;
+    explicit DepthGuard(Parser& parser) : p(parser) {
+      if (++p.depth_ > 256) fail("chat template line {}: nesting deeper than 256 levels", p.peek().line);
+    }
+    ~DepthGuard() { --p.depth_; }
+  };
+
   ExprPtr parse_expression() {
-    ExprPtr first = parse_ternary(true);
-    return first;
+    DepthGuard guard(*this);
+    return parse_ternary(true);
   }
 
   ExprPtr parse_ternary(bool allow_if) {
@@ -822,6 +832,7 @@ class Parser {
 
   // As Jinja: filters apply to the negated value, so -3|abs is 3.
   ExprPtr parse_unary(bool with_filter = true) {
+    DepthGuard guard(*this);
     ExprPtr value;
     if (is_op("-") || is_op("+")) {
       value = make(Expr::Kind::Unary, peek().line);
@@ -910,8 +921,12 @@ class Parser {
       case Tok::Number: {
         ++pos_;
         auto e = make(Expr::Kind::Literal, t.line);
-        if (t.text.find('.') != std::string::npos) e->literal = Value::number(std::stod(t.text));
-        else e->literal = Value::integer(std::stoll(t.text));
+        try {
+          if (t.text.find('.') != std::string::npos) e->literal = Value::number(std::stod(t.text));
+          else e->literal = Value::integer(std::stoll(t.text));
+        } catch (const std::out_of_range&) {
+          fail("chat template line {}: number {} is out of range", t.line, t.text);
+        }
         return e;
       }
       case Tok::String: {
@@ -980,6 +995,7 @@ class Parser {
 
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1005,6 +1021,8 @@ class Scope {
 };
 
 class Renderer {
+  int call_depth_ = 0;
+
  public:
   std::string render(const Body& body, Scope& scope) {
     std::string out;
@@ -1117,6 +1135,12 @@ class Renderer {
   void define_macro(const std::shared_ptr<Stmt>& stmt, Scope& scope) {
     Scope* defining = &scope;
     scope.set(stmt->text, Value::callable([this, stmt, defining](std::vector<Value>& args, Kwargs& kwargs) {
+      if (call_depth_ >= 64) fail("chat template line {}: macro {} recurses deeper than 64 calls", stmt->line, stmt->text);
+      ++call_depth_;
+      struct Leave {
+        int& depth;
+        ~Leave() { --depth; }
+      } leave{call_depth_};
       Scope inner(defining);
       for (std::size_t k = 0; k < stmt->params.size(); ++k) {
         const auto& [name, fallback] = stmt->params[k];

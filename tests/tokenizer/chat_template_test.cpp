@@ -2,6 +2,8 @@
 // clear errors for what the interpreter does not support.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "inferlab/chat_template.h"
 #include "inferlab/error.h"
 #include "test_paths.h"
@@ -81,8 +83,55 @@ TEST(ChatTemplate, UnsupportedConstructsNameTheConstructAndLine) {
   EXPECT_NE(e.find("endif"), std::string::npos) << e;
   e = error_of("{{ 'unterminated }}");
   EXPECT_NE(e.find("string literal"), std::string::npos) << e;
+  e = error_of("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}");
+  EXPECT_NE(e.find("nesting"), std::string::npos) << e;
+  e = error_of("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}");
+  EXPECT_NE(e.find("recurses"), std::string::npos) << e;
+  e = error_of("{{ 99999999999999999999999 }}");
+  EXPECT_NE(e.find("out of range"), std::string::npos) << e;
   e = error_of("{% for x in y recursive %}{% endfor %}");
   EXPECT_NE(e.find("recursive"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace inferlab
+
+namespace inferlab {
+namespace {
+
+// Mutated real templates and random tag soup: each either renders or throws Error, never crashes.
+TEST(ChatTemplate, MutatedTemplatesRenderOrFailCleanly) {
+  REQUIRE_PATH(test::reference_dir() / "chat_cases.json", "the Node reference");
+  auto data = test::read_json(test::reference_dir() / "chat_cases.json");
+  std::vector<std::string> sources;
+  for (auto& [name, source] : data["templates"].items()) sources.push_back(source.get<std::string>());
+  const std::vector<std::string> fragments = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]", "'", "\"",
+                                              "|", ".", ",", "if", "for", "endfor", "endif", "set", "in", "not",
+                                              "loop", "messages", "[::-1]", "namespace(", "\\", "\n", " "};
+  auto messages = nlohmann::json::parse(R"([{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                                             {"role": "assistant", "content": "<think>\nx\n</think>\n\na"}])");
+  std::mt19937 rng(2024);
+  int rendered = 0, rejected = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string source = sources[rng() % sources.size()];
+    int edits = 1 + rng() % 4;
+    for (int e = 0; e < edits && !source.empty(); ++e) {
+      std::size_t at = rng() % source.size();
+      switch (rng() % 3) {
+        case 0: source.erase(at, 1 + rng() % 8); break;
+        case 1: source.insert(at, fragments[rng() % fragments.size()]); break;
+        default: source[at] = static_cast<char>(rng() % 256);
+      }
+    }
+    try {
+      ChatTemplate(source).render(messages, rng() % 2, {{"tools", nlohmann::json::array()}});
+      ++rendered;
+    } catch (const Error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rendered, 0);
+  EXPECT_GT(rejected, 0);
 }
 
 }  // namespace
