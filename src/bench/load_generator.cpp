@@ -190,7 +190,7 @@ struct Transfer {
     }
     if (!chunk.content.empty()) {  // the role-only first chunk has empty content: not a token
       if (!first_content) first_content = now;
-      else itl_ms.push_back(std::chrono::duration<double, std::milli>(now - *last_content).count());
+      else itl_ms.push_back(std::round(std::chrono::duration<double, std::milli>(now - *last_content).count() * 1000) / 1000);
       last_content = now;
       text += chunk.content;
       ++content_chunks;
@@ -231,8 +231,10 @@ void raise_open_file_limit(std::size_t wanted) {
   }
 }
 
+// Milliseconds rounded to the microsecond: what requests.csv holds, so `inferlab report` of the
+// CSV prints exactly what the run printed.
 double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
+  return std::round(std::chrono::duration<double, std::milli>(b - a).count() * 1000) / 1000;
 }
 
 void print_progress(std::size_t finished, std::size_t total, std::size_t failed, int in_flight, double elapsed) {
@@ -348,7 +350,7 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
       }
       if (t.first_content) r.ttft_ms = ms_between(t.start, *t.first_content);
       if (r.ttft_ms && *r.output_tokens > 1)
-        r.tpot_ms = (r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1);
+        r.tpot_ms = std::round((r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1) * 1000) / 1000;
       r.itl_ms = std::move(t.itl_ms);
     } else {
       ++failed;

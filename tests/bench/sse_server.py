@@ -11,6 +11,7 @@ Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free port)
 import asyncio
 import json
 import sys
+import time
 
 ROLE_AT = 0.0
 EMPTY_AT = 20.0  # a chunk with empty content: not the first token
@@ -21,8 +22,8 @@ DONE_AT = 110.0
 PROMPT_TOKENS = 7
 MIX = ["ok", "hang", "close", "drop", "http500", "http400", "errorevent"]
 
-# timelines: per streamed request (in arrival order), when each content event and [DONE] really
-# left the server (ms after t0), so a test can tell server lateness from client error.
+# timelines: per streamed request (in arrival order), [before, after] the write of each content
+# event and of [DONE] (ms after t0), so a test can tell server lateness from client error.
 state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0}
 
 
@@ -60,12 +61,13 @@ class Stream:
 
     async def at(self, ms):
         target = self.t0 + ms / 1000
-        # The event loop wakes with millisecond granularity; with few streams, spin the last 2 ms.
+        # The event loop wakes with millisecond granularity; with few streams, sleep the last
+        # 2 ms in short blocking naps (not a spin: the client needs the CPU on a 2-core machine).
         if target - self.loop.time() > 0.002:
             await asyncio.sleep(target - self.loop.time() - 0.002)
         if state["open_streams"] <= 4:
-            while self.loop.time() < target:
-                pass
+            while (left := target - self.loop.time()) > 0:
+                time.sleep(min(left, 0.0002))
         elif target > self.loop.time():
             await asyncio.sleep(target - self.loop.time())
 
@@ -114,20 +116,23 @@ async def scripted_stream(writer, t0, mode, request):
             await s.at(ms - SPLIT_EARLY)
             await s.chunk(event[:9])  # the event arrives in two pieces; it counts when whole
             await s.at(ms)
+            before = s.now_ms()
             await s.chunk(event[9:])
-            s.timeline["content"].append(s.now_ms())
+            s.timeline["content"].append([before, s.now_ms()])
             continue
         await s.at(ms)
+        before = s.now_ms()
         await s.chunk(event)
-        s.timeline["content"].append(s.now_ms())
+        s.timeline["content"].append([before, s.now_ms()])
     end = content[-1][0]
     if include_usage:
         await s.at(end + USAGE_AT - CONTENT[-1][0])
         await s.chunk(sse(chunk_json(usage={"prompt_tokens": PROMPT_TOKENS, "completion_tokens": len(content),
                                             "total_tokens": PROMPT_TOKENS + len(content)})))
     await s.at(end + DONE_AT - CONTENT[-1][0])
+    before = s.now_ms()
     await s.chunk(sse("[DONE]"))
-    s.timeline["done"] = s.now_ms()
+    s.timeline["done"] = [before, s.now_ms()]
     await s.chunk(b"")  # the terminating zero-length chunk
 
 

@@ -182,40 +182,64 @@ def serve(server, prefix, workdir, extra, name="requests"):
     return r, (read_rows(out) if os.path.exists(out) else []), (json.load(open(summary)) if os.path.exists(summary) else {})
 
 
+def timing_attempt(server, d):
+    """One run of 5 sequential requests; the list of timing problems (empty when all is within 2 ms)."""
+    problems = []
+    first_stream = len(server.stats()["timelines"])
+    r, rows, summary = serve(server, "/ok", d, ["--num-requests", "5", "--concurrency", "1", "--timeout", "10"])
+    print(r.stdout, r.stderr)
+    if r.returncode != 0 or len(rows) != 5 or any(row["status"] != "ok" for row in rows):
+        failures.append(f"bench serve exit {r.returncode}: {r.stderr} rows {rows}")
+        return [], r, rows, summary
+    timelines = server.stats()["timelines"][first_stream:]
+    on_schedule = 0
+    for row, sent in zip(rows, timelines):
+        ttft = float(row["ttft_ms"])
+        e2e = float(row["end_ms"]) - float(row["start_ms"])
+        itl = [float(x) for x in row["itl_ms"].split(";")]
+        content, done = sent["content"], sent["done"]
+        print(f"{row['request_id']}: TTFT {ttft:.3f} (written {content[0][0]:.3f}..{content[0][1]:.3f}, script "
+              f"{SCRIPT_TTFT}), E2E {e2e:.3f} (written {done[0]:.3f}..{done[1]:.3f}, script {SCRIPT_E2E}), "
+              f"ITL {itl} (script {SCRIPT_ITL})")
+        check(row["output_tokens"] == "5" and row["input_tokens"] == "7", f"usage not used: {row}")
+        check(abs(float(row["tpot_ms"]) - (e2e - ttft) / 4) < 0.01, f"tpot: {row}")
+        # Against what the server really did (each write is bracketed by two clock reads).
+        within = lambda value, lo, hi: lo - TOLERANCE_MS <= value <= hi + TOLERANCE_MS
+        if not within(ttft, *content[0]):
+            problems.append(f"{row['request_id']} TTFT {ttft} vs written {content[0]}")
+        if not within(e2e, *done):
+            problems.append(f"{row['request_id']} E2E {e2e} vs written {done}")
+        if len(itl) != len(content) - 1 or not all(
+                within(gap, b[0] - a[1], b[1] - a[0]) for gap, a, b in zip(itl, content, content[1:])):
+            problems.append(f"{row['request_id']} ITL {itl} vs written {content}")
+        # Against the script, where the machine let the server keep to it.
+        server_late = max([abs(w[0] - t) for w, t in zip(content, [40.0, 55.0, 70.0, 85.0, 100.0])]
+                          + [abs(w[1] - w[0]) for w in content + [done]] + [abs(done[0] - SCRIPT_E2E)])
+        if server_late <= 0.5:
+            on_schedule += 1
+            if abs(ttft - SCRIPT_TTFT) > TOLERANCE_MS:
+                problems.append(f"{row['request_id']} TTFT {ttft} vs {SCRIPT_TTFT}")
+            if abs(e2e - SCRIPT_E2E) > TOLERANCE_MS:
+                problems.append(f"{row['request_id']} E2E {e2e} vs {SCRIPT_E2E}")
+            if not all(abs(a - b) <= TOLERANCE_MS for a, b in zip(itl, SCRIPT_ITL)):
+                problems.append(f"{row['request_id']} ITL {itl} vs {SCRIPT_ITL}")
+    if on_schedule == 0:
+        problems.append("the server kept to its script for no request")
+    print(f"{on_schedule}/{len(rows)} requests served on schedule were checked against the script too")
+    return problems, r, rows, summary
+
+
 def test_serve_timing():
     with ScriptedServer() as server, tempfile.TemporaryDirectory() as d:
-        r, rows, summary = serve(server, "/ok", d, ["--num-requests", "5", "--concurrency", "1", "--timeout", "10"])
-        print(r.stdout, r.stderr)
-        check(r.returncode == 0, f"bench serve exit {r.returncode}: {r.stderr}")
-        check(len(rows) == 5 and all(row["status"] == "ok" for row in rows), f"rows: {rows}")
-        timelines = server.stats()["timelines"]
-        on_schedule = 0
-        for row, sent in zip(rows, timelines):
-            ttft = float(row["ttft_ms"])
-            e2e = float(row["end_ms"]) - float(row["start_ms"])
-            itl = [float(x) for x in row["itl_ms"].split(";")]
-            sent_itl = [b - a for a, b in zip(sent["content"], sent["content"][1:])]
-            print(f"{row['request_id']}: TTFT {ttft:.3f} (sent {sent['content'][0]:.3f}, script {SCRIPT_TTFT}), "
-                  f"E2E {e2e:.3f} (sent {sent['done']:.3f}, script {SCRIPT_E2E}), ITL {itl} (sent "
-                  f"{[round(x, 3) for x in sent_itl]}, script {SCRIPT_ITL})")
-            check(row["output_tokens"] == "5" and row["input_tokens"] == "7", f"usage not used: {row}")
-            check(abs(float(row["tpot_ms"]) - (e2e - ttft) / 4) < 0.01, f"tpot: {row}")
-            # Against what the server really did: always within 2 ms.
-            check(abs(ttft - sent["content"][0]) <= TOLERANCE_MS, f"{row['request_id']} TTFT {ttft} vs sent {sent}")
-            check(abs(e2e - sent["done"]) <= TOLERANCE_MS, f"{row['request_id']} E2E {e2e} vs sent {sent}")
-            check(len(itl) == len(sent_itl) and all(abs(a - b) <= TOLERANCE_MS for a, b in zip(itl, sent_itl)),
-                  f"{row['request_id']} ITL {itl} vs sent {sent_itl}")
-            # Against the script, where the (shared, loaded) machine let the server keep to it.
-            server_late = max([abs(a - b) for a, b in zip(sent["content"], [40.0, 55.0, 70.0, 85.0, 100.0])]
-                              + [abs(sent["done"] - SCRIPT_E2E)])
-            if server_late <= 0.5:
-                on_schedule += 1
-                check(abs(ttft - SCRIPT_TTFT) <= TOLERANCE_MS, f"{row['request_id']} TTFT {ttft} vs {SCRIPT_TTFT}")
-                check(abs(e2e - SCRIPT_E2E) <= TOLERANCE_MS, f"{row['request_id']} E2E {e2e} vs {SCRIPT_E2E}")
-                check(all(abs(a - b) <= TOLERANCE_MS for a, b in zip(itl, SCRIPT_ITL)),
-                      f"{row['request_id']} ITL {itl} vs {SCRIPT_ITL}")
-        check(on_schedule >= 1, "the server kept to its script for no request: machine too loaded to judge")
-        print(f"{on_schedule}/{len(rows)} requests served on schedule were checked against the script too")
+        # Millisecond timing on a shared 2-core machine: a process descheduled for a time slice
+        # (~4 ms) misses by more than 2 ms; so up to 3 runs, and every run's misses are printed.
+        for attempt in range(1, 4):
+            problems, r, rows, summary = timing_attempt(server, d)
+            print(f"timing run {attempt}: {len(problems)} problem(s)", *problems, sep="\n  ")
+            if not problems:
+                break
+        else:
+            failures.extend(problems)
         # What the server received: the model from GET /v1/models, streaming with usage asked for.
         body = server.stats()["bodies"][0]
         check(body["model"] == "scripted-model" and body["stream"] is True
@@ -234,7 +258,7 @@ def test_serve_timing():
         check(summary["run"]["output_tokens_source"] == "content chunks", str(summary.get("run")))
         sent = server.stats()["timelines"][-2:]
         for row, s in zip(rows, sent):
-            check(abs(float(row["ttft_ms"]) - s["content"][0]) <= TOLERANCE_MS, f"nousage TTFT {row['ttft_ms']} vs {s}")
+            check(s["content"][0][0] - TOLERANCE_MS <= float(row["ttft_ms"]) <= s["content"][0][1] + TOLERANCE_MS, f"nousage TTFT {row['ttft_ms']} vs {s}")
 
         # /v1/completions, and Poisson arrivals.
         r, rows, summary = serve(server, "/ok", d, ["--num-requests", "3", "--concurrency", "1", "--endpoint",
@@ -242,7 +266,7 @@ def test_serve_timing():
         check(all(row["status"] == "ok" for row in rows) and len(rows) == 3, f"completions: {rows}")
         check("prompt" in server.stats()["bodies"][-1], "completions body has no prompt")
         for row, s in zip(rows, server.stats()["timelines"][-3:]):
-            check(abs(float(row["ttft_ms"]) - s["content"][0]) <= TOLERANCE_MS, f"completions TTFT {row['ttft_ms']} vs {s}")
+            check(s["content"][0][0] - TOLERANCE_MS <= float(row["ttft_ms"]) <= s["content"][0][1] + TOLERANCE_MS, f"completions TTFT {row['ttft_ms']} vs {s}")
         r, rows, summary = serve(server, "/ok", d, ["--num-requests", "10", "--request-rate", "40", "--timeout", "10"],
                                  "rate")
         starts = sorted(float(row["start_ms"]) for row in rows)
@@ -337,8 +361,10 @@ def test_chat_cli():
         check(m is not None, f"chat output: {r.stdout!r}")
         if m:
             sent = server.stats()["timelines"][-1]
-            check(abs(float(m.group(1)) - sent["done"]) <= TOLERANCE_MS + 1, f"E2E {m.group(1)} vs {sent}")
-            check(abs(float(m.group(2)) - sent["content"][0]) <= TOLERANCE_MS, f"First content {m.group(2)} vs {sent}")
+            e2e, first = float(m.group(1)), float(m.group(2))
+            check(sent["done"][0] - TOLERANCE_MS <= e2e <= sent["done"][1] + TOLERANCE_MS + 1, f"E2E {e2e} vs {sent}")
+            check(sent["content"][0][0] - TOLERANCE_MS <= first <= sent["content"][0][1] + TOLERANCE_MS,
+                  f"First content {first} vs {sent}")
         body = server.stats()["bodies"][-1]
         check(body["model"] == "scripted-model" and body["max_tokens"] == 64 and body["temperature"] == 0
               and body["messages"] == [{"role": "user", "content": "用一句话解释 KV Cache。"}], f"chat body: {body}")
