@@ -77,6 +77,7 @@ struct Server::Impl {
   ServerOptions options;
   httplib::Server http;
   std::thread listener;
+  std::atomic<bool> listener_done{false};
   int bound_port = 0;
   std::atomic<bool> ready{false}, draining{false};
   std::string load_error;
@@ -175,7 +176,7 @@ struct Server::Impl {
   }
 };
 
-Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Server::Server(ServerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
 
 Server::~Server() {
   if (impl_->listener.joinable()) shutdown(std::chrono::milliseconds(0));
@@ -191,7 +192,7 @@ int Server::start() {
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_payload_max_length(32u << 20);
   s.http.set_keep_alive_max_count(10000);
-  s.http.set_keep_alive_timeout(30);
+  s.http.set_keep_alive_timeout(5);
   s.http.set_read_timeout(30);
   s.http.set_write_timeout(30);
   s.routes();
@@ -204,7 +205,13 @@ int Server::start() {
            s.options.host, s.options.port);
     s.bound_port = s.options.port;
   }
-  s.listener = std::thread([&s] { s.http.listen_after_bind(); });
+  // The listener owns a reference: shutdown may stop waiting for it (idle keep-alive
+  // connections hold workers until their timeout) and let the process exit.
+  std::shared_ptr<Impl> keep = impl_;
+  s.listener = std::thread([keep] {
+    keep->http.listen_after_bind();
+    keep->listener_done = true;
+  });
   return s.bound_port;
 }
 
@@ -260,7 +267,12 @@ void Server::shutdown(std::chrono::milliseconds drain) {
   auto deadline = Clock::now() + std::chrono::seconds(2);
   while (s.active_streams > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   s.http.stop();
-  if (s.listener.joinable()) s.listener.join();
+  if (s.listener.joinable()) {
+    deadline = Clock::now() + std::chrono::seconds(1);
+    while (!s.listener_done && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (s.listener_done) s.listener.join();
+    else s.listener.detach();  // idle keep-alive connections close on their own timeout
+  }
 }
 
 void Server::Impl::routes() {
