@@ -72,8 +72,9 @@ std::string regex_escape(const std::string& literal) {
   return out;
 }
 
-void parse_normalizer(const Fields& f, const json& node, std::vector<NormalizerKind>& out) {
+void parse_normalizer(const Fields& f, const json& node, std::vector<NormalizerKind>& out, int depth = 0) {
   if (node.is_null()) return;
+  if (depth > 32) fail("{}: normalizer Sequences nested deeper than 32 levels", f.source);
   if (!node.is_object()) fail("{}: normalizer must be an object or null", f.source);
   std::string type = f.string(node, "type", "normalizer");
   if (type == "NFC") out.push_back(NormalizerKind::NFC);
@@ -84,7 +85,7 @@ void parse_normalizer(const Fields& f, const json& node, std::vector<NormalizerK
   else if (type == "Sequence") {
     auto it = node.find("normalizers");
     if (it == node.end() || !it->is_array()) fail("{}: normalizer Sequence needs a normalizers array", f.source);
-    for (const json& child : *it) parse_normalizer(f, child, out);
+    for (const json& child : *it) parse_normalizer(f, child, out, depth + 1);
   } else {
     fail("{}: normalizer type {:?} is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Sequence)", f.source, type);
   }
@@ -99,14 +100,15 @@ SplitBehavior parse_behavior(const Fields& f, const std::string& name) {
   fail("{}: Split behavior {:?} is not supported", f.source, name);
 }
 
-void parse_pre_tokenizer(const Fields& f, const json& node, std::vector<PreTokenizerStep>& out) {
+void parse_pre_tokenizer(const Fields& f, const json& node, std::vector<PreTokenizerStep>& out, int depth = 0) {
   if (node.is_null()) return;
+  if (depth > 32) fail("{}: pre_tokenizer Sequences nested deeper than 32 levels", f.source);
   if (!node.is_object()) fail("{}: pre_tokenizer must be an object or null", f.source);
   std::string type = f.string(node, "type", "pre_tokenizer");
   if (type == "Sequence") {
     auto it = node.find("pretokenizers");
     if (it == node.end() || !it->is_array()) fail("{}: pre_tokenizer Sequence needs a pretokenizers array", f.source);
-    for (const json& child : *it) parse_pre_tokenizer(f, child, out);
+    for (const json& child : *it) parse_pre_tokenizer(f, child, out, depth + 1);
   } else if (type == "ByteLevel") {
     PreTokenizerStep step{PreTokenizerStep::Kind::ByteLevel};
     step.add_prefix_space = f.boolean(node, "add_prefix_space", true, "pre_tokenizer(ByteLevel)");
@@ -126,15 +128,16 @@ void parse_pre_tokenizer(const Fields& f, const json& node, std::vector<PreToken
   }
 }
 
-void parse_post_processor(const Fields& f, const json& node, PostProcessor& out) {
+void parse_post_processor(const Fields& f, const json& node, PostProcessor& out, int depth = 0) {
   if (node.is_null()) return;
+  if (depth > 32) fail("{}: post_processor Sequences nested deeper than 32 levels", f.source);
   if (!node.is_object()) fail("{}: post_processor must be an object or null", f.source);
   std::string type = f.string(node, "type", "post_processor");
   if (type == "ByteLevel") return;  // only adjusts offsets
   if (type == "Sequence") {
     auto it = node.find("processors");
     if (it == node.end() || !it->is_array()) fail("{}: post_processor Sequence needs a processors array", f.source);
-    for (const json& child : *it) parse_post_processor(f, child, out);
+    for (const json& child : *it) parse_post_processor(f, child, out, depth + 1);
     return;
   }
   if (type == "TemplateProcessing") {
@@ -220,7 +223,20 @@ void apply_tokenizer_config(const std::filesystem::path& folder, Spec& spec, boo
 
 }  // namespace
 
+namespace {
+std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path& file);
+}
+
 std::shared_ptr<const Tokenizer> Tokenizer::from_tokenizer_json(const std::filesystem::path& file) {
+  try {
+    return tokenizer_from_json(file);
+  } catch (const json::exception& e) {  // a field of the wrong type somewhere
+    fail("{}: malformed tokenizer.json: {}", file.string(), e.what());
+  }
+}
+
+namespace {
+std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path& file) {
   json root = read_json(file);
   Spec spec;
   spec.source = file.string();
@@ -271,6 +287,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_tokenizer_json(const std::files
   apply_tokenizer_config(file.parent_path(), spec, false);
   return std::make_shared<BpeTokenizer>(std::move(spec));
 }
+}  // namespace
 
 std::shared_ptr<const Tokenizer> Tokenizer::from_vocab_merges(const std::filesystem::path& vocab_json,
                                                               const std::filesystem::path& merges_txt) {
@@ -298,7 +315,20 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_vocab_merges(const std::filesys
   return std::make_shared<BpeTokenizer>(std::move(spec));
 }
 
+namespace {
+std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path& file);
+}
+
 std::shared_ptr<const Tokenizer> Tokenizer::from_gguf(const std::filesystem::path& file) {
+  try {
+    return tokenizer_from_gguf(file);
+  } catch (const json::exception& e) {  // a metadata value of the wrong type
+    fail("{}: malformed tokenizer metadata in GGUF: {}", file.string(), e.what());
+  }
+}
+
+namespace {
+std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path& file) {
   GgufFile gguf = read_gguf(file);
   Spec spec;
   spec.source = file.string();
@@ -355,6 +385,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_gguf(const std::filesystem::pat
   if (const json* chat = gguf.find("tokenizer.chat_template"); chat && chat->is_string()) spec.chat_template = chat->get<std::string>();
   return std::make_shared<BpeTokenizer>(std::move(spec));
 }
+}  // namespace
 
 std::shared_ptr<const Tokenizer> Tokenizer::from_folder(const std::filesystem::path& folder) {
   if (std::filesystem::exists(folder / "tokenizer.json")) return from_tokenizer_json(folder / "tokenizer.json");

@@ -132,6 +132,10 @@ TEST(Robustness, MalformedTokenizerJsonGivesAClearError) {
   EXPECT_NE(error_for(R"({"model": {"type": "BPE", "vocab": {"▁a": 0, "▁b": 1, "▁c": 2, "▁d": 3, "▁e": 4, "▁f": 5, "▁g": 6, "▁h": 7, "▁i": 8, "▁j": 9}, "merges": [], "byte_fallback": false}})").find("not byte-level"), std::string::npos);
   EXPECT_NE(error_for(R"({"model": {"type": "BPE", "vocab": {}, "merges": [], "byte_fallback": true}})").find("byte_fallback"), std::string::npos);
   EXPECT_NE(error_for(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "added_tokens": [{"id": 5}]})").find("content"), std::string::npos);
+  EXPECT_NE(error_for(R"({"model": {"type": 5, "vocab": {"a": 0}, "merges": []}})").find("malformed tokenizer.json"), std::string::npos);
+  std::string nested = R"({"type": "NFC"})";
+  for (int i = 0; i < 100; ++i) nested = R"({"type": "Sequence", "normalizers": [)" + nested + "]}";
+  EXPECT_NE(error_for(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": )" + nested + "}").find("nested deeper"), std::string::npos);
 }
 
 TEST(Robustness, MissingFilesNameThePath) {
