@@ -145,6 +145,11 @@ BpeTokenizer::BpeTokenizer(Spec spec)
       chat_template_(std::move(spec.chat_template)),
       bos_token_(std::move(spec.bos_token)),
       eos_token_(std::move(spec.eos_token)) {
+  // ByteLevel without regex or prefix space only maps bytes to the alphabet, which BPE on raw
+  // bytes does not need (Qwen: Split then ByteLevel): dropping it lets encode take its fast path.
+  std::erase_if(pre_tokenizers_, [](const PreTokenizerStep& step) {
+    return step.kind == PreTokenizerStep::Kind::ByteLevel && !step.regex && !step.add_prefix_space;
+  });
   int32_t max_id = -1;
   for (const auto& [piece, id] : spec.vocab) {
     if (id < 0) fail("{}: vocab entry {:?} has negative id {}", spec.source, piece, id);
