@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CASE, CLI, SHARED = sys.argv[1], sys.argv[2], sys.argv[3]
 PYTHON = sys.executable
 TOLERANCE_MS = 2.0
+LOOSE_MS = 5.0  # single-run checks whose point is not the timing (chunk counting, the endpoint)
 failures = []
 
 
@@ -258,7 +259,7 @@ def test_serve_timing():
         check(summary["run"]["output_tokens_source"] == "content chunks", str(summary.get("run")))
         sent = server.stats()["timelines"][-2:]
         for row, s in zip(rows, sent):
-            check(s["content"][0][0] - TOLERANCE_MS <= float(row["ttft_ms"]) <= s["content"][0][1] + TOLERANCE_MS, f"nousage TTFT {row['ttft_ms']} vs {s}")
+            check(s["content"][0][0] - LOOSE_MS <= float(row["ttft_ms"]) <= s["content"][0][1] + LOOSE_MS, f"nousage TTFT {row['ttft_ms']} vs {s}")
 
         # /v1/completions, and Poisson arrivals.
         r, rows, summary = serve(server, "/ok", d, ["--num-requests", "3", "--concurrency", "1", "--endpoint",
@@ -266,7 +267,7 @@ def test_serve_timing():
         check(all(row["status"] == "ok" for row in rows) and len(rows) == 3, f"completions: {rows}")
         check("prompt" in server.stats()["bodies"][-1], "completions body has no prompt")
         for row, s in zip(rows, server.stats()["timelines"][-3:]):
-            check(s["content"][0][0] - TOLERANCE_MS <= float(row["ttft_ms"]) <= s["content"][0][1] + TOLERANCE_MS, f"completions TTFT {row['ttft_ms']} vs {s}")
+            check(s["content"][0][0] - LOOSE_MS <= float(row["ttft_ms"]) <= s["content"][0][1] + LOOSE_MS, f"completions TTFT {row['ttft_ms']} vs {s}")
         r, rows, summary = serve(server, "/ok", d, ["--num-requests", "10", "--request-rate", "40", "--timeout", "10"],
                                  "rate")
         starts = sorted(float(row["start_ms"]) for row in rows)
