@@ -9,7 +9,11 @@ const server = await startServer(['--max-batch', '16']);
 test.after(() => server.stop());
 const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'EMPTY', maxRetries: 0, timeout: 120_000 });
 
-const prompts = Array.from({ length: 16 }, (_, i) => `Request number ${i}: tell me about topic ${i * 7 + 3}.`);
+// The random-weight test model mostly repeats the prompt's last word: distinct last words give
+// distinct continuations, so a token delivered to the wrong stream shows.
+const words = ['apple', 'river', 'cloud', 'seven', 'orange', 'mountain', 'keyboard', 'violin', 'desert', 'pepper',
+  'lantern', 'marble', 'rocket', 'tiger', 'velvet', 'harbor'];
+const prompts = words.map((w) => `Tell me about ${w}`);
 
 // Greedy completion text via a stream, with the token ids (logprobs carry each token's bytes).
 async function streamCompletion(promptIds, maxTokens) {

@@ -229,21 +229,16 @@ test('bad requests get OpenAI-shaped 4xx errors', async () => {
 test('overload: a full queue answers 503 with Retry-After', async () => {
   const small = await startServer(['--max-queue', '1', '--max-batch', '1']);
   try {
-    const long = { prompt: 'a b c', max_tokens: 400, ignore_eos: true, temperature: 0 };
-    const pending = [];
-    const controller = new AbortController();
-    for (let i = 0; i < 6; i++)
-      pending.push(postJson(small.base, '/v1/completions', long, { signal: controller.signal }).catch(() => null));
-    let refused = null;
-    for (let i = 0; i < 50 && !refused; i++) {
-      const r = await postJson(small.base, '/v1/completions', { prompt: 'x', max_tokens: 1 });
-      if (r.status === 503) refused = r;
-    }
-    assert.ok(refused, 'some request was refused with 503');
-    assert.equal(refused.headers.get('retry-after'), '1');
-    assert.ok(refused.json.error.message.includes('queued'));
-    controller.abort();
-    await Promise.all(pending);
+    // One running and one queued at most: of 8 arriving together, some must be refused.
+    const long = { prompt: 'a b c', max_tokens: 200, ignore_eos: true, temperature: 0 };
+    const results = await Promise.all(Array.from({ length: 8 }, () => postJson(small.base, '/v1/completions', long)));
+    const refused = results.filter((r) => r.status === 503);
+    const served = results.filter((r) => r.status === 200);
+    assert.ok(refused.length > 0, `statuses: ${results.map((r) => r.status)}`);
+    assert.ok(served.length >= 2, `statuses: ${results.map((r) => r.status)}`);
+    assert.equal(refused[0].headers.get('retry-after'), '1');
+    assert.match(refused[0].json.error.message, /queued/);
+    for (const r of served) assert.equal(r.json.usage.completion_tokens, 200);
   } finally {
     await small.stop('SIGKILL');
   }
