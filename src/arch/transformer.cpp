@@ -1,5 +1,6 @@
 #include "transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -176,7 +177,7 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
   const int up_width = w_.layers.empty() ? 0 : w_.layers[0].up.out;
   const int inter = w_.mlp == MlpKind::SwiGLU ? up_width / 2 : up_width;
   std::vector<float> up(R * up_width), act(w_.mlp == MlpKind::SwiGLU ? R * inter : 0);
-  std::vector<float> scores;
+  std::vector<float> scores, gathered_k, gathered_v;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   auto norm_to = [&](const float* in, float* out, int n_rows, const std::vector<float>& weight, const std::vector<float>& bias) {
@@ -207,29 +208,28 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
       std::memcpy(cache.values(layer, block) + static_cast<std::size_t>(p % bs) * kv_dim, v, sizeof(float) * kv_dim);
     }
 
-    // Causal attention: row at position p sees cached positions 0..p of its own sequence.
-    for (int r = 0; r < rows; ++r) {
-      const SequenceKV& seq = *batch[row_entry[r]].kv;
-      const int p = row_pos[r];
-      scores.resize(p + 1);
-      for (int h = 0; h < heads; ++h) {
-        const float* q = &qkv[static_cast<std::size_t>(r) * qkv_dim + h * hd];
-        const int kvh = h / group;
-        for (int j = 0; j <= p; ++j) {
-          const float* k = cache.keys(layer, seq.blocks[j / bs]) + static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd;
-          float dot = 0;
-          for (int d = 0; d < hd; ++d) dot += q[d] * k[d];
-          scores[j] = dot * scale;
-        }
-        softmax(scores.data(), p + 1);
-        float* o = &attn[static_cast<std::size_t>(r) * q_dim + h * hd];
-        std::memset(o, 0, sizeof(float) * hd);
-        for (int j = 0; j <= p; ++j) {
-          const float* v = cache.values(layer, seq.blocks[j / bs]) + static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd;
-          const float pj = scores[j];
-          for (int d = 0; d < hd; ++d) o[d] += pj * v[d];
-        }
+    // Causal attention per sequence and kv head: its cached K/V gathered contiguous, then two
+    // matrix products per query head (rows at position p see positions 0..p).
+    for (int e = 0, first_row = 0; e < static_cast<int>(batch.size()); ++e) {
+      const SequenceKV& seq = *batch[e].kv;
+      const int n = static_cast<int>(batch[e].tokens.size());
+      const int start = seq.length, ctx = start + n;
+      gathered_k.resize(static_cast<std::size_t>(ctx) * kv_dim);
+      gathered_v.resize(gathered_k.size());
+      for (int b = 0; b * bs < ctx; ++b) {
+        const int count = std::min(bs, ctx - b * bs);
+        std::memcpy(&gathered_k[static_cast<std::size_t>(b) * bs * kv_dim], cache.keys(layer, seq.blocks[b]),
+                    sizeof(float) * count * kv_dim);
+        std::memcpy(&gathered_v[static_cast<std::size_t>(b) * bs * kv_dim], cache.values(layer, seq.blocks[b]),
+                    sizeof(float) * count * kv_dim);
       }
+      for (int h = 0; h < heads; ++h) {
+        const int kvh = h / group;
+        causal_attention(&qkv[static_cast<std::size_t>(first_row) * qkv_dim + h * hd], qkv_dim, n, start,
+                         gathered_k.data() + kvh * hd, gathered_v.data() + kvh * hd, kv_dim, hd, scale,
+                         &attn[static_cast<std::size_t>(first_row) * q_dim + h * hd], q_dim, scores);
+      }
+      first_row += n;
     }
     linear(attn.data(), rows, L.out, proj.data());
     add_into(x.data(), proj.data(), R * hidden);

@@ -90,6 +90,37 @@ void softmax(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void causal_attention(const float* q, int q_stride, int n, int start, const float* k, const float* v, int kv_stride,
+                      int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch) {
+  const int ctx = start + n;
+  // Query rows in chunks so the score matrix stays small for long prompts.
+  const int chunk = std::max(1, std::min(n, static_cast<int>((1u << 22) / std::max(ctx, 1))));
+  scratch.resize(static_cast<std::size_t>(chunk) * ctx);
+  for (int i0 = 0; i0 < n; i0 += chunk) {
+    const int m = std::min(chunk, n - i0);
+    const int visible = start + i0 + m;  // keys any row of this chunk can see
+    float* s = scratch.data();
+    if (m == 1)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, visible, head_dim, scale, k, kv_stride, q + static_cast<std::size_t>(i0) * q_stride, 1,
+                  0.0f, s, 1);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, visible, head_dim, scale,
+                  q + static_cast<std::size_t>(i0) * q_stride, q_stride, k, kv_stride, 0.0f, s, visible);
+    for (int i = 0; i < m; ++i) {
+      float* row = s + static_cast<std::size_t>(i) * visible;
+      const int see = start + i0 + i + 1;
+      softmax(row, see);
+      std::fill(row + see, row + visible, 0.0f);
+    }
+    float* o = out + static_cast<std::size_t>(i0) * out_stride;
+    if (m == 1)
+      cblas_sgemv(CblasRowMajor, CblasTrans, visible, head_dim, 1.0f, v, kv_stride, s, 1, 0.0f, o, 1);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, head_dim, visible, 1.0f, s, visible, v, kv_stride, 0.0f, o,
+                  out_stride);
+  }
+}
+
 void rope_rotate_half(float* vec, int head_dim, const float* cos, const float* sin) {
   const int half = head_dim / 2;
   for (int i = 0; i < half; ++i) {
