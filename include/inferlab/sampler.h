@@ -21,6 +21,9 @@ struct SamplingParams {
   std::unordered_map<int32_t, float> logit_bias;
   std::optional<uint64_t> seed;  // same seed => same tokens; none: a random one
   int top_logprobs = 0;          // how many alternatives to report per token (0..20)
+  // Only ids below this are ever chosen or reported (0: the whole row). The server sets the
+  // tokenizer's size: models pad the embedding past it (Qwen2: 151936 rows, 151669 tokens).
+  int vocab_limit = 0;
 };
 
 struct TokenLogprob {

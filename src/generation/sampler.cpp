@@ -32,12 +32,15 @@ Sampler::Sampler(SamplingParams params) : params_(std::move(params)) {
   if (params_.top_k < -1) fail("top_k must be -1, 0 (off) or a positive count, got {}", params_.top_k);
   if (!(params_.min_p >= 0.0f && params_.min_p <= 1.0f)) fail("min_p must be in [0, 1], got {}", params_.min_p);
   if (params_.top_logprobs < 0) fail("top_logprobs must be >= 0, got {}", params_.top_logprobs);
+  if (params_.vocab_limit < 0) fail("vocab_limit must be >= 0, got {}", params_.vocab_limit);
   uint64_t seed = params_.seed ? *params_.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   rng_.seed(seed);
 }
 
 SampledToken Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) fail("sampler: empty logits row");
+  if (params_.vocab_limit > 0 && static_cast<std::size_t>(params_.vocab_limit) < logits.size())
+    logits = logits.first(static_cast<std::size_t>(params_.vocab_limit));
   const std::size_t vocab = logits.size();
 
   // Penalties and bias change a copy; logprobs are reported from the model's own distribution.

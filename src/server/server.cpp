@@ -401,6 +401,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
         generation.prompt = request->prompts[p];
         generation.max_tokens = request->max_tokens[p];
         generation.sampling = request->sampling;
+        if (tokenizer->vocab_size() < context.vocab_size) generation.sampling.vocab_limit = tokenizer->vocab_size();
         if (generation.sampling.seed) *generation.sampling.seed += p * request->n + j;  // n choices differ, reproducibly
         generation.stop_token_ids = request->stop_token_ids;
         if (!request->ignore_eos) generation.stop_token_ids.insert(generation.stop_token_ids.end(), eos_ids.begin(), eos_ids.end());
@@ -434,6 +435,12 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
 
   if (!request->stream) {
     // Wait for every choice; poll all so n > 1 progress together.
+    struct CancelOnExit {
+      std::shared_ptr<std::vector<std::unique_ptr<Choice>>> choices;
+      ~CancelOnExit() {
+        for (auto& c : *choices) c->stream->cancel();  // no-op for finished ones; frees the rest on an error
+      }
+    } cancel_on_exit{choices};
     for (;;) {
       bool all_done = true;
       for (auto& choice : *choices) {
@@ -480,9 +487,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   };
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, choices, request, state, chunk, usage_of, error_of, chat](std::size_t, httplib::DataSink& sink) -> bool {
+  auto pump = [this, choices, request, state, chunk, usage_of, error_of, chat](httplib::DataSink& sink) -> bool {
         auto write = [&](const std::string& data) {
           state->last_write = Clock::now();
           return sink.write(data.data(), data.size());
@@ -558,6 +563,20 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
         }
         if (Clock::now() - state->last_write > kKeepAliveAfter && !write(": keep-alive\n\n")) return cancel_all(), false;
         return true;
+  };
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [pump, choices](std::size_t, httplib::DataSink& sink) -> bool {
+        try {
+          return pump(sink);
+        } catch (const std::exception& e) {
+          // Past the headers an error can only travel as an event.
+          for (auto& c : *choices) c->stream->cancel();
+          std::string event = sse(ApiError(500, e.what(), "", "", "server_error").body()) + "data: [DONE]\n\n";
+          sink.write(event.data(), event.size());
+          sink.done();
+          return true;
+        }
       },
       [this, choices](bool) {
         for (auto& c : *choices) c->stream->cancel();  // a client that went away frees its KV at once

@@ -152,6 +152,6 @@ test('SIGTERM: in-flight streams end cleanly and the server exits 0', async () =
   if (last.error) assert.match(last.error.message, /shutting down/);
   const shortResult = await short;
   assert.equal(shortResult.status, 200, 'a short request in flight finishes within the drain time');
-  const { code } = await server.stop();
-  assert.equal(code, 0);
+  const { code, signal } = await server.stop();
+  assert.equal(code, 0, `exit ${code} signal ${signal}; log:\n${server.log()}`);
 });

@@ -184,3 +184,19 @@ TEST(StopMatcher, WithoutStopsEverythingPassesThrough) {
   EXPECT_EQ(stop.feed("abc"), "abc");
   EXPECT_EQ(stop.finish(), "");
 }
+
+TEST(Sampler, VocabLimitKeepsPaddedIdsOut) {
+  // The padded rows (ids 3, 4) have the highest logits; the tokenizer knows only 0..2.
+  std::vector<float> logits{1.0f, 2.0f, 0.5f, 9.0f, 8.0f};
+  SamplingParams greedy = sampling(0.0f);
+  greedy.vocab_limit = 3;
+  greedy.top_logprobs = 5;
+  Sampler g(greedy);
+  auto result = g.sample(logits);
+  EXPECT_EQ(result.token, 1);
+  EXPECT_EQ(result.top.size(), 3u);
+  SamplingParams random = sampling(1.0f);
+  random.vocab_limit = 3;
+  Sampler r(random);
+  for (int32_t t : draw(r, logits, 500)) EXPECT_LT(t, 3);
+}

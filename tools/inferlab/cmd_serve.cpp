@@ -1,5 +1,7 @@
 // `inferlab serve [MODEL]`: the OpenAI-compatible server with continuous batching.
-#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <csignal>
 #include <cstdio>
@@ -11,6 +13,16 @@
 #include "inferlab/server.h"
 
 namespace {
+
+int signal_pipe[2] = {-1, -1};
+std::atomic<bool> stop_requested{false};
+
+// Async-signal-safe: the first SIGINT/SIGTERM wakes serve(); later ones are ignored while it drains.
+void on_stop_signal(int signal) {
+  if (stop_requested.exchange(true)) return;
+  int value = signal;
+  [[maybe_unused]] auto written = write(signal_pipe[1], &value, sizeof value);
+}
 
 struct ServeArgs {
   std::string model;
@@ -32,12 +44,15 @@ void serve(const ServeArgs& args) {
                  model.c_str());
   }
 
-  // Signals go to one waiting thread, not to whichever thread happens to run.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A handler, not a blocked mask: threads started before main (OpenBLAS) would otherwise take
+  // the default action and kill the process. The handler only writes to a pipe.
+  if (pipe(signal_pipe) != 0) inferlab::fail("cannot create the signal pipe");
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 
   inferlab::Server server(options);
   int port = server.start();
@@ -48,7 +63,8 @@ void serve(const ServeArgs& args) {
                server.model_name().c_str(), options.host.c_str(), port);
 
   int received = 0;
-  sigwait(&signals, &received);
+  while (read(signal_pipe[0], &received, sizeof received) != sizeof received) {
+  }
   std::fprintf(stderr, "inferlab serve: %s received, finishing in-flight requests (up to %.0f s)\n",
                received == SIGINT ? "SIGINT" : "SIGTERM", args.drain_s);
   server.shutdown(std::chrono::milliseconds(static_cast<long>(args.drain_s * 1000)));
