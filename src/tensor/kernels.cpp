@@ -5,13 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "inferlab/error.h"
 
 namespace inferlab {
 
 void set_kernel_threads(int threads) {
-  if (threads > 0) openblas_set_num_threads(threads);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  openblas_set_num_threads(threads);
 }
 
 void linear(const float* x, int rows, const LinearWeight& layer, float* y) {
