@@ -20,7 +20,8 @@ struct SamplingParams {
   float presence_penalty = 0.0f;   // [-2, 2], once if the token is in the output so far
   std::unordered_map<int32_t, float> logit_bias;
   std::optional<uint64_t> seed;  // same seed => same tokens; none: a random one
-  int top_logprobs = 0;          // how many alternatives to report per token (0..20)
+  bool logprobs = false;         // compute SampledToken::logprob (a pass over the row)
+  int top_logprobs = 0;          // how many alternatives to report per token (0..20); implies logprobs
   // Only ids below this are ever chosen or reported (0: the whole row). The server sets the
   // tokenizer's size: models pad the embedding past it (Qwen2: 151936 rows, 151669 tokens).
   int vocab_limit = 0;
@@ -33,7 +34,7 @@ struct TokenLogprob {
 
 struct SampledToken {
   int32_t token = 0;
-  float logprob = 0.0f;              // of `token` under the model's distribution (log-softmax of raw logits)
+  float logprob = 0.0f;              // (when asked) of `token` under the model's distribution (log-softmax of raw logits)
   std::vector<TokenLogprob> top;     // the top_logprobs most likely tokens, most likely first
 };
 
@@ -47,6 +48,7 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  SampledToken finish(std::span<const float> logits, int32_t chosen);  // logprobs, counts
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int> output_counts_;  // token -> times generated (penalties)

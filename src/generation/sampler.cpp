@@ -43,6 +43,11 @@ SampledToken Sampler::sample(std::span<const float> logits) {
     logits = logits.first(static_cast<std::size_t>(params_.vocab_limit));
   const std::size_t vocab = logits.size();
 
+  const bool adjusted = !output_counts_.empty() && (params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f);
+  if (params_.temperature < kGreedyBelow && !adjusted && params_.logit_bias.empty()) {
+    // Plain greedy: no copy of the row.
+    return finish(logits, static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+  }
   // Penalties and bias change a copy; logprobs are reported from the model's own distribution.
   scratch_.assign(logits.begin(), logits.end());
   for (const auto& [token, count] : output_counts_) {
@@ -145,8 +150,15 @@ SampledToken Sampler::sample(std::span<const float> logits) {
     }
   }
 
+  return finish(logits, chosen);
+}
+
+SampledToken Sampler::finish(std::span<const float> logits, int32_t chosen) {
+  const std::size_t vocab = logits.size();
   SampledToken result;
   result.token = chosen;
+  ++output_counts_[chosen];
+  if (!params_.logprobs && params_.top_logprobs == 0) return result;
   const float raw_max = *std::max_element(logits.begin(), logits.end());
   const float lse = log_sum_exp(logits, raw_max);
   result.logprob = logits[chosen] - lse;
@@ -160,7 +172,6 @@ SampledToken Sampler::sample(std::span<const float> logits) {
     result.top.reserve(count);
     for (std::size_t i = 0; i < count; ++i) result.top.push_back({ids[i], logits[ids[i]] - lse});
   }
-  ++output_counts_[chosen];
   return result;
 }
 

@@ -401,6 +401,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
         generation.prompt = request->prompts[p];
         generation.max_tokens = request->max_tokens[p];
         generation.sampling = request->sampling;
+        generation.sampling.logprobs = request->logprobs;
         if (tokenizer->vocab_size() < context.vocab_size) generation.sampling.vocab_limit = tokenizer->vocab_size();
         if (generation.sampling.seed) *generation.sampling.seed += p * request->n + j;  // n choices differ, reproducibly
         generation.stop_token_ids = request->stop_token_ids;

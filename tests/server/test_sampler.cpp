@@ -133,6 +133,7 @@ TEST(Sampler, LogitBiasCanForceAToken) {
 
 TEST(Sampler, LogprobsAreLogSoftmaxOfTheModelsLogits) {
   SamplingParams p = sampling(0.0f);
+  p.logprobs = true;
   p.top_logprobs = 2;
   Sampler sampler(p);
   auto result = sampler.sample(logits_of_probabilities({0.1, 0.6, 0.3}));

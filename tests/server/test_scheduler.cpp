@@ -175,7 +175,8 @@ TEST_F(SchedulerTest, DeadlineEndsARequestWithTimeout) {
   options.kv_tokens = 1024;
   Scheduler scheduler(*model_, options);
   GenerationRequest r = greedy(prompt(10, 3), 400);
-  r.deadline = Clock::now() + std::chrono::milliseconds(30);
+  r.deadline = Clock::now();  // already due: no timing race with a fast model
+
   Outcome out = collect(*scheduler.submit(std::move(r)));
   EXPECT_EQ(out.finish, FinishReason::timeout);
 }

