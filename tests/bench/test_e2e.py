@@ -376,9 +376,58 @@ def test_chat_cli():
         check(bad.returncode == 1 and "HTTP 400: max_tokens must be at least 1" in bad.stderr, f"400: {bad.stderr!r}")
 
 
+# ------------------------------------------------------------------ bench latency
+
+SMALL_GPT2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 384, "n_layer": 4, "n_head": 6,
+              "n_positions": 1024, "n_ctx": 1024, "vocab_size": 5000, "activation_function": "gelu_new",
+              "layer_norm_epsilon": 1e-5, "bos_token_id": 0, "eos_token_id": 0}
+
+
+def test_latency_cli():
+    import xml.etree.ElementTree as ET
+    with tempfile.TemporaryDirectory() as d:
+        # A smaller GPT-2-shaped model than distilgpt2 keeps the test short; lengths far apart so
+        # the verdict is about the engine, not about scheduling noise on a shared machine.
+        config = os.path.join(d, "config.json")
+        json.dump(SMALL_GPT2, open(config, "w"))
+        model = os.path.join(d, "gpt2-small-random")
+        made = run(["make-model", "--config", config, "--out", model])
+        check(made.returncode == 0, f"make-model: {made.stderr}")
+        csv_path, svg_path = os.path.join(d, "latency.csv"), os.path.join(d, "latency.svg")
+        r = run(["bench", "latency", model, "--lengths", "32,128,512", "--gen-len", "8", "--repeat", "3",
+                 "--csv", csv_path, "--svg", svg_path], timeout=170)
+        print(r.stdout, r.stderr)
+        check(r.returncode == 0, f"bench latency exit {r.returncode}: {r.stderr}")
+        lines = r.stdout.splitlines()
+        header = lines.index("输入长度      推理延迟(秒)        ")  # the course's f"{'输入长度':<10}{'推理延迟(秒)':<15}"
+        rows = lines[header + 1:header + 4]
+        check(all(re.fullmatch(r"\d+ +\d+\.\d{4}", row) and len(row.split()[0]) + row.count(" ") >= 10 for row in rows),
+              f"course rows: {rows}")
+        check([int(row.split()[0]) for row in rows] == [32, 128, 512], f"lengths: {rows}")
+        slope_line = [l for l in lines if l.startswith("线性拟合斜率（秒/输入 token）: ")]
+        check(len(slope_line) == 1 and float(slope_line[0].split(": ")[1]) > 0, f"slope line: {slope_line}")
+        check("Verdict: monotonic increase (no step down by more than 5 %, last above first): yes" in lines,
+              "latency must increase with input length")
+        check("Verdict: slope > 0: yes" in lines, "the slope must be positive")
+        points = read_rows(csv_path)
+        check(len(points) == 3 and all(float(p["prefill_s"]) > 0 and float(p["decode_s_per_token"]) > 0 for p in points),
+              f"csv: {points}")
+        check(float(points[2]["prefill_s"]) > float(points[0]["prefill_s"]), "prefill must grow with the input")
+        svg = ET.parse(svg_path).getroot()
+        ns = "{http://www.w3.org/2000/svg}"
+        check(len(svg.findall(f"{ns}circle")) == 3 * 4 and len(svg.findall(f"{ns}line")) >= 3, "svg: points and fit line")
+        # Bad input: a clear error, no crash.
+        bad = run(["bench", "latency", model, "--lengths", "32,2000"])
+        check(bad.returncode == 1 and "exceed the model's context of 1024" in bad.stderr, f"too long: {bad.stderr}")
+        bad = run(["bench", "latency", model, "--lengths", "8,x"])
+        check(bad.returncode == 1 and "'x' is not a positive number" in bad.stderr, f"bad lengths: {bad.stderr}")
+        bad = run(["bench", "latency", model, "--token-id", "9999"])
+        check(bad.returncode == 1 and "outside the vocabulary" in bad.stderr, f"bad id: {bad.stderr}")
+
+
 if __name__ == "__main__":
     result = {"report_cli": test_report_cli, "serve_timing": test_serve_timing, "serve_failures": test_serve_failures,
-              "serve_concurrency": test_serve_concurrency, "chat_cli": test_chat_cli}[CASE]()
+              "serve_concurrency": test_serve_concurrency, "chat_cli": test_chat_cli, "latency_cli": test_latency_cli}[CASE]()
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

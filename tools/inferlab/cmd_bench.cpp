@@ -8,10 +8,12 @@
 #include <memory>
 
 #include "command.h"
+#include "inferlab/bench/latency.h"
 #include "inferlab/bench/load_generator.h"
 #include "inferlab/bench/metrics.h"
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/error.h"
+#include "inferlab/model.h"
 #include "inferlab/tokenizer.h"
 
 namespace inferlab::cli {
@@ -160,6 +162,98 @@ void add_bench_serve(CLI::App& bench) {
   });
 }
 
+std::vector<int> parse_lengths(const std::string& text) {
+  std::vector<int> lengths;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t stop = std::min(text.find(',', pos), text.size());
+    std::string item = text.substr(pos, stop - pos);
+    pos = stop + 1;
+    if (item.empty()) continue;
+    std::size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || value <= 0) fail("--lengths: '{}' is not a positive number of tokens", item);
+    lengths.push_back(value);
+  }
+  if (lengths.size() < 2) fail("--lengths: give at least two lengths, e.g. 8,16,32,64,128,256");
+  return lengths;
+}
+
+void add_bench_latency(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("latency", "The course's chapter 3: greedy-generation latency against input length "
+                                              "(median of repeats), linear fit, verdicts, CSV and SVG");
+  struct Args {
+    std::string model, lengths = "8,16,32,64,128,256", csv, svg;
+    LatencyOptions options;
+    bool check_repeat = false;
+    int threads = 0;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("model", a->model, "model folder or HF repo id (e.g. a distilgpt2 from make-model --preset distilgpt2)")
+      ->required();
+  cmd->add_option("--lengths", a->lengths, "input lengths, comma-separated")->default_val("8,16,32,64,128,256");
+  cmd->add_option("--gen-len", a->options.gen_len, "tokens generated per run (EOS ignored)")->default_val(20);
+  cmd->add_option("--repeat", a->options.repeat, "timed runs per length; the median is reported")->default_val(5);
+  cmd->add_option("--token-id", a->options.token_id, "the id repeated to build each input (the course uses 101)")
+      ->default_val(101);
+  cmd->add_flag("--check-repeat", a->check_repeat, "run the sweep twice and check each length agrees within 20 %");
+  cmd->add_option("--csv", a->csv, "write the points (both runs with --check-repeat) as CSV");
+  cmd->add_option("--svg", a->svg, "write a scatter plot with the fitted line as SVG");
+  cmd->add_option("--threads", a->threads, "compute threads (0 = all cores)")->default_val(0);
+  cmd->callback([=] {
+    LatencyOptions options = a->options;
+    options.lengths = parse_lengths(a->lengths);
+    options.on_length_done = [](int length) { std::fprintf(stderr, "  measured %d tokens\n", length); };
+    LoadOptions load;
+    load.threads = a->threads;
+    std::unique_ptr<Model> model = Model::load(a->model, load);
+    std::printf("Model: %s (%s, %d layers, hidden %d), gen_len %d, repeat %d, input = id %d repeated\n",
+                a->model.c_str(), model->config().architecture.c_str(), model->config().num_layers,
+                model->config().hidden_size, options.gen_len, options.repeat, options.token_id);
+    std::vector<LatencySweep> runs;
+    runs.push_back(measure_latency(*model, options));
+    if (a->check_repeat) runs.push_back(measure_latency(*model, options));
+    const LatencySweep& sweep = runs.front();
+    std::fputs(course_table(sweep).c_str(), stdout);
+
+    std::printf("\n%-10s %12s %12s %18s\n", "input_len", "latency_s", "prefill_s", "decode_ms/token");
+    for (const auto& p : sweep.points)
+      std::printf("%-10d %12.4f %12.4f %18.3f\n", p.input_len, p.latency_s, p.prefill_s, p.decode_s_per_token * 1000);
+    std::printf("Linear-fit slope: %.3e s per input token (prefill alone: %.3e s/token; intercept %.4f s)\n",
+                sweep.fit.slope, sweep.prefill_fit.slope, sweep.fit.intercept);
+
+    std::vector<double> latencies;
+    for (const auto& p : sweep.points) latencies.push_back(p.latency_s);
+    std::string detail;
+    bool monotonic = increases_monotonically(latencies, kLatencyWobble, &detail);
+    std::printf("Verdict: monotonic increase (no step down by more than %.0f %%, last above first): %s%s\n",
+                kLatencyWobble * 100, monotonic ? "yes" : "NO - ", monotonic ? "" : detail.c_str());
+    std::printf("Verdict: slope > 0: %s\n", sweep.fit.slope > 0 ? "yes" : "NO - the input does not reach the computation");
+    bool in_range = sweep.fit.slope >= 1e-4 && sweep.fit.slope <= 1e-2;
+    std::printf("Note: slope %s the course's typical CPU range 1e-4..1e-2 s/token\n", in_range ? "within" : "outside");
+    if (a->check_repeat) {
+      double worst = 0;
+      int worst_len = 0;
+      for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+        double x = runs[0].points[i].latency_s, y = runs[1].points[i].latency_s;
+        double diff = std::abs(x - y) / std::min(x, y);
+        if (diff > worst) worst = diff, worst_len = sweep.points[i].input_len;
+      }
+      std::printf("Verdict: two runs within 20 %%: %s (largest difference %.1f %% at %d tokens)\n",
+                  worst < 0.2 ? "yes" : "NO", worst * 100, worst_len);
+    }
+    if (!a->csv.empty()) write_text(a->csv, latency_csv(runs));
+    if (!a->svg.empty())
+      write_text(a->svg, latency_svg(sweep, fmt::format("{}: latency vs input length (gen_len {}, median of {})",
+                                                        model->config().architecture, options.gen_len, options.repeat)));
+  });
+}
+
 void add_chat(CLI::App& app) {
   auto* cmd = app.add_subcommand("chat", "The course's stream client: one chat completion from an OpenAI-compatible "
                                          "server, printed as it arrives, then E2E and first-content times");
@@ -191,6 +285,7 @@ static Registrar reg([](CLI::App& app) {
   add_chat(app);
   CLI::App& bench = command_group(app, "bench", "Benchmarks: serve (load generator), latency (course chapter 3), ...");
   add_bench_serve(bench);
+  add_bench_latency(bench);
 });
 
 }  // namespace inferlab::cli

@@ -1,0 +1,188 @@
+#include "inferlab/bench/latency.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "inferlab/error.h"
+#include "inferlab/generate.h"
+#include "inferlab/model.h"
+
+namespace inferlab::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double median(std::vector<double> v) {  // numpy.median: the mean of the middle two for even n
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Python's f"{s:<width}" pads by code points, not bytes or display columns.
+std::string pad_right(const std::string& s, std::size_t width) {
+  std::size_t code_points = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++code_points;
+  return code_points >= width ? s : s + std::string(width - code_points, ' ');
+}
+
+}  // namespace
+
+LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2) fail("a linear fit needs at least two points");
+  double n = static_cast<double>(x.size()), mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+  if (sxx == 0) fail("a linear fit needs at least two different input lengths");
+  LinearFit fit;
+  fit.slope = sxy / sxx;
+  fit.intercept = my - fit.slope * mx;
+  return fit;
+}
+
+LatencySweep measure_latency(Model& model, const LatencyOptions& options) {
+  const ModelConfig& config = model.config();
+  if (options.lengths.size() < 2) fail("--lengths: give at least two input lengths for the fit");
+  if (options.gen_len < 2) fail("--gen-len must be at least 2 (prefill and decode are split), got {}", options.gen_len);
+  if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
+  if (options.token_id < 0 || options.token_id >= config.vocab_size)
+    fail("--token-id {} is outside the vocabulary (0..{})", options.token_id, config.vocab_size - 1);
+  for (int length : options.lengths) {
+    if (length <= 0) fail("--lengths: {} is not a positive length", length);
+    if (config.max_position_embeddings > 0 && length + options.gen_len > config.max_position_embeddings)
+      fail("--lengths: {} input + {} generated tokens exceed the model's context of {} positions", length,
+           options.gen_len, config.max_position_embeddings);
+  }
+  GenerateOptions generate;
+  generate.max_new_tokens = options.gen_len;
+  generate.ignore_eos = true;  // the output length is what the experiment holds fixed
+  std::vector<Clock::time_point> token_times;
+  generate.on_token = [&](int32_t) { token_times.push_back(Clock::now()); };
+
+  // One untimed generation first: page in the weights, start thread pools.
+  {
+    std::vector<int32_t> ids(options.lengths.front(), options.token_id);
+    generate_greedy(model, ids, generate);
+  }
+  LatencySweep sweep;
+  for (int length : options.lengths) {
+    std::vector<int32_t> ids(length, options.token_id);
+    std::vector<double> totals, prefills, decodes;
+    for (int r = 0; r < options.repeat; ++r) {
+      prompt_logits(model, ids);  // the course's warm-up forward before each timed run
+      token_times.clear();
+      auto start = Clock::now();
+      GenerateResult result = generate_greedy(model, ids, generate);
+      auto end = Clock::now();
+      if (static_cast<int>(result.tokens.size()) != options.gen_len || token_times.size() != result.tokens.size())
+        fail("generation stopped after {} of {} tokens", result.tokens.size(), options.gen_len);
+      totals.push_back(seconds(end - start));
+      prefills.push_back(seconds(token_times.front() - start));
+      decodes.push_back(seconds(token_times.back() - token_times.front()) / (options.gen_len - 1));
+    }
+    LatencyPoint p;
+    p.input_len = length;
+    p.latency_s = median(totals);
+    p.prefill_s = median(prefills);
+    p.decode_s_per_token = median(decodes);
+    p.samples_s = totals;
+    sweep.points.push_back(std::move(p));
+    if (options.on_length_done) options.on_length_done(length);
+  }
+  std::vector<double> x, y, prefill;
+  for (const auto& p : sweep.points) {
+    x.push_back(p.input_len);
+    y.push_back(p.latency_s);
+    prefill.push_back(p.prefill_s);
+  }
+  sweep.fit = fit_line(x, y);
+  sweep.prefill_fit = fit_line(x, prefill);
+  return sweep;
+}
+
+bool increases_monotonically(const std::vector<double>& values, double wobble, std::string* detail) {
+  for (std::size_t i = 1; i < values.size(); ++i)
+    if (values[i] < values[i - 1] * (1 - wobble)) {
+      if (detail) *detail = fmt::format("point {} ({:.4f}) is more than {:.0f}% below point {} ({:.4f})", i + 1,
+                                        values[i], wobble * 100, i, values[i - 1]);
+      return false;
+    }
+  if (values.size() >= 2 && !(values.back() > values.front())) {
+    if (detail) *detail = "the last point is not above the first";
+    return false;
+  }
+  return true;
+}
+
+std::string course_table(const LatencySweep& sweep) {
+  std::string out = pad_right("输入长度", 10) + pad_right("推理延迟(秒)", 15) + "\n";
+  for (const auto& p : sweep.points) out += pad_right(std::to_string(p.input_len), 10) + fmt::format("{:.4f}\n", p.latency_s);
+  out += fmt::format("\n线性拟合斜率（秒/输入 token）: {:.6f}\n", sweep.fit.slope);
+  return out;
+}
+
+std::string latency_csv(const std::vector<LatencySweep>& runs) {
+  std::string out = "run,input_len,latency_s,prefill_s,decode_s_per_token,samples_s\n";
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    for (const auto& p : runs[r].points) {
+      std::string samples;
+      for (double s : p.samples_s) samples += fmt::format("{}{:.6f}", samples.empty() ? "" : ";", s);
+      out += fmt::format("{},{},{:.6f},{:.6f},{:.6f},{}\n", r + 1, p.input_len, p.latency_s, p.prefill_s,
+                         p.decode_s_per_token, samples);
+    }
+  return out;
+}
+
+std::string latency_svg(const LatencySweep& sweep, const std::string& title) {
+  const double width = 640, height = 420, left = 70, right = 20, top = 40, bottom = 55;
+  double max_x = 0, max_y = 0;
+  for (const auto& p : sweep.points) {
+    max_x = std::max(max_x, static_cast<double>(p.input_len));
+    for (double s : p.samples_s) max_y = std::max(max_y, s);
+  }
+  max_x *= 1.05;
+  max_y = std::max(max_y, sweep.fit.intercept + sweep.fit.slope * max_x) * 1.1;
+  auto px = [&](double x) { return left + x / max_x * (width - left - right); };
+  auto py = [&](double y) { return height - bottom - y / max_y * (height - top - bottom); };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      width, height);
+  std::string escaped;
+  for (char c : title) escaped += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
+  svg += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n", width / 2, escaped);
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, height - bottom,
+                     width - right);
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, height - bottom, top);
+  for (int i = 0; i <= 5; ++i) {
+    double xv = max_x * i / 5, yv = max_y * i / 5;
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:.0f}</text>\n", px(xv),
+                       height - bottom + 16, xv);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3f}</text>\n", left - 6, py(yv) + 4, yv);
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n", left,
+                       py(yv), width - right);
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">input length (tokens)</text>\n",
+                     (left + width - right) / 2, height - 15);
+  svg += fmt::format("<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">latency (s)</text>\n",
+                     (top + height - bottom) / 2);
+  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#d62728\" stroke-width=\"2\"/>\n",
+                     px(0), py(sweep.fit.intercept), px(max_x), py(sweep.fit.intercept + sweep.fit.slope * max_x));
+  for (const auto& p : sweep.points) {
+    for (double s : p.samples_s)
+      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\" fill=\"#9ecae1\"/>\n", px(p.input_len), py(s));
+    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4.5\" fill=\"#1f77b4\"><title>{} tokens: {:.4f} s</title></circle>\n",
+                       px(p.input_len), py(p.latency_s), p.input_len, p.latency_s);
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#d62728\">fit: {:.3e} s/token + {:.4f} s</text>\n", left + 10,
+                     top + 14, sweep.fit.slope, sweep.fit.intercept);
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace inferlab::bench
