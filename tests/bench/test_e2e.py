@@ -173,11 +173,12 @@ def test_report_cli():
 # ------------------------------------------------------------------ bench serve
 
 SCRIPT_TTFT, SCRIPT_ITL, SCRIPT_E2E, SCRIPT_TOKENS = 40.0, [15.0, 15.0, 15.0, 15.0], 110.0, 5
+SCRIPT_CONTENT = [(40.0, "KV"), (55.0, " Cache"), (70.0, " 把"), (85.0, "注意力的键值"), (100.0, "存起来。")]
 
 
-def serve(server, prefix, workdir, extra, name="requests"):
+def serve(server, prefix, workdir, extra, name="requests", input_len=16):
     out, summary = os.path.join(workdir, name + ".csv"), os.path.join(workdir, name + ".json")
-    r = run(["bench", "serve", "--base-url", server.url + prefix, "--dataset", "random", "--input-len", "16",
+    r = run(["bench", "serve", "--base-url", server.url + prefix, "--dataset", "random", "--input-len", str(input_len),
              "--output-len", "5", "--ignore-eos", "--seed", "1", "--output", out, "--summary", summary] + extra,
             timeout=170)
     return r, (read_rows(out) if os.path.exists(out) else []), (json.load(open(summary)) if os.path.exists(summary) else {})
@@ -260,6 +261,27 @@ def test_serve_timing():
         sent = server.stats()["timelines"][-2:]
         for row, s in zip(rows, sent):
             check(s["content"][0][0] - LOOSE_MS <= float(row["ttft_ms"]) <= s["content"][0][1] + LOOSE_MS, f"nousage TTFT {row['ttft_ms']} vs {s}")
+
+        # With a tokenizer (GPT-2's, from the shared GGUF): prompts of exactly --input-len tokens,
+        # and without usage from the server, output tokens counted by the tokenizer.
+        gguf = os.path.join(SHARED, "data", "gpt2-vocab", "ggml-vocab-gpt-2.gguf")
+        if os.path.exists(gguf):
+            r, rows, summary = serve(server, "/nousage", d, ["--num-requests", "2", "--concurrency", "2",
+                                                             "--tokenizer", gguf, "--timeout", "10"], "with-tokenizer", 32)
+            check(r.returncode == 0, f"bench serve --tokenizer: {r.stderr}")
+
+            def count(text):
+                out = run(["tokenize", gguf, text]).stdout
+                return len(re.findall(r"\[(\d+(?:, \d+)*)\] \['", out)[-1].split(","))
+
+            expected_out = count("".join(piece for _, piece in SCRIPT_CONTENT))
+            check(all(row["input_tokens"] == "32" and int(row["output_tokens"]) == expected_out for row in rows),
+                  f"tokenizer counts: {rows} (expected 32 in, {expected_out} out)")
+            check(summary["run"]["output_tokens_source"] == "tokenizer", str(summary.get("run")))
+            for body in server.stats()["bodies"][-2:]:
+                check(count(body["messages"][0]["content"]) == 32, f"prompt is not 32 tokens: {body}")
+        else:
+            print("SKIP part: no", gguf, "- the tokenizer-count check did not run")
 
         # /v1/completions, and Poisson arrivals.
         r, rows, summary = serve(server, "/ok", d, ["--num-requests", "3", "--concurrency", "1", "--endpoint",
