@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -221,6 +223,15 @@ size_t on_transfer_write(char* data, size_t size, size_t count, void* raw) {
   return n;
 }
 
+// Ctrl-C ends a run early but keeps what it measured: in-flight requests become "cancelled" rows,
+// requests not yet sent are left out, and the CSV and report are still written. A second
+// Ctrl-C kills as usual.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
 void raise_open_file_limit(std::size_t wanted) {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
@@ -260,6 +271,13 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   const std::size_t cap = options.concurrency > 0 ? static_cast<std::size_t>(options.concurrency) : total;
   raise_open_file_limit(std::min(cap, total) * 2);
 
+  std::signal(SIGPIPE, SIG_IGN);  // a server that resets a socket must not kill the run
+  g_interrupted = false;
+  auto previous_sigint = std::signal(SIGINT, on_interrupt);
+  struct RestoreSigint {
+    void (*handler)(int);
+    ~RestoreSigint() { std::signal(SIGINT, handler); }
+  } restore{previous_sigint};
   CURLM* multi = curl_multi_init();
   if (!multi) fail("libcurl: cannot create a multi handle");
   curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(std::clamp<std::size_t>(cap, 16, 100000)));
@@ -318,6 +336,9 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
     if (result == CURLE_OPERATION_TIMEDOUT) {
       r.status = "timeout";
       r.error = t.errbuf[0] ? t.errbuf : curl_easy_strerror(result);
+    } else if (result == CURLE_ABORTED_BY_CALLBACK) {
+      r.status = "cancelled";
+      r.error = "the run was interrupted (Ctrl-C) before this request finished";
     } else if (result == CURLE_WRITE_ERROR && t.stream_error) {
       r.status = "error";
       r.error = *t.stream_error;
@@ -366,6 +387,11 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
 
   try {
     while (finished < total) {
+      if (g_interrupted) {
+        for (auto& t : transfers)
+          if (t) finish_request(*t, CURLE_ABORTED_BY_CALLBACK);
+        break;
+      }
       Clock::time_point now = Clock::now();
       while (next < total && static_cast<std::size_t>(in_flight) < cap &&
              run_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[next])) <= now)
@@ -410,6 +436,10 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   if (options.progress) std::fputc('\n', stderr);
   curl_multi_cleanup(multi);
   run.duration_s = ms_between(run_start, Clock::now()) / 1000;
+  if (g_interrupted) {
+    std::erase_if(run.records, [](const RequestRecord& r) { return r.request_id.empty(); });
+    std::fprintf(stderr, "interrupted: %zu of %zu requests were sent\n", run.records.size(), total);
+  }
   for (const auto& s : token_sources) run.output_tokens_source += (run.output_tokens_source.empty() ? "" : " + ") + s;
   if (run.output_tokens_source.empty()) run.output_tokens_source = "none (no successful request)";
   return run;

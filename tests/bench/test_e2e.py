@@ -324,6 +324,19 @@ def test_serve_failures():
         check(r.stdout.startswith("Success: 2/14\n"), r.stdout[:40])
         check(summary.get("failures") == {"error": 6, "http_400": 2, "http_500": 2, "timeout": 2}, str(summary))
 
+        # Ctrl-C: in-flight requests become "cancelled" rows, unsent ones are left out, files written.
+        import signal
+        out = os.path.join(d, "interrupted.csv")
+        proc = subprocess.Popen([CLI, "bench", "serve", "--base-url", server.url + "/hang", "--model", "m",
+                                 "--num-requests", "5", "--concurrency", "2", "--timeout", "60", "--output", out],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+        rows = read_rows(out) if os.path.exists(out) else []
+        check(proc.returncode == 0 and "interrupted: 2 of 5 requests were sent" in stderr, f"Ctrl-C: {proc.returncode} {stderr}")
+        check(len(rows) == 2 and all(row["status"] == "cancelled" for row in rows), f"cancelled rows: {rows}")
+
     # Nothing listening: every request is a failed row, and the run still finishes.
     with tempfile.TemporaryDirectory() as d:
         import socket
