@@ -385,9 +385,10 @@ std::string token_text(const Tokenizer& tokenizer, int32_t id) {
   return tokenizer.decode(std::span<const int32_t>(ids, 1), false);
 }
 
-json bytes_array(const std::string& text) {
+json token_bytes(const Tokenizer& tokenizer, int32_t id) {
+  int32_t ids[1] = {id};
   json out = json::array();
-  for (unsigned char c : text) out.push_back(static_cast<int>(c));
+  for (unsigned char c : tokenizer.decode_bytes(std::span<const int32_t>(ids, 1), false)) out.push_back(static_cast<int>(c));
   return out;
 }
 

@@ -77,9 +77,10 @@ class StopMatcher {
   bool hit_ = false;
 };
 
-// The bytes of one token as the tokenizer would decode it alone (may be part of a UTF-8 character).
+// One token decoded alone (a partial UTF-8 character shows as U+FFFD), and its raw bytes as the
+// integer list OpenAI's logprobs "bytes" carries.
 std::string token_text(const Tokenizer& tokenizer, int32_t id);
-json bytes_array(const std::string& text);
+json token_bytes(const Tokenizer& tokenizer, int32_t id);
 
 // Serialise with invalid UTF-8 replaced (a token may be half a character).
 std::string dump(const json& value);

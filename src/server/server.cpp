@@ -154,9 +154,9 @@ struct Server::Impl {
       json top = json::array();
       for (const auto& alt : t.top) {
         std::string alt_text = api::token_text(*tokenizer, alt.token);
-        top.push_back({{"token", alt_text}, {"logprob", alt.logprob}, {"bytes", api::bytes_array(alt_text)}});
+        top.push_back({{"token", alt_text}, {"logprob", alt.logprob}, {"bytes", api::token_bytes(*tokenizer, alt.token)}});
       }
-      json entry = {{"token", piece}, {"logprob", t.logprob}, {"bytes", api::bytes_array(piece)}, {"top_logprobs", top}};
+      json entry = {{"token", piece}, {"logprob", t.logprob}, {"bytes", api::token_bytes(*tokenizer, t.token)}, {"top_logprobs", top}};
       choice.chat_logprobs.push_back(entry);
       delta.chat_logprobs.push_back(entry);
     } else {

@@ -159,6 +159,8 @@ test('logprobs in chat and completions shapes', async () => {
     // Greedy: the chosen token is the most likely one.
     assert.equal(entry.top_logprobs[0].logprob, entry.logprob);
   }
+  const bytes = Buffer.from(content.flatMap((e) => e.bytes)).toString('utf8');
+  assert.equal(bytes, r.json.choices[0].message.content, 'token bytes concatenate to the content');
   const c = await complete({ prompt: 'Hello', max_tokens: 3, temperature: 0, logprobs: 2 });
   const lp = c.json.choices[0].logprobs;
   assert.equal(lp.tokens.length, 3);
