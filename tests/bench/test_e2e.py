@@ -283,6 +283,23 @@ def test_serve_timing():
         else:
             print("SKIP part: no", gguf, "- the tokenizer-count check did not run")
 
+        # ShareGPT: the first human turn of each conversation, sampled with the seed.
+        share = os.path.join(d, "sharegpt.json")
+        json.dump([{"id": "a", "conversations": [{"from": "human", "value": "What is a KV cache?"},
+                                                  {"from": "gpt", "value": "It stores keys and values."}]},
+                   {"id": "b", "conversations": [{"from": "human", "value": "Explain TTFT, please."},
+                                                  {"from": "gpt", "value": "Time to first token."}]},
+                   {"id": "c", "conversations": [{"from": "human", "value": "only one turn"}]}], open(share, "w"))
+        r = run(["bench", "serve", "--base-url", server.url + "/ok", "--model", "m", "--num-requests", "4",
+                 "--concurrency", "2", "--dataset", "sharegpt-json", "--dataset-path", share, "--output-len", "5",
+                 "--output", os.path.join(d, "share.csv")])
+        check(r.returncode == 0 and r.stdout.startswith("Success: 4/4"), f"sharegpt: {r.stdout} {r.stderr}")
+        sent = sorted(b["messages"][0]["content"] for b in server.stats()["bodies"][-4:])
+        check(sent == sorted(["What is a KV cache?", "Explain TTFT, please."] * 2), f"sharegpt prompts: {sent}")
+        r = run(["bench", "serve", "--base-url", server.url + "/ok", "--model", "m", "--num-requests", "1",
+                 "--concurrency", "1", "--dataset", "sharegpt-json", "--dataset-path", share])
+        check(r.returncode == 1 and "needs a tokenizer" in r.stderr, f"sharegpt without lengths: {r.stderr}")
+
         # /v1/completions, and Poisson arrivals.
         r, rows, summary = serve(server, "/ok", d, ["--num-requests", "3", "--concurrency", "1", "--endpoint",
                                                     "completions", "--timeout", "10"], "completions")
