@@ -133,7 +133,7 @@ struct Server::Impl {
         }
         case FinishReason::timeout:
           choice.timed_out = true;
-          choice.error = event.error.empty() ? "the request timed out" : event.error;
+          choice.error = fmt::format("the request timed out after {} s (inferlab serve --timeout)", options.request_timeout_s);
           break;
         case FinishReason::cancelled:
           choice.error = "the request was cancelled";

@@ -128,6 +128,28 @@ test('1000 malformed requests: all 4xx in OpenAI shape, server keeps serving', a
   assert.equal(server.child.exitCode, null);
 });
 
+test('per-request timeout: 504 without streaming, an error event in a stream, resources freed', async (t) => {
+  const server = await startServer(['--timeout', '0.5']);
+  t.after(() => server.stop());
+  const body = { prompt: 'x', max_tokens: 3500, ignore_eos: true };
+  const plain = await postJson(server.base, '/v1/completions', body);
+  assert.equal(plain.status, 504, plain.text);
+  assert.equal(plain.json.error.code, 'timeout');
+  assert.match(plain.json.error.message, /timed out after 0\.5 s/);
+  const raw = await (await fetch(server.base + '/v1/completions', { method: 'POST', body: JSON.stringify({ ...body, stream: true }) })).text();
+  const events = sseEvents(raw);
+  assert.equal(events.at(-1), '[DONE]');
+  assert.equal(JSON.parse(events.at(-2)).error.code, 'timeout');
+  let m = await metrics(server.base);
+  for (let i = 0; i < 100 && (m.inferlab_running_requests !== 0 || m.inferlab_kv_cache_blocks_used !== 0); i++) {
+    await sleep(20);  // gauges are published after the engine step that ended the request
+    m = await metrics(server.base);
+  }
+  assert.equal(m['inferlab_requests_finished_total{reason="timeout"}'], 2);
+  assert.equal(m.inferlab_running_requests, 0);
+  assert.equal(m.inferlab_kv_cache_blocks_used, 0);
+});
+
 test('SIGTERM: in-flight streams end cleanly and the server exits 0', async () => {
   const server = await startServer(['--drain', '1']);
   const r = await fetch(server.base + '/v1/completions', {
