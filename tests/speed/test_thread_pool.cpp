@@ -73,3 +73,15 @@ TEST(ThreadPool, GlobalKernelPoolFollowsSetThreads) {
   inferlab::fast::set_threads(0);
   EXPECT_GE(inferlab::fast::threads(), 1);
 }
+
+TEST(ThreadPool, CallersOnSeveralThreadsTakeTurns) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c)
+    callers.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) pool.run([&](int, int) { total.fetch_add(1); });
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(total.load(), 3 * 300 * 2);
+}

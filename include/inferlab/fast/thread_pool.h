@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -20,7 +21,8 @@ class ThreadPool {
   int size() const { return threads_; }
 
   // Calls task(thread_index, thread_count) once on every thread (the caller is thread 0) and
-  // returns when all have finished. Not reentrant: a task must not call run() on the same pool.
+  // returns when all have finished. Calls from several threads are serialised; a task must not
+  // call run() on the same pool (that would deadlock).
   // An exception thrown by a task is rethrown here after all threads are done.
   void run(const std::function<void(int thread, int threads)>& task);
 
@@ -38,6 +40,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::exception_ptr error_;
   std::atomic<bool> failed_{false};
+  std::mutex run_mutex_;
 };
 
 // The pool every kernel uses; resized by set_threads (0: all cores). Created on first use.

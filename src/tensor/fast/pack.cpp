@@ -6,7 +6,10 @@
 
 #include "inferlab/error.h"
 #include "inferlab/fast/packed.h"
+#include "inferlab/fast/thread_pool.h"
 #include "tensor/fast/kernels_internal.h"
+
+#include <type_traits>
 
 namespace inferlab::fast {
 
@@ -152,11 +155,21 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       m.in_padded_ = (in + 1) / 2 * 2;
       m.panel_bytes_ = static_cast<std::size_t>(m.in_padded_) * kPanel * 2;
       m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
-      for (int p = 0; p < m.panels_; ++p) {
-        uint16_t* panel = reinterpret_cast<uint16_t*>(m.data_.data() + p * m.panel_bytes_);
-        for (int r = 0; r < kPanel && p * kPanel + r < out; ++r)
-          for (int k = 0; k < in; ++k) panel[(k / 2) * 32 + r * 2 + k % 2] = bf16_from_f32(source(p * kPanel + r, k));
-      }
+      kernel_pool().parallel_for(m.panels_, [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+          uint16_t* panel = reinterpret_cast<uint16_t*>(m.data_.data() + p * m.panel_bytes_);
+          for (int r = 0; r < kPanel && p * kPanel + r < out; ++r) {
+            const int row = static_cast<int>(p) * kPanel + r;
+            if constexpr (std::is_same_v<Source, Bf16Source>) {
+              // Stored bf16 is copied bit for bit.
+              const uint16_t* src = source.w + static_cast<std::size_t>(row) * in;
+              for (int k = 0; k < in; ++k) panel[(k / 2) * 32 + r * 2 + k % 2] = src[k];
+            } else {
+              for (int k = 0; k < in; ++k) panel[(k / 2) * 32 + r * 2 + k % 2] = bf16_from_f32(source(row, k));
+            }
+          }
+        }
+      });
       return m;
     }
     case WeightFormat::Q8:
@@ -170,8 +183,9 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
       // Padding rows and columns hold the zero code.
       std::memset(m.data_.data(), q8 ? 128 : 0x88, m.data_.size());
+      kernel_pool().parallel_for(m.panels_, [&](int64_t begin, int64_t end) {
       float values[kBlock];
-      for (int p = 0; p < m.panels_; ++p) {
+      for (int p = static_cast<int>(begin); p < end; ++p) {
         uint8_t* panel = m.data_.data() + p * m.panel_bytes_;
         for (int r = 0; r < kPanel && p * kPanel + r < out; ++r) {
           const int row = p * kPanel + r;
@@ -200,6 +214,7 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
           }
         }
       }
+      });
       return m;
     }
   }

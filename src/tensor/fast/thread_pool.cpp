@@ -58,6 +58,8 @@ void ThreadPool::run(const std::function<void(int, int)>& task) {
     task(0, 1);
     return;
   }
+  // Callers on different threads (two engines, a loader beside a server) take turns.
+  std::lock_guard turn(run_mutex_);
   task_ = &task;
   failed_.store(false);
   error_ = nullptr;
