@@ -1,0 +1,591 @@
+#include "inferlab/bench/soak.h"
+
+#include <curl/curl.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "inferlab/bench/openai_client.h"
+#include "inferlab/bench/sse.h"
+#include "inferlab/error.h"
+
+namespace inferlab::bench {
+
+using json = nlohmann::json;
+
+const std::vector<std::string>& soak_prompts() {
+  static const std::vector<std::string> prompts = {
+      "Tell me a story about a lighthouse.",
+      "大模型如何推理？",
+      "List three prime numbers and explain why they are prime.",
+      "Translate 'good morning' into French, German and Spanish.",
+      "What is the capital of Australia?",
+      "Write a haiku about autumn leaves.",
+      "def fibonacci(n):",
+      "Summarise the plot of a detective novel in two sentences.",
+  };
+  return prompts;
+}
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+size_t append_to_string(char* data, size_t size, size_t count, void* out) {
+  static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
+struct HttpAnswer {
+  long status = 0;
+  std::string body;
+};
+
+// One blocking request (baseline, /metrics): transport failures are Errors naming the URL.
+HttpAnswer http(const std::string& url, const std::string* post_body, const std::string& api_key, double timeout_s) {
+  CURL* easy = curl_easy_init();
+  if (!easy) fail("libcurl: cannot create a handle");
+  HttpAnswer answer;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  std::string auth = "Authorization: Bearer " + (api_key.empty() ? std::string("EMPTY") : api_key);
+  headers = curl_slist_append(headers, auth.c_str());
+  headers = curl_slist_append(headers, "Expect:");
+  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  if (post_body) {
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, post_body->c_str());
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
+  }
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, append_to_string);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &answer.body);
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
+  CURLcode rc = curl_easy_perform(easy);
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer.status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(easy);
+  if (rc != CURLE_OK) fail("{}: {}", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+  return answer;
+}
+
+// The server's root (for /metrics, /health): the API root without its /v1.
+std::string server_root(const std::string& base_url) {
+  std::string root = api_root(base_url);
+  return root.substr(0, root.size() - 3);
+}
+
+std::optional<double> metric_value(const std::string& metrics, const std::string& name) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 && line[name.size()] == ' ')
+      return std::stod(line.substr(name.size() + 1));
+  }
+  return std::nullopt;
+}
+
+struct RssReader {
+  const SoakOptions& options;
+  std::string metrics_url;
+  std::string source;
+
+  std::optional<int64_t> read() {
+    if (options.server_pid > 0) {
+      std::ifstream status("/proc/" + std::to_string(options.server_pid) + "/status");
+      if (!status) fail("--server-pid {}: no such process (cannot read /proc/{}/status)", options.server_pid, options.server_pid);
+      std::string line;
+      while (std::getline(status, line))
+        if (line.rfind("VmRSS:", 0) == 0) {
+          source = fmt::format("/proc/{}/status VmRSS", options.server_pid);
+          return std::stoll(line.substr(6)) * 1024;
+        }
+      return std::nullopt;
+    }
+    try {
+      auto answer = http(metrics_url, nullptr, options.api_key, 10);
+      if (answer.status == 200)
+        if (auto v = metric_value(answer.body, "process_resident_memory_bytes")) {
+          source = "/metrics process_resident_memory_bytes";
+          return static_cast<int64_t>(*v);
+        }
+    } catch (const Error&) {
+    }
+    source = "not read: /metrics has no process_resident_memory_bytes and no --server-pid was given";
+    return std::nullopt;
+  }
+};
+
+json chat_body(const SoakOptions& options, const std::string& model, const std::string& prompt, bool stream) {
+  json body = {{"model", model},
+               {"messages", json::array({{{"role", "user"}, {"content", prompt}}})},
+               {"max_tokens", options.max_tokens},
+               {"temperature", 0},
+               {"stream", stream}};
+  if (stream) body["stream_options"] = {{"include_usage", true}};
+  return body;
+}
+
+// Deliberately invalid requests; each must be answered 4xx in OpenAI's error shape.
+std::string malformed_body(int variant, const std::string& model, const std::string& prompt) {
+  json user = json::array({{{"role", "user"}, {"content", prompt}}});
+  switch (variant % 10) {
+    case 0: return R"({"model": ")" + model + R"(", "messages": [{"role": "user", "content": "unterminated)";
+    case 1: return json{{"model", model}, {"messages", "not an array"}}.dump();
+    case 2: return json{{"model", model}, {"messages", user}, {"max_tokens", -5}}.dump();
+    case 3: return json{{"model", model}, {"messages", user}, {"temperature", "hot"}}.dump();
+    case 4: return json{{"model", "no-such-model-here"}, {"messages", user}}.dump();
+    case 5: return "";
+    case 6: return json{{"model", model}, {"messages", user}, {"max_tokens", 1000000000}}.dump();
+    case 7: return json{{"model", model}, {"messages", json::array({{{"content", "no role"}}})}}.dump();
+    case 8: return std::string("\xff\xfe\x00garbage", 10);
+    default: return json{{"model", model}, {"messages", user}, {"n", 0}}.dump();
+  }
+}
+
+struct Baseline {
+  std::string text;
+  std::string finish_reason;
+};
+
+enum class Kind { stream, plain, malformed };
+
+struct Transfer {
+  int64_t number = 0;
+  Kind kind = Kind::plain;
+  std::size_t prompt = 0;
+  int malformed_variant = 0;
+  int cancel_after_chunks = -1;  // streams: abort once this many content chunks arrived
+  std::optional<Clock::time_point> cancel_at;  // non-streams: abort at this time
+  bool cancelled = false;
+
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  std::string body;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  long status = 0;
+  std::string response;   // non-stream body, or an error body
+  bool retry_after = false;
+
+  std::unique_ptr<SseParser> parser;
+  std::set<std::string> chunk_ids;
+  std::set<std::string> chunk_models;
+  std::string text;
+  int content_chunks = 0;
+  std::optional<std::string> finish_reason, stream_error;
+  bool done = false;
+  std::string parse_problem;
+
+  void on_event(const SseEvent& event) {
+    if (done) {
+      parse_problem = "data after [DONE]";
+      return;
+    }
+    StreamChunk chunk;
+    try {
+      chunk = parse_stream_chunk(event.data);
+    } catch (const Error& e) {
+      parse_problem = e.what();
+      return;
+    }
+    if (chunk.done) {
+      done = true;
+      return;
+    }
+    if (chunk.error) {
+      stream_error = chunk.error;
+      return;
+    }
+    auto j = json::parse(event.data, nullptr, false);
+    if (j.is_object()) {
+      if (j.contains("id") && j["id"].is_string()) chunk_ids.insert(j["id"].get<std::string>());
+      if (j.contains("model") && j["model"].is_string()) chunk_models.insert(j["model"].get<std::string>());
+    }
+    if (!chunk.content.empty()) {
+      text += chunk.content;
+      ++content_chunks;
+    }
+    if (chunk.finish_reason) finish_reason = chunk.finish_reason;
+  }
+};
+
+size_t on_write(char* data, size_t size, size_t count, void* raw) {
+  auto& t = *static_cast<Transfer*>(raw);
+  size_t n = size * count;
+  if (t.status == 0) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
+  if (t.kind != Kind::stream || t.status != 200) {
+    if (t.response.size() < (4u << 20)) t.response.append(data, n);
+    return n;
+  }
+  try {
+    t.parser->feed(std::string_view(data, n));
+  } catch (const Error& e) {
+    t.parse_problem = e.what();
+    return 0;
+  }
+  if (t.cancel_after_chunks >= 0 && t.content_chunks >= t.cancel_after_chunks && !t.done) {
+    t.cancelled = true;
+    return 0;  // abort the transfer: the client hangs up mid-stream
+  }
+  return n;
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* raw) {
+  auto& t = *static_cast<Transfer*>(raw);
+  std::string_view line(data, size * count);
+  if (line.size() >= 12 && strncasecmp(line.data(), "retry-after:", 12) == 0) t.retry_after = true;
+  return size * count;
+}
+
+void raise_open_file_limit(std::size_t wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  rlim_t target = std::min<rlim_t>(limit.rlim_max, static_cast<rlim_t>(wanted + 64));
+  if (limit.rlim_cur < target) {
+    limit.rlim_cur = target;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+}  // namespace
+
+bool SoakReport::ok(double rss_tolerance) const {
+  if (lost || mixed_up || http_5xx || unexpected_status || !server_idle) return false;
+  if (rss_idle_bytes && rss_end_bytes && *rss_end_bytes > *rss_idle_bytes * (1 + rss_tolerance)) return false;
+  return completed > 0;
+}
+
+std::string SoakReport::text(double rss_tolerance) const {
+  std::string out;
+  auto line = [&](const std::string& name, const std::string& value) { out += fmt::format("{:<28}{}\n", name, value); };
+  out += fmt::format("soak of '{}': {:.1f} s, {} prompts (greedy baselines taken first)\n", model, duration_s, prompts);
+  line("requests started", std::to_string(started));
+  line("completed (whole, matched)", fmt::format("{} ({} streamed, {} not)", completed, completed_stream, completed - completed_stream));
+  line("cancelled by the client", std::to_string(cancelled));
+  line("malformed -> 4xx", std::to_string(malformed_4xx));
+  line("overload 503", std::to_string(overload_503));
+  line("lost", std::to_string(lost));
+  line("mixed-up", std::to_string(mixed_up));
+  line("5xx (not overload)", std::to_string(http_5xx));
+  line("unexpected status", std::to_string(unexpected_status));
+  auto mib = [](std::optional<int64_t> b) { return b ? fmt::format("{:.1f} MiB", *b / 1048576.0) : std::string("-"); };
+  if (rss_idle_bytes && rss_end_bytes) {
+    double change = 100.0 * (static_cast<double>(*rss_end_bytes) / static_cast<double>(*rss_idle_bytes) - 1);
+    line("server RSS", fmt::format("idle {}, peak {}, end {} ({:+.1f} %, limit +{:.0f} %) [{}]", mib(rss_idle_bytes),
+                                   mib(rss_peak_bytes), mib(rss_end_bytes), change, rss_tolerance * 100, rss_source));
+  } else {
+    line("server RSS", rss_source);
+  }
+  line("server idle afterwards", (server_idle ? "yes" : "NO") + (idle_detail.empty() ? "" : " (" + idle_detail + ")"));
+  if (!problems.empty()) {
+    out += "problems:\n";
+    for (const auto& [message, count] : problems) out += fmt::format("  {} x {}\n", count, message);
+  }
+  for (const auto& e : examples) out += "  e.g. " + e + "\n";
+  out += ok(rss_tolerance) ? "PASS\n" : "FAIL\n";
+  return out;
+}
+
+SoakReport run_soak(const SoakOptions& o) {
+  if (!(o.duration_s > 0)) fail("--duration must be positive, got {}", o.duration_s);
+  if (o.concurrency < 1) fail("--concurrency must be at least 1, got {}", o.concurrency);
+  for (auto [name, p] : {std::pair{"--cancel-rate", o.cancel_rate}, {"--malformed-rate", o.malformed_rate},
+                         {"--stream-fraction", o.stream_fraction}})
+    if (!(p >= 0 && p <= 1)) fail("{} must be between 0 and 1, got {}", name, p);
+  if (o.cancel_rate + o.malformed_rate > 1) fail("--cancel-rate + --malformed-rate must not exceed 1");
+  if (o.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", o.max_tokens);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+
+  SoakReport report;
+  const std::string api = api_root(o.base_url);
+  const std::string url = api + "/chat/completions";
+  report.model = o.model.empty() ? first_model_id(o.base_url, o.api_key, 30) : o.model;
+  const auto& prompts = soak_prompts();
+  report.prompts = static_cast<int>(prompts.size());
+  RssReader rss{o, server_root(o.base_url) + "/metrics", ""};
+  auto problem = [&](const std::string& message, const std::string& example) {
+    if (++report.problems[message] == 1 && report.examples.size() < 8) report.examples.push_back(example);
+  };
+
+  // Sequential greedy baseline: what each prompt must give, whatever else is running.
+  std::vector<Baseline> baselines;
+  for (const auto& prompt : prompts) {
+    std::string body = chat_body(o, report.model, prompt, false).dump();
+    HttpAnswer answer = http(url, &body, o.api_key, o.request_timeout_s);
+    if (answer.status != 200)
+      fail("baseline request failed with HTTP {}: {}", answer.status, error_message_from_body(answer.body));
+    auto j = json::parse(answer.body, nullptr, false);
+    if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
+      fail("baseline answer is not a chat completion: {}", answer.body.substr(0, 300));
+    const json& choice = j["choices"][0];
+    baselines.push_back({choice["message"].value("content", ""), choice.value("finish_reason", "")});
+  }
+  report.rss_idle_bytes = rss.read();
+  report.rss_peak_bytes = report.rss_idle_bytes;
+
+  std::mt19937_64 rng(o.seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  raise_open_file_limit(static_cast<std::size_t>(o.concurrency) * 2);
+  CURLM* multi = curl_multi_init();
+  if (!multi) fail("libcurl: cannot create a multi handle");
+  std::string auth = "Authorization: Bearer " + (o.api_key.empty() ? std::string("EMPTY") : o.api_key);
+  std::vector<std::unique_ptr<Transfer>> in_flight_list;
+  std::set<std::string> seen_ids;
+  int in_flight = 0;
+  int64_t number = 0;
+
+  auto start_one = [&] {
+    auto t = std::make_unique<Transfer>();
+    t->number = ++number;
+    t->prompt = static_cast<std::size_t>(rng() % prompts.size());
+    double pick = unit(rng);
+    bool stream = unit(rng) < o.stream_fraction;
+    if (pick < o.malformed_rate) {
+      t->kind = Kind::malformed;
+      t->malformed_variant = static_cast<int>(rng() % 10);
+      t->body = malformed_body(t->malformed_variant, report.model, prompts[t->prompt]);
+    } else {
+      t->kind = stream ? Kind::stream : Kind::plain;
+      t->body = chat_body(o, report.model, prompts[t->prompt], stream).dump();
+      if (pick < o.malformed_rate + o.cancel_rate) {
+        if (stream) t->cancel_after_chunks = static_cast<int>(rng() % (o.max_tokens / 2 + 1));
+        else t->cancel_at = Clock::now() + std::chrono::milliseconds(rng() % 300);
+      }
+    }
+    if (t->kind == Kind::stream)
+      t->parser = std::make_unique<SseParser>([raw = t.get()](const SseEvent& e) { raw->on_event(e); });
+    t->easy = curl_easy_init();
+    if (!t->easy) fail("libcurl: cannot create a handle");
+    t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
+    t->headers = curl_slist_append(t->headers, "Expect:");
+    t->headers = curl_slist_append(t->headers, auth.c_str());
+    CURL* e = t->easy;
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o.request_timeout_s * 1000));
+    CURLMcode rc = curl_multi_add_handle(multi, e);
+    if (rc != CURLM_OK) fail("libcurl: cannot start a request: {}", curl_multi_strerror(rc));
+    in_flight_list.push_back(std::move(t));
+    ++in_flight;
+    ++report.started;
+  };
+
+  auto release = [&](Transfer* t) {
+    curl_multi_remove_handle(multi, t->easy);
+    curl_easy_cleanup(t->easy);
+    curl_slist_free_all(t->headers);
+    --in_flight;
+    std::erase_if(in_flight_list, [t](const auto& p) { return p.get() == t; });
+  };
+
+  auto describe = [&](const Transfer& t) {
+    return fmt::format("request {} ({}, prompt {})", t.number,
+                       t.kind == Kind::stream ? "stream" : t.kind == Kind::plain ? "non-stream" : "malformed", t.prompt);
+  };
+
+  // Classifies one finished transfer into exactly one count.
+  auto judge = [&](Transfer& t, CURLcode result) {
+    if (t.status == 0) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
+    if (t.cancelled && result == CURLE_WRITE_ERROR) return void(++report.cancelled);
+    if (result != CURLE_OK) {
+      ++report.lost;
+      return problem(fmt::format("transport: {}", curl_easy_strerror(result)),
+                     describe(t) + ": " + (t.errbuf[0] ? t.errbuf : curl_easy_strerror(result)));
+    }
+    if (t.status == 503) {
+      ++report.overload_503;
+      if (!t.retry_after) problem("503 without Retry-After", describe(t));
+      return;
+    }
+    if (t.status >= 500) {
+      ++report.http_5xx;
+      return problem(fmt::format("HTTP {}", t.status), describe(t) + ": " + error_message_from_body(t.response));
+    }
+    if (t.kind == Kind::malformed) {
+      auto j = json::parse(t.response, nullptr, false);
+      bool shaped = j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message");
+      if (t.status >= 400 && t.status < 500 && shaped) return void(++report.malformed_4xx);
+      ++report.unexpected_status;
+      return problem(fmt::format("malformed request #{} answered HTTP {}{}", t.malformed_variant, t.status,
+                                 shaped ? "" : " without an OpenAI error body"),
+                     describe(t) + ": " + t.response.substr(0, 200));
+    }
+    if (t.status != 200) {
+      ++report.unexpected_status;
+      return problem(fmt::format("valid request answered HTTP {}", t.status), describe(t) + ": " + error_message_from_body(t.response));
+    }
+    const Baseline& expected = baselines[t.prompt];
+    std::string id, model, text, finish;
+    if (t.kind == Kind::stream) {
+      if (t.stream_error) {
+        ++report.lost;
+        return problem("error event in the stream", describe(t) + ": " + *t.stream_error);
+      }
+      if (!t.parse_problem.empty()) {
+        ++report.lost;
+        return problem("unreadable stream", describe(t) + ": " + t.parse_problem);
+      }
+      if (!t.done || !t.finish_reason) {
+        ++report.lost;
+        return problem(!t.done ? "stream ended without [DONE]" : "stream without finish_reason", describe(t));
+      }
+      if (t.chunk_ids.size() != 1) {
+        ++report.mixed_up;
+        return problem("chunks of one stream carry different ids", describe(t));
+      }
+      id = *t.chunk_ids.begin();
+      model = t.chunk_models.size() == 1 ? *t.chunk_models.begin() : "";
+      text = t.text;
+      finish = *t.finish_reason;
+    } else {
+      auto j = json::parse(t.response, nullptr, false);
+      if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].size() != 1 ||
+          !j["choices"][0].contains("message")) {
+        ++report.lost;
+        return problem("incomplete non-stream answer", describe(t) + ": " + t.response.substr(0, 200));
+      }
+      id = j.value("id", "");
+      model = j.value("model", "");
+      const json& c = j["choices"][0];
+      text = c["message"].is_object() && c["message"].contains("content") && c["message"]["content"].is_string()
+                 ? c["message"]["content"].get<std::string>() : "";
+      finish = c.contains("finish_reason") && c["finish_reason"].is_string() ? c["finish_reason"].get<std::string>() : "";
+      if (finish.empty()) {
+        ++report.lost;
+        return problem("non-stream answer without finish_reason", describe(t));
+      }
+    }
+    if (id.empty() || !seen_ids.insert(id).second) {
+      ++report.mixed_up;
+      return problem(id.empty() ? "answer without an id" : "an id answered twice", describe(t) + ": id " + id);
+    }
+    if (model != report.model) {
+      ++report.mixed_up;
+      return problem("answer names another model", describe(t) + ": model " + model);
+    }
+    if (text != expected.text || finish != expected.finish_reason) {
+      ++report.mixed_up;
+      return problem(t.kind == Kind::stream ? "streamed text differs from the greedy baseline"
+                                            : "non-stream text differs from the greedy baseline",
+                     fmt::format("{}: got {:?} ({}), baseline {:?} ({})", describe(t), text.substr(0, 80), finish,
+                                 expected.text.substr(0, 80), expected.finish_reason));
+    }
+    ++report.completed;
+    if (t.kind == Kind::stream) ++report.completed_stream;
+  };
+
+  const Clock::time_point start = Clock::now();
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
+  auto next_rss = start + std::chrono::seconds(1);
+  auto last_progress = start;
+  try {
+    for (;;) {
+      const bool launching = Clock::now() < end;
+      while (launching && in_flight < o.concurrency) start_one();
+      if (!launching && in_flight == 0) break;
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      int queued = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        Transfer* t = nullptr;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+        judge(*t, msg->data.result);
+        release(t);
+      }
+      // Time-based cancellations of non-streaming requests: hang up before the answer came.
+      const auto now = Clock::now();
+      std::vector<Transfer*> to_cancel;
+      for (auto& t : in_flight_list)
+        if (t->cancel_at && *t->cancel_at <= now) to_cancel.push_back(t.get());
+      for (Transfer* t : to_cancel) {
+        ++report.cancelled;
+        release(t);
+      }
+      if (now >= next_rss) {
+        next_rss = now + std::chrono::seconds(1);
+        if (auto r = rss.read(); r && (!report.rss_peak_bytes || *r > *report.rss_peak_bytes)) report.rss_peak_bytes = r;
+      }
+      if (o.progress && now - last_progress > std::chrono::seconds(1)) {
+        last_progress = now;
+        std::fprintf(stderr, "\r%.0f s: %lld started, %lld completed, %lld cancelled, %lld 4xx, %lld 503, %lld problems ",
+                     seconds_since(start), static_cast<long long>(report.started), static_cast<long long>(report.completed),
+                     static_cast<long long>(report.cancelled), static_cast<long long>(report.malformed_4xx),
+                     static_cast<long long>(report.overload_503),
+                     static_cast<long long>(report.lost + report.mixed_up + report.http_5xx + report.unexpected_status));
+        std::fflush(stderr);
+      }
+      curl_multi_poll(multi, nullptr, 0, 50, nullptr);
+    }
+  } catch (...) {
+    for (auto& t : in_flight_list) {
+      curl_multi_remove_handle(multi, t->easy);
+      curl_easy_cleanup(t->easy);
+      curl_slist_free_all(t->headers);
+    }
+    curl_multi_cleanup(multi);
+    throw;
+  }
+  curl_multi_cleanup(multi);
+  if (o.progress) std::fputc('\n', stderr);
+  report.duration_s = seconds_since(start);
+
+  // Back to idle: nothing running, queued or streaming, no KV blocks held by sequences.
+  const std::string metrics_url = server_root(o.base_url) + "/metrics";
+  const auto settle_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.settle_s));
+  for (;;) {
+    std::string detail;
+    bool idle = false;
+    try {
+      HttpAnswer m = http(metrics_url, nullptr, o.api_key, 10);
+      if (m.status != 200) {
+        detail = fmt::format("GET /metrics: HTTP {}", m.status);
+      } else {
+        idle = true;
+        for (const char* name : {"inferlab_running_requests", "inferlab_queue_length", "inferlab_active_streams",
+                                 "inferlab_kv_cache_blocks_used"}) {
+          auto v = metric_value(m.body, name);
+          if (!v) continue;  // a server without this gauge: nothing to check
+          if (*v != 0) {
+            idle = false;
+            detail += fmt::format("{}{} = {}", detail.empty() ? "" : ", ", name, *v);
+          }
+        }
+      }
+    } catch (const Error& e) {
+      detail = e.what();
+    }
+    if (idle || Clock::now() > settle_end) {
+      report.server_idle = idle;
+      report.idle_detail = idle ? "" : detail + fmt::format(" after {:.0f} s", o.settle_s);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  report.rss_end_bytes = rss.read();
+  report.rss_source = rss.source;
+  return report;
+}
+
+}  // namespace inferlab::bench

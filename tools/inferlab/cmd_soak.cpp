@@ -1,0 +1,43 @@
+// `inferlab bench soak`: a reliability run against a live server (see inferlab/bench/soak.h).
+#include <cstdio>
+
+#include "command.h"
+#include "inferlab/bench/soak.h"
+
+namespace {
+
+using inferlab::cli::command_group;
+using inferlab::cli::Registrar;
+
+static Registrar reg([](CLI::App& app) {
+  CLI::App& bench = command_group(app, "bench", "Benchmarks: serve (load generator), latency (course chapter 3), ...");
+  auto o = std::make_shared<inferlab::bench::SoakOptions>();
+  CLI::App* cmd = bench.add_subcommand(
+      "soak", "Reliability soak of a server: mixed streaming/non-streaming greedy requests, cancellations and malformed "
+              "requests; checks every answer against a sequential baseline and that the server returns to idle");
+  cmd->add_option("--base-url", o->base_url, "Server URL, e.g. http://127.0.0.1:30000 (with or without /v1)")->required();
+  cmd->add_option("--duration", o->duration_s, "Seconds of load")->capture_default_str();
+  cmd->add_option("--concurrency", o->concurrency, "Requests in flight")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--cancel-rate", o->cancel_rate, "Fraction of requests the client aborts mid-way")->capture_default_str();
+  cmd->add_option("--malformed-rate", o->malformed_rate, "Fraction of deliberately invalid requests (expect 4xx)")
+      ->capture_default_str();
+  cmd->add_option("--stream-fraction", o->stream_fraction, "Fraction of valid requests that stream")->capture_default_str();
+  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens of every request")->capture_default_str();
+  cmd->add_option("--model", o->model, "Model name to send (default: the first of /v1/models)");
+  cmd->add_option("--api-key", o->api_key, "Bearer key")->envname("INFERLAB_API_KEY");
+  cmd->add_option("--seed", o->seed, "Seed of the request mix")->capture_default_str();
+  cmd->add_option("--timeout", o->request_timeout_s, "Per-request timeout in seconds")->capture_default_str();
+  cmd->add_option("--server-pid", o->server_pid, "Read the server's RSS from /proc/PID/status");
+  cmd->add_option("--rss-tolerance", o->rss_tolerance, "Allowed growth of RSS over its idle level (fraction)")
+      ->capture_default_str();
+  cmd->add_option("--settle", o->settle_s, "Seconds to wait for the server to go idle after the run")->capture_default_str();
+  cmd->add_flag("--progress", o->progress, "Print running counts on stderr");
+  cmd->callback([o] {
+    inferlab::bench::SoakReport report = inferlab::bench::run_soak(*o);
+    std::fputs(report.text(o->rss_tolerance).c_str(), stdout);
+    std::fflush(stdout);
+    if (!report.ok(o->rss_tolerance)) throw CLI::RuntimeError(1);
+  });
+});
+
+}  // namespace
