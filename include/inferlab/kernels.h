@@ -7,11 +7,17 @@
 
 namespace inferlab {
 
+namespace fast {
+class PackedMatrix;
+}
+
 // A dense layer y = x W^T + b with W stored [out][in] row-major (PyTorch nn.Linear layout).
 struct LinearWeight {
   int in = 0, out = 0;
   std::shared_ptr<const std::vector<float>> weight;  // shared so a tied lm_head reuses the embedding
   std::vector<float> bias;                           // empty: no bias
+  // Set instead of `weight` when the layer is kept in bf16 / int8 / q4 (src/tensor/fast).
+  std::shared_ptr<const fast::PackedMatrix> packed;
 };
 
 // Threads the kernels may use (0: all cores).

@@ -31,6 +31,9 @@ struct ModelConfig {
 
 struct LoadOptions {
   int threads = 0;  // 0: all cores
+  // Matmul weights: "auto" keeps the checkpoint's dtype (bf16 stays bf16, f32/f16 run as f32);
+  // "f32", "bf16", "int8" (q8_0-like), "q4" (q4_0-like) convert or quantize at load.
+  std::string weights = "auto";
 };
 
 // One sequence's part of a batched forward step: `tokens` are appended at kv->length.

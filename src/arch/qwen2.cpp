@@ -13,8 +13,9 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
     fail("{}: use_sliding_window true is not supported", where);
   return parse_llama_style_config(j, where, "qwen2", false);
 }
-TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source) {
-  return load_llama_style(c, raw, source, kQwen2);
+TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
+                        const LoadOptions& options) {
+  return load_llama_style(c, raw, source, kQwen2, options);
 }
 std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json&) { return llama_style_layout(c, kQwen2); }
 

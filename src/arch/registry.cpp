@@ -119,11 +119,11 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
   ParsedConfig parsed = parse_config(files);
   if (!files.llama2c.empty()) {
     Llama2cCheckpoint checkpoint = read_llama2c(files.llama2c);
-    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *checkpoint.tensors);
+    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *checkpoint.tensors, options);
     return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.llama2c);
   }
   auto source = open_safetensors_folder(files.folder);
-  auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *source);
+  auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *source, options);
   return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.folder);
 }
 

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "inferlab/error.h"
+#include "inferlab/fast/attention.h"
+#include "inferlab/fast/weights.h"
 
 namespace inferlab {
 
@@ -21,12 +23,33 @@ LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int i
   LinearWeight layer;
   layer.in = in;
   layer.out = out;
+  const TensorView view = source_.require(weight_name);
+  if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
+    if (view.shape != std::vector<int64_t>{out, in})
+      fail("tensor '{}' in {} has shape {} but config.json implies {}", weight_name, view.origin, shape_string(view.shape),
+           shape_string({out, in}));
+    layer.packed = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, out, in, format));
+    if (!bias_name.empty()) layer.bias = tensor(bias_name, {out});
+    return layer;
+  }
   layer.weight = std::make_shared<const std::vector<float>>(tensor(weight_name, {out, in}));
   if (!bias_name.empty()) layer.bias = tensor(bias_name, {out});
   return layer;
 }
 
 LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name) const {
+  const TensorView view = source_.require(weight_name);
+  if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
+    if (view.shape != std::vector<int64_t>{in, out})
+      fail("tensor '{}' in {} has shape {} but config.json implies {}", weight_name, view.origin, shape_string(view.shape),
+           shape_string({in, out}));
+    LinearWeight layer;
+    layer.in = in;
+    layer.out = out;
+    layer.packed = std::make_shared<const fast::PackedMatrix>(fast::pack_transposed(view, in, out, format));
+    if (!bias_name.empty()) layer.bias = tensor(bias_name, {out});
+    return layer;
+  }
   std::vector<float> stored = tensor(weight_name, {in, out});
   std::vector<float> transposed(stored.size());
   for (int i = 0; i < in; ++i)
@@ -39,11 +62,37 @@ LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int ou
   return layer;
 }
 
+void WeightLoader::embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t) const {
+  const TensorView view = source_.require(name);
+  if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
+    if (view.shape != std::vector<int64_t>{vocab, hidden})
+      fail("tensor '{}' in {} has shape {} but config.json implies {}", name, view.origin, shape_string(view.shape),
+           shape_string({vocab, hidden}));
+    t.packed_embedding = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, vocab, hidden, format));
+    return;
+  }
+  t.embedding = std::make_shared<const std::vector<float>>(tensor(name, {vocab, hidden}));
+}
+
 LinearWeight fuse_rows(const std::vector<LinearWeight>& parts) {
   LinearWeight fused;
   fused.in = parts.at(0).in;
   bool any_bias = false;
   for (const auto& p : parts) any_bias |= !p.bias.empty();
+  if (parts[0].packed) {
+    std::vector<const fast::PackedMatrix*> packed;
+    for (const auto& p : parts) {
+      if (!p.packed) fail("fuse_rows: cannot fuse packed and f32 weights (mixed checkpoint dtypes)");
+      packed.push_back(p.packed.get());
+      fused.out += p.out;
+      if (any_bias) {
+        if (p.bias.empty()) fused.bias.insert(fused.bias.end(), p.out, 0.0f);
+        else fused.bias.insert(fused.bias.end(), p.bias.begin(), p.bias.end());
+      }
+    }
+    fused.packed = std::make_shared<const fast::PackedMatrix>(fast::PackedMatrix::concat_rows(packed));
+    return fused;
+  }
   auto weight = std::make_shared<std::vector<float>>();
   for (const auto& p : parts) {
     weight->insert(weight->end(), p.weight->begin(), p.weight->end());
@@ -57,11 +106,12 @@ LinearWeight fuse_rows(const std::vector<LinearWeight>& parts) {
   return fused;
 }
 
-LinearWeight tied_head(const std::shared_ptr<const std::vector<float>>& embedding, int vocab, int hidden) {
+LinearWeight tied_head(const TransformerWeights& t, int vocab, int hidden) {
   LinearWeight head;
   head.in = hidden;
   head.out = vocab;
-  head.weight = embedding;
+  head.weight = t.embedding;
+  head.packed = t.packed_embedding;
   return head;
 }
 
@@ -151,8 +201,10 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
       for (std::size_t i = 0; i < batch[e].tokens.size(); ++i, ++r) {
         row_entry[r] = static_cast<int>(e);
         row_pos[r] = batch[e].kv->length + static_cast<int>(i);
-        std::memcpy(&x[static_cast<std::size_t>(r) * hidden],
-                    w_.embedding->data() + static_cast<std::size_t>(batch[e].tokens[i]) * hidden, sizeof(float) * hidden);
+        if (w_.packed_embedding) w_.packed_embedding->dequantize_row(batch[e].tokens[i], &x[static_cast<std::size_t>(r) * hidden]);
+        else
+          std::memcpy(&x[static_cast<std::size_t>(r) * hidden],
+                      w_.embedding->data() + static_cast<std::size_t>(batch[e].tokens[i]) * hidden, sizeof(float) * hidden);
         if (w_.positions == PositionKind::Learned)
           add_into(&x[static_cast<std::size_t>(r) * hidden], &w_.position_embedding[static_cast<std::size_t>(row_pos[r]) * hidden],
                    hidden);
@@ -178,6 +230,11 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
   const int inter = w_.mlp == MlpKind::SwiGLU ? up_width / 2 : up_width;
   std::vector<float> up(R * up_width), act(w_.mlp == MlpKind::SwiGLU ? R * inter : 0);
   std::vector<float> scores, gathered_k, gathered_v;
+  // Packed (bf16/int8/q4) models use the fused kernel; f32 keeps the BLAS path its parity tests pin.
+  const bool fused_attention = !w_.layers.empty() && w_.layers[0].qkv.packed != nullptr;
+  std::vector<fast::KVBlocks> kv_views;
+  kv_views.reserve(batch.size());
+  std::vector<fast::AttentionRow> attention_rows(fused_attention ? rows : 0);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   auto norm_to = [&](const float* in, float* out, int n_rows, const std::vector<float>& weight, const std::vector<float>& bias) {
@@ -208,28 +265,37 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
       std::memcpy(cache.values(layer, block) + static_cast<std::size_t>(p % bs) * kv_dim, v, sizeof(float) * kv_dim);
     }
 
-    // Causal attention per sequence and kv head: its cached K/V gathered contiguous, then two
-    // matrix products per query head (rows at position p see positions 0..p).
-    for (int e = 0, first_row = 0; e < static_cast<int>(batch.size()); ++e) {
-      const SequenceKV& seq = *batch[e].kv;
-      const int n = static_cast<int>(batch[e].tokens.size());
-      const int start = seq.length, ctx = start + n;
-      gathered_k.resize(static_cast<std::size_t>(ctx) * kv_dim);
-      gathered_v.resize(gathered_k.size());
-      for (int b = 0; b * bs < ctx; ++b) {
-        const int count = std::min(bs, ctx - b * bs);
-        std::memcpy(&gathered_k[static_cast<std::size_t>(b) * bs * kv_dim], cache.keys(layer, seq.blocks[b]),
-                    sizeof(float) * count * kv_dim);
-        std::memcpy(&gathered_v[static_cast<std::size_t>(b) * bs * kv_dim], cache.values(layer, seq.blocks[b]),
-                    sizeof(float) * count * kv_dim);
+    if (fused_attention) {
+      // One pass over each sequence's cache blocks per (row, kv head): scores, online softmax and
+      // the weighted values fused (src/tensor/fast/attention.cpp), threaded on the kernel pool.
+      kv_views.clear();
+      for (const auto& e : batch) kv_views.push_back(fast::kv_blocks(cache, layer, *e.kv));
+      for (int r = 0; r < rows; ++r) attention_rows[r] = {&kv_views[row_entry[r]], row_pos[r]};
+      fast::causal_attention(qkv.data(), qkv_dim, attn.data(), q_dim, attention_rows, {heads, kv_heads, hd, scale});
+    } else {
+      // Causal attention per sequence and kv head: its cached K/V gathered contiguous, then two
+      // matrix products per query head (rows at position p see positions 0..p).
+      for (int e = 0, first_row = 0; e < static_cast<int>(batch.size()); ++e) {
+        const SequenceKV& seq = *batch[e].kv;
+        const int n = static_cast<int>(batch[e].tokens.size());
+        const int start = seq.length, ctx = start + n;
+        gathered_k.resize(static_cast<std::size_t>(ctx) * kv_dim);
+        gathered_v.resize(gathered_k.size());
+        for (int b = 0; b * bs < ctx; ++b) {
+          const int count = std::min(bs, ctx - b * bs);
+          std::memcpy(&gathered_k[static_cast<std::size_t>(b) * bs * kv_dim], cache.keys(layer, seq.blocks[b]),
+                      sizeof(float) * count * kv_dim);
+          std::memcpy(&gathered_v[static_cast<std::size_t>(b) * bs * kv_dim], cache.values(layer, seq.blocks[b]),
+                      sizeof(float) * count * kv_dim);
+        }
+        for (int h = 0; h < heads; ++h) {
+          const int kvh = h / group;
+          causal_attention(&qkv[static_cast<std::size_t>(first_row) * qkv_dim + h * hd], qkv_dim, n, start,
+                           gathered_k.data() + kvh * hd, gathered_v.data() + kvh * hd, kv_dim, hd, scale,
+                           &attn[static_cast<std::size_t>(first_row) * q_dim + h * hd], q_dim, scores);
+        }
+        first_row += n;
       }
-      for (int h = 0; h < heads; ++h) {
-        const int kvh = h / group;
-        causal_attention(&qkv[static_cast<std::size_t>(first_row) * qkv_dim + h * hd], qkv_dim, n, start,
-                         gathered_k.data() + kvh * hd, gathered_v.data() + kvh * hd, kv_dim, hd, scale,
-                         &attn[static_cast<std::size_t>(first_row) * q_dim + h * hd], q_dim, scores);
-      }
-      first_row += n;
     }
     linear(attn.data(), rows, L.out, proj.data());
     add_into(x.data(), proj.data(), R * hidden);

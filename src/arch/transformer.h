@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/fast/packed.h"
 #include "inferlab/kernels.h"
 #include "inferlab/model.h"
 #include "inferlab/safetensors.h"
@@ -30,7 +31,8 @@ struct TransformerWeights {
   MlpKind mlp = MlpKind::SwiGLU;
   PositionKind positions = PositionKind::Rope;
   std::vector<float> inv_freq;  // RoPE: [head_dim / 2]
-  std::shared_ptr<const std::vector<float>> embedding;  // [vocab][hidden]
+  std::shared_ptr<const std::vector<float>> embedding;  // [vocab][hidden], f32 weights
+  std::shared_ptr<const fast::PackedMatrix> packed_embedding;  // instead, when weights are packed
   std::vector<float> position_embedding;                // Learned: [max_positions][hidden]
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm_weight, final_norm_bias;
@@ -40,21 +42,26 @@ struct TransformerWeights {
 // Reads tensors by HF name with the shape config.json implies; Error names tensor, file, shapes.
 class WeightLoader {
  public:
-  explicit WeightLoader(const TensorSource& source) : source_(source) {}
+  // weights: LoadOptions::weights ("auto", "f32", "bf16", "int8", "q4").
+  explicit WeightLoader(const TensorSource& source, std::string weights = "auto")
+      : source_(source), weights_(std::move(weights)) {}
   bool has(const std::string& name) const { return source_.find(name).has_value(); }
   std::vector<float> tensor(const std::string& name, const std::vector<int64_t>& shape) const;
   // nn.Linear weight stored [out][in]; bias_name empty: no bias.
   LinearWeight linear(const std::string& weight_name, int out, int in, const std::string& bias_name = "") const;
   // GPT-2 Conv1D weight stored [in][out]: transposed to [out][in] here.
   LinearWeight conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name = "") const;
+  // The token embedding [vocab][hidden] into t.embedding, or t.packed_embedding when packing.
+  void embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t) const;
 
  private:
   const TensorSource& source_;
+  std::string weights_;
 };
 
 // Row-wise concatenation of layers with the same input width.
 LinearWeight fuse_rows(const std::vector<LinearWeight>& parts);
-LinearWeight tied_head(const std::shared_ptr<const std::vector<float>>& embedding, int vocab, int hidden);
+LinearWeight tied_head(const TransformerWeights& t, int vocab, int hidden);
 
 // HF's default RoPE inverse frequencies, with the rope_scaling types we support applied.
 std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::json& rope_scaling, const std::string& where);
@@ -71,7 +78,8 @@ struct Architecture {
   std::vector<std::string> model_types; // config.json "model_type"
   std::vector<std::string> classes;     // config.json "architectures"
   ModelConfig (*parse_config)(const nlohmann::json& config, const std::string& where);
-  TransformerWeights (*load_weights)(const ModelConfig& config, const nlohmann::json& raw, const TensorSource& source);
+  TransformerWeights (*load_weights)(const ModelConfig& config, const nlohmann::json& raw, const TensorSource& source,
+                                     const LoadOptions& options);
   // Every tensor of an HF checkpoint of this config, for make-model.
   std::vector<TensorSpec> (*tensor_layout)(const ModelConfig& config, const nlohmann::json& raw);
 };
@@ -90,7 +98,7 @@ struct LlamaStyle {
 ModelConfig parse_llama_style_config(const nlohmann::json& config, const std::string& where, const std::string& arch,
                                      bool tie_default);
 TransformerWeights load_llama_style(const ModelConfig& config, const nlohmann::json& raw, const TensorSource& source,
-                                    const LlamaStyle& style);
+                                    const LlamaStyle& style, const LoadOptions& options);
 std::vector<TensorSpec> llama_style_layout(const ModelConfig& config, const LlamaStyle& style);
 
 class TransformerModel : public Model {

@@ -8,16 +8,20 @@
 #include <thread>
 
 #include "inferlab/error.h"
+#include "inferlab/fast/packed.h"
+#include "inferlab/fast/thread_pool.h"
 
 namespace inferlab {
 
 void set_kernel_threads(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   openblas_set_num_threads(threads);
+  fast::set_threads(threads);
 }
 
 void linear(const float* x, int rows, const LinearWeight& layer, float* y) {
   if (rows <= 0) return;
+  if (layer.packed) return fast::matmul(x, rows, *layer.packed, layer.bias.empty() ? nullptr : layer.bias.data(), y);
   const float* w = layer.weight->data();
   const bool has_bias = !layer.bias.empty();
   if (has_bias)

@@ -48,7 +48,7 @@ def stored_values(t, dtype):
 
 def run_generate(cli, model_dir, prompt, steps, no_cache=False, dump=None):
     cmd = [cli, "generate", model_dir, "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(steps),
-           "--ignore-eos", "--json", "--threads", "1"]
+           "--ignore-eos", "--json", "--threads", "1", "--weights", "f32"]
     if no_cache:
         cmd.append("--no-cache")
     if dump:

@@ -70,6 +70,7 @@ std::string mib_text(uint64_t bytes) {
 
 struct GenerateArgs {
   std::string model;
+  std::string weights = "auto";
   std::string prompt_ids;
   std::string prompt;
   int max_new_tokens = 32;
@@ -81,7 +82,10 @@ struct GenerateArgs {
 void run_generate(const GenerateArgs& args) {
   if (args.max_new_tokens < 0) fail("--max-new-tokens must be >= 0");
   if (args.prompt_ids.empty() == args.prompt.empty()) fail("give exactly one of --prompt-ids or --prompt");
-  auto model = Model::load(args.model, LoadOptions{args.threads});
+  LoadOptions load_options;
+  load_options.threads = args.threads;
+  load_options.weights = args.weights;
+  auto model = Model::load(args.model, load_options);
   // The model folder's tokenizer, when it has one (a llama2.c .bin or a bare checkpoint has none).
   std::shared_ptr<const Tokenizer> tokenizer;
   const fs::path folder = model->path();
@@ -237,6 +241,7 @@ Registrar reg([](CLI::App& app) {
   g->add_flag("--ignore-eos", gen->ignore_eos, "Do not stop at eos ids");
   g->add_flag("--json", gen->json_output, "Print the result as one JSON object");
   g->add_option("--threads,-t", gen->threads, "Threads (0: all cores)");
+  g->add_option("--weights,--dtype", gen->weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")->capture_default_str();
   g->add_option("--dump-logits", gen->dump_logits,
                 "Write float32 logits: every prompt position, then each step's row ([rows][vocab], raw little-endian)");
   g->callback([gen] { run_generate(*gen); });

@@ -205,7 +205,7 @@ void run_engine_bench(const EngineArgs& args) {
   if (args.threads < 0) fail("bench engine: -t must be 0 (all cores) or positive, got {}", args.threads);
   LoadOptions options;
   options.threads = args.threads;
-  if (args.weights != "auto") fail("bench engine: --weights {} needs the packed-weight loader (not wired into Model::load yet)", args.weights);
+  options.weights = args.weights;
   const auto load_start = Clock::now();
   std::unique_ptr<Model> model = Model::load(args.model, options);
   const double load_seconds = seconds_since(load_start);
@@ -299,8 +299,7 @@ struct AccuracyArgs {
 std::unique_ptr<Model> load_with(const std::string& model, const std::string& weights, int threads) {
   LoadOptions options;
   options.threads = threads;
-  if (weights != "auto" && weights != "f32")
-    fail("--weights {} needs the packed-weight loader (not wired into Model::load yet)", weights);
+  options.weights = weights;
   return Model::load(model, options);
 }
 
