@@ -85,3 +85,25 @@ TEST(ThreadPool, CallersOnSeveralThreadsTakeTurns) {
   for (auto& t : callers) t.join();
   EXPECT_EQ(total.load(), 3 * 300 * 2);
 }
+
+TEST(ThreadPool, RunChunksDoesEveryChunkOnceAndMixesWithRun) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 300; ++round) {
+      const int64_t chunks = round % 7 == 0 ? 1 : 1 + round % 50;
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(chunks));
+      pool.run_chunks(chunks, [&](int64_t c) { hits[static_cast<std::size_t>(c)].fetch_add(1); });
+      for (int64_t c = 0; c < chunks; ++c) ASSERT_EQ(hits[static_cast<std::size_t>(c)].load(), 1) << "round " << round;
+      if (round % 3 == 0) {  // static runs in between still reach every thread exactly once
+        std::atomic<int> calls{0};
+        pool.run([&](int, int) { calls.fetch_add(1); });
+        ASSERT_EQ(calls.load(), threads);
+      }
+      if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_THROW(pool.run_chunks(5, [](int64_t c) {
+      if (c == 3) throw std::runtime_error("chunk failed");
+    }),
+                 std::runtime_error);
+  }
+}

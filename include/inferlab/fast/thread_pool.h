@@ -26,11 +26,18 @@ class ThreadPool {
   // An exception thrown by a task is rethrown here after all threads are done.
   void run(const std::function<void(int thread, int threads)>& task);
 
+  // body(chunk) for every chunk in [0, chunks), claimed one at a time by whichever threads are
+  // running (the caller included). Returns when all are done without waiting for a worker that
+  // has not woken up: on a busy machine a descheduled worker costs nothing.
+  void run_chunks(int64_t chunks, const std::function<void(int64_t chunk)>& body);
+
   // Splits [0, n) into contiguous ranges, one per thread: body(begin, end).
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body);
 
  private:
   void worker_loop(int index);
+  bool claim_chunks();
+  void publish(uint32_t mode);  // new generation; low bit: 0 run(), 1 run_chunks()
 
   int threads_;
   std::vector<std::thread> workers_;
@@ -41,6 +48,9 @@ class ThreadPool {
   std::exception_ptr error_;
   std::atomic<bool> failed_{false};
   std::mutex run_mutex_;
+  const std::function<void(int64_t)>* chunk_task_ = nullptr;
+  std::atomic<uint64_t> chunk_state_{0};
+  std::atomic<int64_t> chunks_done_{0};
 };
 
 // The pool every kernel uses; resized by set_threads (0: all cores). Created on first use.

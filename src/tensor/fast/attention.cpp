@@ -183,11 +183,9 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
     for (int i = 0; i < tasks; ++i) attend(task, i / shape.kv_heads, i % shape.kv_heads);
     return;
   }
-  // Interleaved: later rows of a causal prompt see more positions, so contiguous ranges would
-  // leave the first thread idle.
-  pool.run([&](int thread, int count) {
-    for (int i = thread; i < tasks; i += count) attend(task, i / shape.kv_heads, i % shape.kv_heads);
-  });
+  // Claimed one (row, kv head) at a time: later rows of a causal prompt see more positions, and a
+  // thread the OS delays leaves its share to the others.
+  pool.run_chunks(tasks, [&](int64_t i) { attend(task, static_cast<int>(i / shape.kv_heads), static_cast<int>(i % shape.kv_heads)); });
 }
 
 void causal_attention_reference(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,

@@ -61,12 +61,14 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
   const detail::KernelArgs args{&prepared, &w, bias, y, rows};
   const int panels = w.panels();
   if (pool.size() == 1 || panels < 2) return kernel(args, 0, panels);
-  // Even panel counts per thread keep the 2- and 4-panel tiles whole.
-  const int pairs = (panels + 1) / 2;
-  pool.run([&](int thread, int count) {
-    const int begin = std::min(panels, 2 * (pairs * thread / count));
-    const int end = std::min(panels, 2 * (pairs * (thread + 1) / count));
-    if (begin < end) kernel(args, begin, end);
+  // Chunks of whole tiles (4 panels for decode, 2 for many rows), about 16 per thread, claimed
+  // dynamically so a thread that the OS delays does not hold the others at a barrier.
+  const int tile = rows <= 4 ? 4 : 2;
+  const int per_chunk = std::max(tile, (panels / (pool.size() * 16) + tile - 1) / tile * tile);
+  const int chunks = (panels + per_chunk - 1) / per_chunk;
+  pool.run_chunks(chunks, [&](int64_t chunk) {
+    const int begin = static_cast<int>(chunk) * per_chunk;
+    kernel(args, begin, std::min(panels, begin + per_chunk));
   });
 }
 

@@ -33,9 +33,37 @@ ThreadPool::ThreadPool(int threads) {
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  publish(0);
   for (auto& worker : workers_) worker.join();
+}
+
+namespace {
+// chunk_state_: [run counter : 20 | next chunk : 22 | chunk count : 22]. One CAS claims a chunk of
+// exactly the run it saw, so a late worker can never take a chunk of a finished run.
+constexpr uint64_t kChunkBits = 22, kChunkMask = (uint64_t(1) << kChunkBits) - 1;
+uint64_t next_of(uint64_t state) { return (state >> kChunkBits) & kChunkMask; }
+uint64_t total_of(uint64_t state) { return state & kChunkMask; }
+}  // namespace
+
+bool ThreadPool::claim_chunks() {
+  bool any = false;
+  uint64_t state = chunk_state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (next_of(state) >= total_of(state)) return any;
+    if (!chunk_state_.compare_exchange_weak(state, state + (uint64_t(1) << kChunkBits), std::memory_order_acq_rel))
+      continue;
+    // The run is live until this chunk is counted done, so chunk_task_ is still its body.
+    const int64_t chunk = static_cast<int64_t>(next_of(state));
+    try {
+      (*chunk_task_)(chunk);
+    } catch (...) {
+      if (!failed_.exchange(true)) error_ = std::current_exception();
+    }
+    any = true;
+    const int64_t done = chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    if (done == static_cast<int64_t>(total_of(state))) chunks_done_.notify_one();
+    state = chunk_state_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -44,6 +72,10 @@ void ThreadPool::worker_loop(int index) {
     spin_then_wait(generation_, seen, [&] { return generation_.load(std::memory_order_acquire) != seen; });
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
+    if (seen & 1) {  // run_chunks: take chunks while any are left; the caller waits for none of us
+      claim_chunks();
+      continue;
+    }
     try {
       (*task_)(index, threads_);
     } catch (...) {
@@ -51,6 +83,33 @@ void ThreadPool::worker_loop(int index) {
     }
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
+}
+
+void ThreadPool::publish(uint32_t mode) {
+  const uint32_t g = generation_.load(std::memory_order_relaxed);
+  generation_.store((((g >> 1) + 1) << 1) | mode, std::memory_order_release);
+  generation_.notify_all();
+}
+
+void ThreadPool::run_chunks(int64_t chunks, const std::function<void(int64_t chunk)>& body) {
+  if (chunks <= 0) return;
+  if (threads_ == 1 || chunks == 1 || static_cast<uint64_t>(chunks) > kChunkMask) {
+    for (int64_t c = 0; c < chunks; ++c) body(c);
+    return;
+  }
+  std::lock_guard turn(run_mutex_);
+  chunk_task_ = &body;
+  failed_.store(false);
+  error_ = nullptr;
+  chunks_done_.store(0, std::memory_order_relaxed);
+  const uint64_t counter = (chunk_state_.load(std::memory_order_relaxed) >> (2 * kChunkBits)) + 1;
+  chunk_state_.store((counter << (2 * kChunkBits)) | static_cast<uint64_t>(chunks), std::memory_order_release);
+  publish(1);
+  claim_chunks();
+  // Only chunks already claimed by a worker are waited for; a worker still asleep takes nothing.
+  int64_t done = chunks_done_.load(std::memory_order_acquire);
+  spin_then_wait(chunks_done_, done, [&] { return chunks_done_.load(std::memory_order_acquire) == chunks; });
+  if (failed_.load()) std::rethrow_exception(error_);
 }
 
 void ThreadPool::run(const std::function<void(int, int)>& task) {
@@ -64,8 +123,7 @@ void ThreadPool::run(const std::function<void(int, int)>& task) {
   failed_.store(false);
   error_ = nullptr;
   pending_.store(threads_ - 1, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  publish(0);
   std::exception_ptr own_error;
   try {
     task(0, threads_);
