@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "inferlab/error.h"
+#include "inferlab/fast/activations.h"
 #include "inferlab/fast/packed.h"
 #include "inferlab/fast/thread_pool.h"
 
@@ -84,7 +85,7 @@ void swiglu(const float* gate_up, float* out, int rows, int inter) {
     const float* gate = gate_up + static_cast<std::size_t>(r) * 2 * inter;
     const float* up = gate + inter;
     float* dst = out + static_cast<std::size_t>(r) * inter;
-    for (int i = 0; i < inter; ++i) dst[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    fast::silu_mul(gate, up, dst, static_cast<std::size_t>(inter));
   }
 }
 

@@ -10,6 +10,7 @@
 #include "inferlab/error.h"
 #include "inferlab/fast/cpu.h"
 #include "inferlab/fast/thread_pool.h"
+#include "tensor/fast/simd_math.h"
 
 namespace inferlab::fast {
 
@@ -74,25 +75,6 @@ void attend_scalar(const Task& t, int row, int kv_head) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace {
 
-// e^x to ~1 ulp: x = n ln2 + r, |r| <= ln2/2, degree-7 Taylor polynomial, scaled by 2^n.
-inline __m512 exp512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));  // below: exactly 0 after scaling
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
 constexpr int kMaxHeadVectors = 16;  // head_dim up to 256
 constexpr int kMaxGroup = 16;
 
@@ -132,7 +114,7 @@ void attend_avx512(const Task& t, int row, int kv_head) {
         sv = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-std::numeric_limits<float>::infinity()), sv);
         const float new_max = std::max(running_max[g], _mm512_reduce_max_ps(sv));
         const float correction = std::exp(running_max[g] - new_max);
-        const __m512 e = _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(sv, _mm512_set1_ps(new_max))));
+        const __m512 e = _mm512_maskz_mov_ps(valid, detail::exp512(_mm512_sub_ps(sv, _mm512_set1_ps(new_max))));
         _mm512_store_ps(scores, e);
         running_sum[g] = running_sum[g] * correction + _mm512_reduce_add_ps(e);
         running_max[g] = new_max;

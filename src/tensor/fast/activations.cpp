@@ -1,0 +1,31 @@
+#include "inferlab/fast/activations.h"
+
+#include <cmath>
+
+#include "inferlab/fast/cpu.h"
+#include "tensor/fast/simd_math.h"
+
+namespace inferlab::fast {
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+namespace {
+void silu_mul_avx512(const float* gate, const float* up, float* out, std::size_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = detail::exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+}  // namespace
+#pragma GCC pop_options
+
+void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
+  if (active_isa() == Isa::Avx512) return silu_mul_avx512(gate, up, out, n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace inferlab::fast
