@@ -237,7 +237,8 @@ test('overload: a full queue answers 503 with Retry-After', async () => {
     const refused = results.filter((r) => r.status === 503);
     const served = results.filter((r) => r.status === 200);
     assert.ok(refused.length > 0, `statuses: ${results.map((r) => r.status)}`);
-    assert.ok(served.length >= 2, `statuses: ${results.map((r) => r.status)}`);
+    assert.ok(served.length >= 1, `statuses: ${results.map((r) => r.status)}`);
+    assert.equal(served.length + refused.length, results.length, `statuses: ${results.map((r) => r.status)}`);
     assert.equal(refused[0].headers.get('retry-after'), '1');
     assert.match(refused[0].json.error.message, /queued/);
     for (const r of served) assert.equal(r.json.usage.completion_tokens, 200);
