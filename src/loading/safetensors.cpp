@@ -106,7 +106,7 @@ std::vector<float> TensorView::to_f32() const {
   const auto n = static_cast<std::size_t>(numel());
   std::vector<float> out(n);
   if (dtype == DType::F32) {
-    std::memcpy(out.data(), data, n * 4);
+    if (n) std::memcpy(out.data(), data, n * 4);  // an empty tensor's data may be null
   } else {
     const auto* src = static_cast<const uint16_t*>(data);
     if (dtype == DType::BF16)

@@ -152,7 +152,11 @@ void parse_post_processor(const Fields& f, const json& node, PostProcessor& out,
         std::string name = f.string(item["SpecialToken"], "id", "TemplateProcessing.single.SpecialToken");
         if (!special || !special->contains(name))
           fail("{}: TemplateProcessing uses special token {:?} missing from special_tokens", f.source, name);
-        const json& ids = (*special)[name]["ids"];
+        // find, not const operator[]: a missing key there is undefined behaviour (read past the map).
+        const json& entry = special->find(name).value();
+        auto ids_it = entry.is_object() ? entry.find("ids") : entry.end();
+        if (!entry.is_object() || ids_it == entry.end()) fail("{}: special_tokens.{} needs an ids array", f.source, name);
+        const json& ids = *ids_it;
         if (!ids.is_array()) fail("{}: special_tokens.{}.ids must be an array", f.source, name);
         for (const json& id : ids) (after_sequence ? out.suffix : out.prefix).push_back(f.id(id, "special_tokens ids"));
       } else {
@@ -163,7 +167,9 @@ void parse_post_processor(const Fields& f, const json& node, PostProcessor& out,
   }
   if (type == "RobertaProcessing" || type == "BertProcessing") {
     for (const char* key : {"cls", "sep"}) {
-      const json& pair = node[key];
+      auto found = node.find(key);  // not const operator[]: undefined behaviour on a missing key
+      if (found == node.end()) fail("{}: {} needs {}", f.source, type, key);
+      const json& pair = *found;
       if (!pair.is_array() || pair.size() != 2) fail("{}: {}.{} must be [token, id]", f.source, type, key);
       (std::string(key) == "cls" ? out.prefix : out.suffix).push_back(f.id(pair[1], key));
     }
