@@ -269,7 +269,8 @@ bool SoakReport::ok(double rss_tolerance) const {
 std::string SoakReport::text(double rss_tolerance) const {
   std::string out;
   auto line = [&](const std::string& name, const std::string& value) { out += fmt::format("{:<28}{}\n", name, value); };
-  out += fmt::format("soak of '{}': {:.1f} s, {} prompts (greedy baselines taken first)\n", model, duration_s, prompts);
+  out += fmt::format("soak of '{}': {:.1f} s including the warm-up, {} prompts (greedy baselines taken first)\n", model,
+                     duration_s, prompts);
   line("requests started", std::to_string(started));
   line("completed (whole, matched)", fmt::format("{} ({} streamed, {} not)", completed, completed_stream, completed - completed_stream));
   line("cancelled by the client", std::to_string(cancelled));
@@ -282,7 +283,8 @@ std::string SoakReport::text(double rss_tolerance) const {
   auto mib = [](std::optional<int64_t> b) { return b ? fmt::format("{:.1f} MiB", *b / 1048576.0) : std::string("-"); };
   if (rss_idle_bytes && rss_end_bytes) {
     double change = 100.0 * (static_cast<double>(*rss_end_bytes) / static_cast<double>(*rss_idle_bytes) - 1);
-    line("server RSS", fmt::format("idle {}, peak {}, end {} ({:+.1f} %, limit +{:.0f} %) [{}]", mib(rss_idle_bytes),
+    line("server RSS", fmt::format("cold {}, idle after warm-up {}, peak {}, end {} ({:+.1f} % vs idle, limit +{:.0f} %) [{}]",
+                                   mib(rss_cold_bytes), mib(rss_idle_bytes),
                                    mib(rss_peak_bytes), mib(rss_end_bytes), change, rss_tolerance * 100, rss_source));
   } else {
     line("server RSS", rss_source);
@@ -331,8 +333,8 @@ SoakReport run_soak(const SoakOptions& o) {
     const json& choice = j["choices"][0];
     baselines.push_back({choice["message"].value("content", ""), choice.value("finish_reason", "")});
   }
-  report.rss_idle_bytes = rss.read();
-  report.rss_peak_bytes = report.rss_idle_bytes;
+  report.rss_cold_bytes = rss.read();
+  report.rss_peak_bytes = report.rss_cold_bytes;
 
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> unit(0, 1);
@@ -495,8 +497,9 @@ SoakReport run_soak(const SoakOptions& o) {
     if (t.kind == Kind::stream) ++report.completed_stream;
   };
 
+  auto run_phase = [&](double seconds) {
   const Clock::time_point start = Clock::now();
-  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   auto next_rss = start + std::chrono::seconds(1);
   auto last_progress = start;
   try {
@@ -547,12 +550,13 @@ SoakReport run_soak(const SoakOptions& o) {
     curl_multi_cleanup(multi);
     throw;
   }
-  curl_multi_cleanup(multi);
   if (o.progress) std::fputc('\n', stderr);
-  report.duration_s = seconds_since(start);
+  return seconds_since(start);
+  };
 
   // Back to idle: nothing running, queued or streaming, no KV blocks held by sequences.
   const std::string metrics_url = server_root(o.base_url) + "/metrics";
+  auto wait_idle = [&] {
   const auto settle_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.settle_s));
   for (;;) {
     std::string detail;
@@ -583,6 +587,21 @@ SoakReport run_soak(const SoakOptions& o) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
+  };
+
+  // The idle level is taken after a warm-up at full concurrency: the allocator's arenas and the
+  // connection threads' stacks grow to their working size once, and that is not a leak.
+  const double warmup = o.warmup_s >= 0 ? o.warmup_s : std::min(30.0, o.duration_s / 10);
+  if (warmup > 0) {
+    run_phase(warmup);
+    wait_idle();
+  }
+  report.rss_idle_bytes = rss.read();
+  if (report.rss_idle_bytes && (!report.rss_peak_bytes || *report.rss_idle_bytes > *report.rss_peak_bytes))
+    report.rss_peak_bytes = report.rss_idle_bytes;
+  report.duration_s = run_phase(o.duration_s) + warmup;
+  curl_multi_cleanup(multi);
+  wait_idle();
   report.rss_end_bytes = rss.read();
   report.rss_source = rss.source;
   return report;

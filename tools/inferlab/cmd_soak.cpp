@@ -30,6 +30,7 @@ static Registrar reg([](CLI::App& app) {
   cmd->add_option("--server-pid", o->server_pid, "Read the server's RSS from /proc/PID/status");
   cmd->add_option("--rss-tolerance", o->rss_tolerance, "Allowed growth of RSS over its idle level (fraction)")
       ->capture_default_str();
+  cmd->add_option("--warmup", o->warmup_s, "Seconds of load before the idle RSS is read (default: min(30, duration/10))");
   cmd->add_option("--settle", o->settle_s, "Seconds to wait for the server to go idle after the run")->capture_default_str();
   cmd->add_flag("--progress", o->progress, "Print running counts on stderr");
   cmd->callback([o] {

@@ -28,6 +28,7 @@ struct SoakOptions {
   double request_timeout_s = 120;
   int server_pid = 0;           // read VmRSS from /proc/PID/status (else /metrics process_resident_memory_bytes)
   double rss_tolerance = 0.10;  // end RSS may exceed the idle RSS by this fraction
+  double warmup_s = -1;         // full-concurrency load before the idle RSS is read (-1: min(30 s, duration/10))
   double settle_s = 30;         // how long to wait for the server to go idle after the run
   bool progress = false;
 };
@@ -48,6 +49,7 @@ struct SoakReport {
   int64_t unexpected_status = 0;  // a malformed request that was accepted, or a valid one refused with 4xx
   std::map<std::string, int64_t> problems;  // first examples of each failure, by message
   std::vector<std::string> examples;        // a few full descriptions
+  std::optional<int64_t> rss_cold_bytes;  // after the sequential baseline only
   std::optional<int64_t> rss_idle_bytes, rss_peak_bytes, rss_end_bytes;
   std::string rss_source;  // "/proc/PID/status", "/metrics", or why it was not read
   bool server_idle = false;
