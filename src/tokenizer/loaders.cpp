@@ -1,4 +1,5 @@
 // Builds BpeTokenizer from the three on-disk forms: tokenizer.json, vocab.json + merges.txt, GGUF.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -290,6 +291,13 @@ std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path
   parse_normalizer(f, root.value("normalizer", json()), spec.normalizers);
   parse_pre_tokenizer(f, root.value("pre_tokenizer", json()), spec.pre_tokenizers);
   parse_post_processor(f, root.value("post_processor", json()), spec.post_processor);
+  // A post-processor id must name a token, or encode() would hand the model an id past its vocabulary.
+  for (const auto* ids : {&spec.post_processor.prefix, &spec.post_processor.suffix})
+    for (int32_t id : *ids) {
+      bool known = std::any_of(spec.added_tokens.begin(), spec.added_tokens.end(), [id](const auto& t) { return t.id == id; }) ||
+                   std::any_of(spec.vocab.begin(), spec.vocab.end(), [id](const auto& v) { return v.second == id; });
+      if (!known) fail("{}: post_processor adds token id {}, which is neither in model.vocab nor in added_tokens", f.source, id);
+    }
   apply_tokenizer_config(file.parent_path(), spec, false);
   return std::make_shared<BpeTokenizer>(std::move(spec));
 }
