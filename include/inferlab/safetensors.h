@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/float16.h"
+
 namespace inferlab {
 
 enum class DType { F32, F16, BF16 };
@@ -20,10 +22,6 @@ std::size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);  // safetensors spelling: "F32", "F16", "BF16"
 std::optional<DType> parse_dtype(const std::string& name);  // also accepts f32/bf16/f16/float32...
 
-float bf16_to_f32(uint16_t v);
-uint16_t f32_to_bf16(float v);  // round to nearest even
-float f16_to_f32(uint16_t v);
-uint16_t f32_to_f16(float v);
 
 // A tensor's bytes in the stored dtype, plus where it came from (for error messages).
 struct TensorView {

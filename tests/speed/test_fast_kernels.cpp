@@ -10,6 +10,7 @@
 #include "inferlab/fast/packed.h"
 #include "inferlab/fast/thread_pool.h"
 
+using namespace inferlab;
 using namespace inferlab::fast;
 
 namespace {
@@ -41,7 +42,7 @@ std::vector<double> reference(const std::vector<float>& x, int rows, const Packe
   const int in = w.in(), out = w.out();
   std::vector<float> xr(x);
   if (w.format() == WeightFormat::BF16) {
-    for (auto& v : xr) v = f32_from_bf16(bf16_from_f32(v));
+    for (auto& v : xr) v = bf16_to_f32(f32_to_bf16(v));
   } else if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
     PreparedInput p;
     prepare_input(x.data(), rows, in, w, p);
@@ -90,12 +91,12 @@ TEST(Formats, ParseAndNames) {
 }
 
 TEST(Formats, Bf16RoundsToNearestEven) {
-  EXPECT_EQ(bf16_from_f32(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
   // 1 + 2^-8 lies exactly between two bf16 values: ties go to the even mantissa (1.0).
-  EXPECT_EQ(bf16_from_f32(1.0f + 1.0f / 256), 0x3f80);
-  EXPECT_EQ(bf16_from_f32(1.0f + 3.0f / 256), 0x3f82);
-  EXPECT_EQ(f32_from_bf16(0xc040), -3.0f);
-  EXPECT_TRUE(std::isnan(f32_from_bf16(bf16_from_f32(NAN))));
+  EXPECT_EQ(f32_to_bf16(1.0f + 1.0f / 256), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(1.0f + 3.0f / 256), 0x3f82);
+  EXPECT_EQ(bf16_to_f32(0xc040), -3.0f);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
 }
 
 #pragma GCC push_options
@@ -105,9 +106,9 @@ static float hardware_f32(uint16_t h) { return _cvtsh_ss(h); }
 #pragma GCC pop_options
 
 TEST(Formats, Fp16ConversionMatchesF16C) {
-  EXPECT_EQ(f16_from_f32(1.0f), 0x3c00);
-  EXPECT_EQ(f16_from_f32(65504.0f), 0x7bff);
-  EXPECT_EQ(f16_from_f32(1e6f), 0x7c00);
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);
   if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no F16C on this CPU to compare against";
   std::mt19937 rng(7);
   std::uniform_int_distribution<uint32_t> bits;
@@ -118,9 +119,9 @@ TEST(Formats, Fp16ConversionMatchesF16C) {
     float v;
     std::memcpy(&v, &b, 4);
     if (std::isnan(v)) continue;
-    ASSERT_EQ(f16_from_f32(v), hardware_f16(v)) << v;
+    ASSERT_EQ(f32_to_f16(v), hardware_f16(v)) << v;
     const uint16_t h = static_cast<uint16_t>(b);
-    if (((h >> 10) & 0x1f) != 0x1f) ASSERT_EQ(f32_from_f16(h), hardware_f32(h)) << h;
+    if (((h >> 10) & 0x1f) != 0x1f) ASSERT_EQ(f16_to_f32(h), hardware_f32(h)) << h;
   }
 }
 
@@ -160,12 +161,12 @@ TEST(Quantizers, Bf16SourceIsKeptBitExact) {
   const int out = 20, in = 33;
   auto w = random_vector(static_cast<std::size_t>(out) * in, 2);
   std::vector<uint16_t> bits(w.size());
-  for (std::size_t i = 0; i < w.size(); ++i) bits[i] = bf16_from_f32(w[i]);
+  for (std::size_t i = 0; i < w.size(); ++i) bits[i] = f32_to_bf16(w[i]);
   const PackedMatrix m = PackedMatrix::from_bf16(bits.data(), out, in, WeightFormat::BF16);
   std::vector<float> row(in);
   for (int r = 0; r < out; ++r) {
     m.dequantize_row(r, row.data());
-    for (int k = 0; k < in; ++k) ASSERT_EQ(bf16_from_f32(row[k]), bits[r * in + k]);
+    for (int k = 0; k < in; ++k) ASSERT_EQ(f32_to_bf16(row[k]), bits[r * in + k]);
   }
   EXPECT_EQ(m.bytes(), static_cast<std::size_t>(2) * 16 * 34 * 2);  // 2 panels x 16 rows x 34 (k padded) x 2 bytes
 }

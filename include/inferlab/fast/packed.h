@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/float16.h"
+
 namespace inferlab::fast {
 
 enum class WeightFormat { F32, BF16, Q8, Q4 };
@@ -29,10 +31,6 @@ double bytes_per_weight(WeightFormat format);
 constexpr int kPanel = 16;  // output rows per panel
 constexpr int kBlock = 32;  // input elements per quantization block
 
-uint16_t bf16_from_f32(float v);  // round to nearest even; NaN stays NaN
-float f32_from_bf16(uint16_t v);
-uint16_t f16_from_f32(float v);
-float f32_from_f16(uint16_t v);
 
 // 64-byte aligned, zero-initialised bytes.
 class AlignedBuffer {

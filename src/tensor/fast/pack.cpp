@@ -41,55 +41,6 @@ double bytes_per_weight(WeightFormat format) {
   return 0;
 }
 
-uint16_t bf16_from_f32(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float f32_from_bf16(uint16_t v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t f16_from_f32(float v) {
-  // IEEE half, round to nearest even, with subnormals; the same rounding as F16C's vcvtps2ph.
-  uint32_t x;
-  std::memcpy(&x, &v, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
-  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
-  if (x < 0x38800000u) {                                              // subnormal half (or zero)
-    const float magnitude = std::fabs(v) * 16777216.0f;                // 2^24: units of the smallest half
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(magnitude)));
-  }
-  const uint32_t rounded = x + 0xfffu + ((x >> 13) & 1u);
-  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
-}
-
-float f32_from_f16(uint16_t h) {
-  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  float magnitude;
-  if (exponent == 0) magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31) magnitude = mantissa ? NAN : INFINITY;
-  else {
-    const uint32_t bits = ((exponent + 112u) << 23) | (mantissa << 13);
-    std::memcpy(&magnitude, &bits, 4);
-  }
-  uint32_t bits;
-  std::memcpy(&bits, &magnitude, 4);
-  bits |= sign;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
   const std::size_t rounded = (bytes + 63) / 64 * 64;
@@ -122,7 +73,7 @@ struct F32Source {
 struct Bf16Source {
   const uint16_t* w;
   int in;
-  float operator()(int r, int k) const { return f32_from_bf16(w[static_cast<std::size_t>(r) * in + k]); }
+  float operator()(int r, int k) const { return bf16_to_f32(w[static_cast<std::size_t>(r) * in + k]); }
 };
 
 std::size_t q8_offset(int block, int row_in_panel, int kk) {
@@ -165,7 +116,7 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
               const uint16_t* src = source.w + static_cast<std::size_t>(row) * in;
               for (int k = 0; k < in; ++k) panel[(k / 2) * 32 + r * 2 + k % 2] = src[k];
             } else {
-              for (int k = 0; k < in; ++k) panel[(k / 2) * 32 + r * 2 + k % 2] = bf16_from_f32(source(row, k));
+              for (int k = 0; k < in; ++k) panel[(k / 2) * 32 + r * 2 + k % 2] = f32_to_bf16(source(row, k));
             }
           }
         }
@@ -197,8 +148,8 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
               if (std::fabs(values[kk]) > amax) amax = std::fabs(values[kk]), largest = values[kk];
             }
             // q8_0: d = max|w| / 127; q4_0: d = (signed largest) / -8 so that it maps to code 0.
-            const uint16_t d16 = f16_from_f32(q8 ? amax / 127.0f : largest / -8.0f);
-            const float d = f32_from_f16(d16);
+            const uint16_t d16 = f32_to_f16(q8 ? amax / 127.0f : largest / -8.0f);
+            const float d = f16_to_f32(d16);
             scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r] = d16;
             const float inv = d != 0 ? 1.0f / d : 0.0f;
             for (int kk = 0; kk < kBlock; ++kk) {
@@ -278,7 +229,7 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
     case WeightFormat::F32: std::memcpy(dst, f32_data() + static_cast<std::size_t>(row) * in_, sizeof(float) * in_); return;
     case WeightFormat::BF16: {
       const uint16_t* panel = reinterpret_cast<const uint16_t*>(panel_data(p));
-      for (int k = 0; k < in_; ++k) dst[k] = f32_from_bf16(panel[(k / 2) * 32 + r * 2 + k % 2]);
+      for (int k = 0; k < in_; ++k) dst[k] = bf16_to_f32(panel[(k / 2) * 32 + r * 2 + k % 2]);
       return;
     }
     case WeightFormat::Q8:
@@ -287,7 +238,7 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
       const uint16_t* scales = panel_scales(p);
       for (int k = 0; k < in_; ++k) {
         const int b = k / kBlock, kk = k % kBlock;
-        const float d = f32_from_f16(scales[b * kPanel + r]);
+        const float d = f16_to_f32(scales[b * kPanel + r]);
         int q;
         if (format_ == WeightFormat::Q8) q = static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
         else {
@@ -323,7 +274,7 @@ void prepare_rows(const float* x, int row_begin, int row_end, int in, const Pack
     for (int r = row_begin; r < row_end; ++r) {
       uint16_t* dst = prepared.bf16.data() + static_cast<std::size_t>(r) * w.in_padded();
       const float* src = x + static_cast<std::size_t>(r) * in;
-      for (int k = 0; k < in; ++k) dst[k] = bf16_from_f32(src[k]);
+      for (int k = 0; k < in; ++k) dst[k] = f32_to_bf16(src[k]);
       for (int k = in; k < w.in_padded(); ++k) dst[k] = 0;
     }
     return;
@@ -373,8 +324,8 @@ void bf16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
         float acc = 0;
         for (int kp = 0; kp < w.in_padded() / 2; ++kp) {
           // vdpbf16ps order: the odd element first, then the even one, each rounded once.
-          acc = std::fma(f32_from_bf16(panel[kp * 32 + r * 2 + 1]), f32_from_bf16(x[2 * kp + 1]), acc);
-          acc = std::fma(f32_from_bf16(panel[kp * 32 + r * 2]), f32_from_bf16(x[2 * kp]), acc);
+          acc = std::fma(bf16_to_f32(panel[kp * 32 + r * 2 + 1]), bf16_to_f32(x[2 * kp + 1]), acc);
+          acc = std::fma(bf16_to_f32(panel[kp * 32 + r * 2]), bf16_to_f32(x[2 * kp]), acc);
         }
         store(a, row, p * kPanel + r, acc);
       }
@@ -403,7 +354,7 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
             }
             isum += q * x[b * kBlock + kk];
           }
-          const float scale = f32_from_f16(scales[b * kPanel + r]) * a.in->scale[static_cast<std::size_t>(row) * blocks + b];
+          const float scale = f16_to_f32(scales[b * kPanel + r]) * a.in->scale[static_cast<std::size_t>(row) * blocks + b];
           acc = std::fma(static_cast<float>(isum), scale, acc);
         }
         store(a, row, p * kPanel + r, acc);
