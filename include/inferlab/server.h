@@ -15,6 +15,7 @@ struct ServerOptions {
   std::string served_model_name;   // empty: the model folder's name (or the repo id given)
   SchedulerOptions scheduler;
   int threads = 0;                 // model compute threads (0: all cores)
+  std::string weights = "auto";    // matmul weights: auto (as stored), f32, bf16, int8, q4
   double request_timeout_s = 600;  // per request, from arrival; 0: none
   int http_threads = 128;          // connections served at once (each stream holds one)
   int max_n = 16;                  // largest `n` (choices per request)

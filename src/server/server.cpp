@@ -219,6 +219,7 @@ void Server::load(const std::string& model_name) {
   Impl& s = *impl_;
   LoadOptions load_options;
   load_options.threads = s.options.threads;
+  load_options.weights = s.options.weights;
   s.model = Model::load(model_name, load_options);
   const fs::path path = s.model->path();
   if (fs::is_directory(path)) s.tokenizer = Tokenizer::from_folder(path);

@@ -89,6 +89,8 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("!--no-prefix-caching", args->server.scheduler.prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
   cmd->add_option("--threads", args->server.threads, "Compute threads for the model (0: all cores)")->capture_default_str();
+  cmd->add_option("--weights", args->server.weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));
   cmd->add_option("--http-threads", args->server.http_threads, "Connections served at once")
       ->capture_default_str()->check(CLI::Range(4, 4096));
   cmd->add_option("--served-model-name", args->server.served_model_name, "Name clients use in 'model' (default: the folder name)");
