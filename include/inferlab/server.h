@@ -20,6 +20,13 @@ struct ServerOptions {
   int http_threads = 128;          // connections served at once (each stream holds one)
   int max_n = 16;                  // largest `n` (choices per request)
   bool log_requests = false;
+  // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
+  std::string api_key;                  // non-empty: all but /health need "Authorization: Bearer KEY" (401)
+  std::size_t max_body_bytes = 32u << 20;  // larger request bodies: 413
+  int max_messages = 1024;              // more chat messages: 400
+  int max_prompt_tokens = 0;            // longer prompts: 400 (0: the context length)
+  int max_tokens_limit = 0;             // larger max_tokens: 400; the default is capped to it (0: the context)
+  double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
 };
 
 class Server {

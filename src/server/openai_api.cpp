@@ -200,6 +200,8 @@ json parse_json_object(const std::string& body) {
     parsed = json::parse(body);
   } catch (const json::parse_error& e) {
     throw ApiError(400, fmt::format("the request body is not valid JSON: {}", e.what()));
+  } catch (const json::exception& e) {  // e.g. a number too large for a double (1e999)
+    throw ApiError(400, fmt::format("the request body cannot be read as JSON: {}", e.what()));
   }
   if (!parsed.is_object()) throw ApiError(400, fmt::format("the request body must be a JSON object, got {}", type_of(parsed)));
   return parsed;

@@ -12,6 +12,7 @@
 #include "inferlab/chat_template.h"
 #include "inferlab/model_path.h"
 #include "inferlab/tokenizer.h"
+#include "auth.h"
 #include "openai_api.h"
 
 namespace inferlab {
@@ -190,11 +191,11 @@ int Server::start() {
   Impl& s = *impl_;
   const int threads = std::max(4, s.options.http_threads);
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.http.set_payload_max_length(32u << 20);
+  s.http.set_payload_max_length(s.options.max_body_bytes);
   s.http.set_keep_alive_max_count(10000);
   s.http.set_keep_alive_timeout(5);
   s.http.set_read_timeout(30);
-  s.http.set_write_timeout(30);
+  s.http.set_write_timeout(std::chrono::milliseconds(static_cast<int64_t>(s.options.slow_client_timeout_s * 1000)));
   s.routes();
   if (s.options.port == 0) {
     s.bound_port = s.http.bind_to_any_port(s.options.host);
@@ -277,6 +278,18 @@ void Server::shutdown(std::chrono::milliseconds drain) {
 }
 
 void Server::Impl::routes() {
+  // API key: checked before routing, so no handler (and no body parsing) runs for a stranger.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (api::bearer_matches(req.get_header_value("Authorization"), options.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, ApiError(401, req.has_header("Authorization")
+                                      ? "incorrect API key provided (the key given to inferlab serve --api-key is needed)"
+                                      : "missing API key: send the header 'Authorization: Bearer <key>'",
+                             "", "invalid_api_key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     {
       std::lock_guard lock(http_counts_mutex);
@@ -291,7 +304,8 @@ void Server::Impl::routes() {
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
-                                            : fmt::format("HTTP {} for {} {}", res.status, req.method, req.path);
+                          : res.status == 413 ? fmt::format("the request body is larger than the server's limit (--max-body-bytes)")
+                                              : fmt::format("HTTP {} for {} {}", res.status, req.method, req.path);
     send_json(res, res.status, ApiError(res.status, message).body());
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -385,8 +399,24 @@ void Server::Impl::routes() {
 void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
   json body = api::parse_json_object(req.body);
+  if (chat && body.contains("messages") && body["messages"].is_array() &&
+      body["messages"].size() > static_cast<std::size_t>(options.max_messages))
+    throw ApiError(400, fmt::format("{} messages; this server accepts at most {} (--max-messages)", body["messages"].size(),
+                                    options.max_messages), "messages");
+  for (const char* name : {"max_tokens", "max_completion_tokens"})
+    if (options.max_tokens_limit > 0 && body.contains(name) && body[name].is_number() &&
+        body[name].get<double>() > options.max_tokens_limit)
+      throw ApiError(400, fmt::format("'{}' is {}; this server allows at most {} (--max-tokens-limit)", name, body[name].dump(),
+                                      options.max_tokens_limit), name);
   auto request = std::make_shared<api::ParsedRequest>(chat ? api::parse_chat_request(body, context)
                                                             : api::parse_completion_request(body, context));
+  for (std::size_t p = 0; p < request->prompts.size(); ++p) {
+    if (options.max_prompt_tokens > 0 && request->prompts[p].size() > static_cast<std::size_t>(options.max_prompt_tokens))
+      throw ApiError(400, fmt::format("the prompt is {} tokens; this server accepts at most {} (--max-prompt-tokens)",
+                                      request->prompts[p].size(), options.max_prompt_tokens),
+                     chat ? "messages" : "prompt", "context_length_exceeded");
+    if (options.max_tokens_limit > 0) request->max_tokens[p] = std::min(request->max_tokens[p], options.max_tokens_limit);
+  }
   if (chat && !chat_template) throw ApiError(400, "this model's chat template cannot be used: " + chat_template_error, "messages");
 
   auto choices = std::make_shared<std::vector<std::unique_ptr<Choice>>>();

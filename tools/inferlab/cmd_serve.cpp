@@ -58,6 +58,16 @@ void serve(const ServeArgs& args) {
   int port = server.start();
   std::fprintf(stderr, "inferlab serve: listening on http://%s:%d (loading %s; /health is 503 until ready)\n",
                options.host.c_str(), port, model.c_str());
+  if (options.api_key.empty()) {
+    if (options.host == "localhost" || options.host == "::1" || options.host.rfind("127.", 0) == 0)
+      std::fprintf(stderr, "inferlab serve: no API key (--api-key or INFERLAB_API_KEY), so it listens on %s only: "
+                           "reachable from this machine alone\n", options.host.c_str());
+    else
+      std::fprintf(stderr, "inferlab serve: warning: listening on %s with no API key (--api-key or INFERLAB_API_KEY): "
+                           "anyone who can reach this address can use the server\n", options.host.c_str());
+  } else {
+    std::fprintf(stderr, "inferlab serve: API key required on every endpoint but /health\n");
+  }
   server.load(model);
   std::fprintf(stderr, "inferlab serve: ready, model name '%s' — try: curl http://%s:%d/v1/models\n",
                server.model_name().c_str(), options.host.c_str(), port);
@@ -100,6 +110,19 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--drain", args->drain_s, "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_flag("--log-requests", args->server.log_requests, "Print one line per HTTP request");
+  cmd->add_option("--api-key", args->server.api_key,
+                  "Require 'Authorization: Bearer KEY' on every endpoint but /health (prefer the env variable: "
+                  "arguments are visible to other users)")->envname("INFERLAB_API_KEY");
+  cmd->add_option("--max-body-bytes", args->server.max_body_bytes, "Largest request body (413 above)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{64}, std::size_t{1} << 32));
+  cmd->add_option("--max-messages", args->server.max_messages, "Most chat messages per request")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-prompt-tokens", args->server.max_prompt_tokens, "Longest prompt in tokens (0: the context length)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--max-tokens-limit", args->server.max_tokens_limit, "Largest max_tokens (0: the context length)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--slow-client-timeout", args->server.slow_client_timeout_s,
+                  "Drop a client that reads nothing for this many seconds")->capture_default_str()->check(CLI::Range(0.1, 3600.0));
   cmd->callback([args] { serve(*args); });
 });
 
