@@ -282,7 +282,6 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   if (!multi) fail("libcurl: cannot create a multi handle");
   curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(std::clamp<std::size_t>(cap, 16, 100000)));
   std::vector<std::unique_ptr<Transfer>> transfers(total);
-  std::string auth = "Authorization: Bearer " + (options.api_key.empty() ? std::string("EMPTY") : options.api_key);
 
   ServeRun run;
   run.records.resize(total);
@@ -297,25 +296,13 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
     t->index = i;
     t->body = request_body(options, prompts[i]);
     t->parser = std::make_unique<SseParser>([raw = t.get()](const SseEvent& e) { raw->on_event(e); });
-    t->easy = curl_easy_init();
-    if (!t->easy) fail("libcurl: cannot create a handle");
-    t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
-    t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
-    t->headers = curl_slist_append(t->headers, "Expect:");
-    t->headers = curl_slist_append(t->headers, auth.c_str());
+    t->easy = new_json_post(url, t->body, options.api_key, static_cast<long>(std::ceil(options.timeout_s * 1000)),
+                            /*event_stream=*/true, t->headers, t->errbuf);
     CURL* e = t->easy;
-    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_transfer_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::ceil(options.timeout_s * 1000)));
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::ceil(std::min(options.timeout_s, 30.0) * 1000)));
     t->start = Clock::now();
     CURLMcode rc = curl_multi_add_handle(multi, e);

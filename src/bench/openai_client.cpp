@@ -65,6 +65,26 @@ StreamChunk parse_stream_chunk(std::string_view data) {
   return chunk;
 }
 
+CURL* new_json_post(const std::string& url, const std::string& body, const std::string& api_key, long timeout_ms,
+                    bool event_stream, curl_slist*& headers, char* errbuf) {
+  CURL* e = curl_easy_init();
+  if (!e) fail("libcurl: cannot create a handle");
+  headers = curl_slist_append(headers, "Content-Type: application/json");
+  if (event_stream) headers = curl_slist_append(headers, "Accept: text/event-stream");
+  headers = curl_slist_append(headers, "Expect:");
+  const std::string auth = "Authorization: Bearer " + (api_key.empty() ? std::string("EMPTY") : api_key);
+  headers = curl_slist_append(headers, auth.c_str());
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+  return e;
+}
+
 namespace {
 
 struct CurlGlobal {

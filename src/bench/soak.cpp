@@ -341,7 +341,6 @@ SoakReport run_soak(const SoakOptions& o) {
   raise_open_file_limit(static_cast<std::size_t>(o.concurrency) * 2);
   CURLM* multi = curl_multi_init();
   if (!multi) fail("libcurl: cannot create a multi handle");
-  std::string auth = "Authorization: Bearer " + (o.api_key.empty() ? std::string("EMPTY") : o.api_key);
   std::vector<std::unique_ptr<Transfer>> in_flight_list;
   std::set<std::string> seen_ids;
   int in_flight = 0;
@@ -367,25 +366,14 @@ SoakReport run_soak(const SoakOptions& o) {
     }
     if (t->kind == Kind::stream)
       t->parser = std::make_unique<SseParser>([raw = t.get()](const SseEvent& e) { raw->on_event(e); });
-    t->easy = curl_easy_init();
-    if (!t->easy) fail("libcurl: cannot create a handle");
-    t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
-    t->headers = curl_slist_append(t->headers, "Expect:");
-    t->headers = curl_slist_append(t->headers, auth.c_str());
+    t->easy = new_json_post(url, t->body, o.api_key, static_cast<long>(o.request_timeout_s * 1000),
+                            /*event_stream=*/false, t->headers, t->errbuf);
     CURL* e = t->easy;
-    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o.request_timeout_s * 1000));
     CURLMcode rc = curl_multi_add_handle(multi, e);
     if (rc != CURLM_OK) fail("libcurl: cannot start a request: {}", curl_multi_strerror(rc));
     in_flight_list.push_back(std::move(t));
