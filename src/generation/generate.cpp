@@ -1,13 +1,20 @@
 #include "inferlab/generate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "inferlab/error.h"
 
 namespace inferlab {
 
 int32_t argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  if (logits.empty()) fail("argmax: no logits");
+  // Same answer as std::max_element (the first maximum; NaNs never win unless they come first),
+  // in two passes that the compiler vectorizes: the maximum, then its first position.
+  if (std::isnan(logits[0])) return 0;
+  float best = logits[0];
+  for (const float v : logits) best = v > best ? v : best;
+  return static_cast<int32_t>(std::find(logits.begin(), logits.end(), best) - logits.begin());
 }
 
 namespace {

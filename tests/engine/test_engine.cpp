@@ -370,3 +370,22 @@ TEST(Stories260K, LoadsAsLlamaAndGeneratesDeterministically) {
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(a.tokens.size(), 40u);
 }
+
+TEST(Argmax, FirstMaximumLikeTorch) {
+  using inferlab::argmax;
+  const std::vector<float> ties{1, 3, 2, 3, -1};
+  EXPECT_EQ(argmax(ties), 1);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> all_minus_inf(7, -inf);
+  EXPECT_EQ(argmax(all_minus_inf), 0);
+  std::vector<float> big(151936);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>((i * 7919) % 1000) * 0.001f;
+  big[150001] = 5.0f;
+  big[151935] = 5.0f;
+  EXPECT_EQ(argmax(big), 150001);
+  std::vector<float> with_nan{0.5f, std::nanf(""), 2.0f, 1.0f};
+  EXPECT_EQ(argmax(with_nan), static_cast<int32_t>(std::max_element(with_nan.begin(), with_nan.end()) - with_nan.begin()));
+  std::vector<float> nan_first{std::nanf(""), 2.0f};
+  EXPECT_EQ(argmax(nan_first), 0);
+  EXPECT_THROW(argmax(std::vector<float>{}), inferlab::Error);
+}

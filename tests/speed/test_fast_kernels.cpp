@@ -9,6 +9,7 @@
 #include "inferlab/fast/cpu.h"
 #include "inferlab/fast/packed.h"
 #include "inferlab/fast/thread_pool.h"
+#include "tensor/fast/kernels_internal.h"
 
 using namespace inferlab;
 using namespace inferlab::fast;
@@ -210,6 +211,38 @@ TEST(Matmul, EveryInstructionSetMatchesTheReference) {
 
 // A row's result does not depend on which rows it is computed with (batched decode gives the same
 // tokens as one stream), nor, for the same arithmetic, on the instruction set.
+// The SIMD row preparation (bf16 rounding, q8 blocks) is bit-identical to the scalar code, for
+// widths that are not multiples of the vector or block, and for zeros, ties, tiny, huge and NaN.
+TEST(Prepare, SimdRowsEqualTheScalarRows) {
+  IsaGuard guard;
+  for (const int in : {1, 15, 16, 17, 31, 32, 33, 160, 896, 4864}) {
+    std::vector<float> x = random_vector(static_cast<std::size_t>(in) * 3, 40 + in, 3.0f);
+    for (int k = 0; k < in; ++k) x[static_cast<std::size_t>(in) + k] = 0.0f;  // an all-zero row
+    const float specials[] = {1.00390625f, 1.01171875f, -2.5f, 1e-40f, -1e-39f, 3e38f, -3e38f, 0.5f, 127.5f};
+    for (int k = 0; k < in && k < 9; ++k) x[static_cast<std::size_t>(2) * in + k * (in / 9 + 1) % in] = specials[k];
+    x[static_cast<std::size_t>(2) * in + in / 2] = std::nanf("");
+    const std::vector<float> w(static_cast<std::size_t>(16) * in, 0.25f);
+    for (WeightFormat format : {WeightFormat::BF16, WeightFormat::Q8}) {
+      const PackedMatrix m = PackedMatrix::from_f32(w.data(), 16, in, format);
+      PreparedInput scalar, simd;
+      detail::size_prepared(3, m, scalar);
+      detail::prepare_rows(x.data(), 0, 3, in, m, scalar, false);
+      for (Isa isa : runnable_isas()) {
+        set_isa_limit(isa);
+        detail::size_prepared(3, m, simd);
+        detail::prepare_rows(x.data(), 0, 3, in, m, simd, true);
+        EXPECT_EQ(simd.bf16, scalar.bf16) << format_name(format) << " " << isa_name(isa) << " in=" << in;
+        EXPECT_EQ(simd.q8, scalar.q8) << format_name(format) << " " << isa_name(isa) << " in=" << in;
+        EXPECT_EQ(simd.sum, scalar.sum) << format_name(format) << " " << isa_name(isa) << " in=" << in;
+        ASSERT_EQ(simd.scale.size(), scalar.scale.size());
+        for (std::size_t i = 0; i < simd.scale.size(); ++i)
+          if (!(std::isnan(simd.scale[i]) && std::isnan(scalar.scale[i])))
+            EXPECT_EQ(simd.scale[i], scalar.scale[i]) << isa_name(isa) << " in=" << in << " block " << i;
+      }
+    }
+  }
+}
+
 TEST(Matmul, RowsAreIndependentOfBatchAndMatchTheScalarPath) {
   IsaGuard guard;
   const int out = 96, in = 160, rows = 21;

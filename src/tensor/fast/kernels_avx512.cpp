@@ -200,10 +200,59 @@ void bf16_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Bf16Kernel, 4
 void q8_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q8Kernel, 2, 4>(a, pb, pe); }
 void q4_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q4Kernel, 2, 4>(a, pb, pe); }
 
+// f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet (not vcvtneps2bf16, which
+// flushes denormals and so would differ from the scalar rounding).
+inline __m256i round_to_bf16(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  rounded = _mm512_mask_or_epi32(rounded, nan, _mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(rounded);
+}
+
+void bf16_row_avx512(const float* src, int in, int in_padded, uint16_t* dst) {
+  int k = 0;
+  for (; k + 16 <= in; k += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), round_to_bf16(_mm512_loadu_ps(src + k)));
+  if (k < in) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (in - k)) - 1);
+    _mm256_mask_storeu_epi16(dst + k, mask, round_to_bf16(_mm512_maskz_loadu_ps(mask, src + k)));
+  }
+  for (k = in; k < in_padded; ++k) dst[k] = 0;
+}
+
+// Per block of 32: d = max|x| / 127, q = nearbyint(x / d) clamped to [-127, 127] (the default
+// rounding mode is nearest even, as vcvtps2dq's), sum of q. Lanes past `in` are zero.
+void q8_row_avx512(const float* src, int in, int blocks, int8_t* dst, float* scale, int32_t* sum) {
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  for (int b = 0; b < blocks; ++b) {
+    const int k0 = b * kBlock, left = std::clamp(in - k0, 0, kBlock);
+    const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left > 16 ? (1u << (left - 16)) - 1 : 0);
+    const __m512 x0 = _mm512_maskz_loadu_ps(m0, src + k0), x1 = _mm512_maskz_loadu_ps(m1, src + k0 + 16);
+    // max(|x|, 0) puts 0 in NaN lanes: NaN never becomes the block maximum, as with std::max.
+    const __m512 zero = _mm512_setzero_ps();
+    const float amax = _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_max_ps(_mm512_and_ps(x0, abs_mask), zero), _mm512_max_ps(_mm512_and_ps(x1, abs_mask), zero)));
+    const float d = amax / 127.0f;
+    const float inv = d != 0 ? 1.0f / d : 0.0f;
+    const __m512 vinv = _mm512_set1_ps(inv);
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    const __m512i q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x0, vinv)), lo), hi);
+    const __m512i q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x1, vinv)), lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k0), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k0 + 16), _mm512_cvtepi32_epi8(q1));
+    scale[b] = d;
+    sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  }
+}
+
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table{bf16_avx512, q8_avx512, q4_avx512};
+  static const KernelTable table{bf16_avx512, q8_avx512, q4_avx512, bf16_row_avx512, q8_row_avx512};
   return table;
 }
 

@@ -15,18 +15,28 @@ struct KernelArgs {
 // Each computes y for output panels [panel_begin, panel_end) and every row.
 using PanelKernel = void (*)(const KernelArgs& args, int panel_begin, int panel_end);
 
+// One activation row rounded to bf16 / quantized to q8 blocks, exactly as prepare_rows' scalar
+// code does (the kernels' results must not depend on which of them prepared the row).
+using Bf16RowFn = void (*)(const float* src, int in, int in_padded, uint16_t* dst);
+using Q8RowFn = void (*)(const float* src, int in, int blocks, int8_t* dst, float* scale, int32_t* sum);
+
 struct KernelTable {
   PanelKernel bf16, q8, q4;
+  Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
+  Q8RowFn q8_row = nullptr;
 };
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();
 const KernelTable& avx512_kernels();
+const KernelTable& active_kernels();  // for active_isa()
 
 }  // namespace inferlab::fast::detail
 
 namespace inferlab::fast::detail {
 // prepare_input in two steps, so that many rows can be prepared in parallel.
 void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared);
-void prepare_rows(const float* x, int row_begin, int row_end, int in, const PackedMatrix& w, PreparedInput& prepared);
+// simd: the active instruction set's row functions (matmul); false: the scalar code (the oracle).
+void prepare_rows(const float* x, int row_begin, int row_end, int in, const PackedMatrix& w, PreparedInput& prepared,
+                  bool simd = false);
 }  // namespace inferlab::fast::detail

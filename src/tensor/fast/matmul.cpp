@@ -34,6 +34,8 @@ void matmul_f32(const float* x, int rows, const PackedMatrix& w, const float* bi
 }
 }  // namespace
 
+const detail::KernelTable& detail::active_kernels() { return kernels_for(active_isa()); }
+
 void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, float* y) {
   if (rows <= 0) return;
   if (!x || !y) fail("matmul: null input or output buffer");
@@ -50,10 +52,10 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
   detail::size_prepared(rows, w, prepared);
   if (rows >= 16 && pool.size() > 1)
     pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
-      detail::prepare_rows(x, static_cast<int>(begin), static_cast<int>(end), w.in(), w, prepared);
+      detail::prepare_rows(x, static_cast<int>(begin), static_cast<int>(end), w.in(), w, prepared, true);
     });
   else
-    detail::prepare_rows(x, 0, rows, w.in(), w, prepared);
+    detail::prepare_rows(x, 0, rows, w.in(), w, prepared, true);
 
   const detail::KernelTable& table = kernels_for(isa);
   const detail::PanelKernel kernel =

@@ -269,11 +269,18 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
   }
 }
 
-void prepare_rows(const float* x, int row_begin, int row_end, int in, const PackedMatrix& w, PreparedInput& prepared) {
+void prepare_rows(const float* x, int row_begin, int row_end, int in, const PackedMatrix& w, PreparedInput& prepared,
+                  bool use_simd) {
+  static const KernelTable none{};
+  const KernelTable& simd = use_simd ? active_kernels() : none;
   if (w.format() == WeightFormat::BF16) {
     for (int r = row_begin; r < row_end; ++r) {
       uint16_t* dst = prepared.bf16.data() + static_cast<std::size_t>(r) * w.in_padded();
       const float* src = x + static_cast<std::size_t>(r) * in;
+      if (simd.bf16_row) {
+        simd.bf16_row(src, in, w.in_padded(), dst);
+        continue;
+      }
       for (int k = 0; k < in; ++k) dst[k] = f32_to_bf16(src[k]);
       for (int k = in; k < w.in_padded(); ++k) dst[k] = 0;
     }
@@ -283,6 +290,11 @@ void prepare_rows(const float* x, int row_begin, int row_end, int in, const Pack
   for (int r = row_begin; r < row_end; ++r) {
     const float* src = x + static_cast<std::size_t>(r) * in;
     int8_t* dst = prepared.q8.data() + static_cast<std::size_t>(r) * w.in_padded();
+    if (simd.q8_row) {
+      simd.q8_row(src, in, blocks, dst, prepared.scale.data() + static_cast<std::size_t>(r) * blocks,
+                  prepared.sum.data() + static_cast<std::size_t>(r) * blocks);
+      continue;
+    }
     for (int b = 0; b < blocks; ++b) {
       float amax = 0;
       const int k0 = b * kBlock, k1 = std::min(in, k0 + kBlock);
