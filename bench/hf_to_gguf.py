@@ -1,0 +1,350 @@
+#!/usr/bin/python3
+"""Convert an HF-layout qwen2 model (safetensors + config.json + tokenizer.json) to a GGUF v3 file
+that llama.cpp loads, in BF16, Q8_0 or Q4_0, so llama.cpp can be measured on the very weights that
+inferlab runs. numpy only, nothing downloaded.
+
+  bench/hf_to_gguf.py MODEL_DIR --type bf16|q8_0|q4_0 --out FILE.gguf [--tokenizer DIR] [--pure]
+
+Tensor types follow what llama.cpp's own tools write by default:
+- bf16 (as convert_hf_to_gguf.py --outtype bf16): every 2-D weight BF16; norms and biases F32.
+- q8_0 (as llama-quantize ... Q8_0): every 2-D weight Q8_0, token_embd included; 1-D F32.
+- q4_0 (as llama-quantize ... Q4_0): 2-D weights Q4_0, but the output matrix (token_embd when the
+  embeddings are tied) gets llama-quantize's output type Q6_K, which falls back to Q8_0 when the
+  row length is not a multiple of 256 (Qwen2.5-0.5B's 896 is not). This script has no Q6_K
+  quantizer, so it writes Q8_0 in that case too and says so. --pure (like llama-quantize --pure)
+  writes that tensor in the main type.
+Q8_0 and Q4_0 blocks are computed exactly as ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref
+(fp32 arithmetic, roundf / truncation, fp16 scale rounded to nearest even).
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_BF16 = 0, 1, 2, 8, 30
+BLOCK = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_BF16: (1, 2), GGML_Q8_0: (32, 34), GGML_Q4_0: (32, 18)}
+TYPE_NAME = {GGML_F32: "F32", GGML_F16: "F16", GGML_BF16: "BF16", GGML_Q8_0: "Q8_0", GGML_Q4_0: "Q4_0"}
+# llama_ftype written to general.file_type
+FILE_TYPE = {"bf16": 32, "q8_0": 7, "q4_0": 2}
+MAIN_TYPE = {"bf16": GGML_BF16, "q8_0": GGML_Q8_0, "q4_0": GGML_Q4_0}
+# gguf-py TokenType
+TOKEN_NORMAL, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED = 1, 3, 4, 5
+# GGUF metadata value types
+V_UINT32, V_INT32, V_FLOAT32, V_BOOL, V_STRING, V_ARRAY = 4, 5, 6, 7, 8, 9
+ALIGNMENT = 32
+ROWS_PER_CHUNK = 4096  # quantize in slices to bound the temporaries of the largest (embedding) matrix
+
+
+class ConvertError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- safetensors
+
+def read_safetensors(model_dir):
+    """name -> (numpy view of the stored data, dtype string, shape); files memory-mapped."""
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    elif os.path.exists(os.path.join(model_dir, "model.safetensors")):
+        files = ["model.safetensors"]
+    else:
+        raise ConvertError(f"{model_dir}: no model.safetensors or model.safetensors.index.json")
+    tensors = {}
+    for name in files:
+        path = os.path.join(model_dir, name)
+        with open(path, "rb") as f:
+            header_len = struct.unpack("<Q", f.read(8))[0]
+            header = json.loads(f.read(header_len))
+        data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_len)
+        for key, info in header.items():
+            if key == "__metadata__":
+                continue
+            begin, end = info["data_offsets"]
+            tensors[key] = (data[begin:end], info["dtype"], tuple(info["shape"]))
+    return tensors
+
+
+def to_f32(raw, dtype, shape):
+    if dtype == "F32":
+        return raw.view(np.float32).reshape(shape)
+    if dtype == "F16":
+        return raw.view(np.float16).astype(np.float32).reshape(shape)
+    if dtype == "BF16":
+        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    raise ConvertError(f"unsupported safetensors dtype {dtype}")
+
+
+def to_bf16_bits(raw, dtype, shape):
+    if dtype == "BF16":
+        return raw.view(np.uint16).reshape(shape)
+    bits = to_f32(raw, dtype, shape).view(np.uint32).astype(np.uint64)
+    # round to nearest even, as ggml_fp32_to_bf16 (NaNs kept quiet)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(to_f32(raw, dtype, shape))
+    return np.where(nan, ((bits >> 16) | 64).astype(np.uint16), rounded)
+
+
+# ---------------------------------------------------------------- quantizers (ggml reference)
+
+def quantize_q8_0(x):
+    """x: float32 [rows, cols], cols % 32 == 0 -> uint8 [rows, cols/32 * 34]."""
+    rows, cols = x.shape
+    blocks = x.reshape(rows, cols // 32, 32).astype(np.float32)
+    amax = np.abs(blocks).max(axis=2)
+    d = (amax / np.float32(127)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    scaled = (blocks * inv[:, :, None]).astype(np.float32).astype(np.float64)
+    q = (np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)).astype(np.int8)  # roundf: half away from zero
+    out = np.empty((rows, cols // 32, 34), dtype=np.uint8)
+    out[:, :, 0:2] = d.astype(np.float16).view(np.uint8).reshape(rows, cols // 32, 2)
+    out[:, :, 2:] = q.view(np.uint8)
+    return out.reshape(rows, -1)
+
+
+def quantize_q4_0(x):
+    """x: float32 [rows, cols], cols % 32 == 0 -> uint8 [rows, cols/32 * 18]."""
+    rows, cols = x.shape
+    blocks = x.reshape(rows, cols // 32, 32).astype(np.float32)
+    first_max = np.take_along_axis(blocks, np.abs(blocks).argmax(axis=2)[:, :, None], axis=2)[:, :, 0]
+    d = (first_max / np.float32(-8)).astype(np.float32)  # signed value of largest magnitude (first one)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    shifted = (blocks * inv[:, :, None]).astype(np.float32) + np.float32(8.5)
+    q = np.minimum(15, np.trunc(shifted).astype(np.int8)).astype(np.uint8)  # (int8_t) cast truncates
+    out = np.empty((rows, cols // 32, 18), dtype=np.uint8)
+    out[:, :, 0:2] = d.astype(np.float16).view(np.uint8).reshape(rows, cols // 32, 2)
+    out[:, :, 2:] = q[:, :, :16] | (q[:, :, 16:] << 4)
+    return out.reshape(rows, -1)
+
+
+def encode(raw, dtype, shape, ggml_type):
+    """Stored tensor -> bytes of the GGUF tensor data (row-major; rows = all but the last dim)."""
+    if ggml_type == GGML_BF16:
+        return to_bf16_bits(raw, dtype, shape).tobytes()
+    if ggml_type == GGML_F32:
+        return np.ascontiguousarray(to_f32(raw, dtype, shape)).tobytes()
+    matrix = to_f32(raw, dtype, shape).reshape(-1, shape[-1])
+    quantize = quantize_q8_0 if ggml_type == GGML_Q8_0 else quantize_q4_0
+    return b"".join(quantize(np.ascontiguousarray(matrix[r:r + ROWS_PER_CHUNK])).tobytes()
+                    for r in range(0, matrix.shape[0], ROWS_PER_CHUNK))
+
+
+# ---------------------------------------------------------------- model mapping
+
+def tensor_plan(config, tensors, out_type, pure):
+    """[(gguf name, hf name, ggml type, shape)] in llama.cpp's order, and notes on choices made."""
+    if config.get("model_type") != "qwen2":
+        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2 only")
+    layers = config["num_hidden_layers"]
+    main = MAIN_TYPE[out_type]
+    tied = "lm_head.weight" not in tensors
+    notes = []
+
+    def weight_type(gguf_name, shape):
+        if len(shape) < 2:
+            return GGML_F32
+        if main == GGML_BF16:
+            return GGML_BF16
+        output_matrix = gguf_name == "output.weight" or (tied and gguf_name == "token_embd.weight")
+        if output_matrix and main == GGML_Q4_0 and not pure:
+            # llama-quantize: output type Q6_K, falling back to Q8_0 when ncols % 256 != 0
+            reason = ("its rows are not a multiple of 256" if shape[-1] % 256
+                      else "this converter has no Q6_K quantizer (llama-quantize would write Q6_K)")
+            notes.append(f"{gguf_name}: Q8_0 ({reason})")
+            return GGML_Q8_0
+        if shape[-1] % 32:
+            notes.append(f"{gguf_name}: F16 would be needed (row length {shape[-1]} not a multiple of 32)")
+            raise ConvertError(f"{gguf_name}: row length {shape[-1]} is not a multiple of 32")
+        return main
+
+    names = [("token_embd.weight", "model.embed_tokens.weight")]
+    for i in range(layers):
+        p, hf = f"blk.{i}.", f"model.layers.{i}."
+        names += [(p + "attn_norm.weight", hf + "input_layernorm.weight")]
+        for g, h in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj")):
+            names += [(p + g + ".weight", hf + f"self_attn.{h}.weight"), (p + g + ".bias", hf + f"self_attn.{h}.bias")]
+        names += [(p + "attn_output.weight", hf + "self_attn.o_proj.weight"),
+                  (p + "ffn_norm.weight", hf + "post_attention_layernorm.weight"),
+                  (p + "ffn_gate.weight", hf + "mlp.gate_proj.weight"),
+                  (p + "ffn_up.weight", hf + "mlp.up_proj.weight"),
+                  (p + "ffn_down.weight", hf + "mlp.down_proj.weight")]
+    names += [("output_norm.weight", "model.norm.weight")]
+    if not tied:
+        names += [("output.weight", "lm_head.weight")]
+    plan = []
+    for gguf_name, hf_name in names:
+        if hf_name not in tensors:
+            raise ConvertError(f"tensor {hf_name} is missing from the checkpoint")
+        shape = tensors[hf_name][2]
+        plan.append((gguf_name, hf_name, weight_type(gguf_name, shape), shape))
+    unused = set(tensors) - {hf for _, hf, _, _ in plan}
+    if unused:
+        raise ConvertError(f"checkpoint tensors this converter does not map: {sorted(unused)[:5]}")
+    return plan, notes
+
+
+def tokenizer_metadata(config, tokenizer_dir):
+    """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 BPE tokenizer."""
+    path = os.path.join(tokenizer_dir, "tokenizer.json")
+    if not os.path.exists(path):
+        raise ConvertError(f"{tokenizer_dir}: no tokenizer.json (give --tokenizer DIR)")
+    with open(path, encoding="utf-8") as f:
+        tok = json.load(f)
+    if tok.get("model", {}).get("type") != "BPE":
+        raise ConvertError(f"{path}: model type {tok.get('model', {}).get('type')!r}, need a BPE tokenizer")
+    tok_config = {}
+    if os.path.exists(os.path.join(tokenizer_dir, "tokenizer_config.json")):
+        with open(os.path.join(tokenizer_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+            tok_config = json.load(f)
+    vocab_size = config["vocab_size"]
+    by_id = {i: t for t, i in tok["model"]["vocab"].items()}
+    added = {a["id"]: a for a in tok.get("added_tokens", [])}
+    by_id.update({i: a["content"] for i, a in added.items()})
+    if max(by_id) >= vocab_size:
+        raise ConvertError(f"{path}: token id {max(by_id)} is outside vocab_size {vocab_size}")
+    tokens, types = [], []
+    for i in range(vocab_size):
+        if i not in by_id:
+            tokens.append(f"[PAD{i}]")
+            types.append(TOKEN_UNUSED)
+        elif i in added:
+            text = by_id[i]
+            special = added[i].get("special") or (text.startswith("<|") and text.endswith("|>"))
+            tokens.append(text)
+            types.append(TOKEN_CONTROL if special else TOKEN_USER_DEFINED)
+        else:
+            tokens.append(by_id[i])
+            types.append(TOKEN_NORMAL)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"].get("merges", [])]
+    ids = {t: i for i, t in by_id.items()}
+
+    def special_id(key, fallback):
+        value = tok_config.get(key)
+        if isinstance(value, dict):
+            value = value.get("content")
+        if isinstance(value, str) and value in ids:
+            return ids[value]
+        return fallback
+
+    eos = config.get("eos_token_id")
+    eos = eos[0] if isinstance(eos, list) else eos
+    meta = [("tokenizer.ggml.model", V_STRING, "gpt2"), ("tokenizer.ggml.pre", V_STRING, "qwen2"),
+            ("tokenizer.ggml.tokens", V_ARRAY, (V_STRING, tokens)),
+            ("tokenizer.ggml.token_type", V_ARRAY, (V_INT32, types)),
+            ("tokenizer.ggml.merges", V_ARRAY, (V_STRING, merges))]
+    for key, name, fallback in (("eos_token_id", "eos_token", eos), ("bos_token_id", "bos_token", config.get("bos_token_id")),
+                                ("padding_token_id", "pad_token", None)):
+        value = special_id(name, fallback)
+        if value is not None:
+            meta.append((f"tokenizer.ggml.{key}", V_UINT32, int(value)))
+    meta.append(("tokenizer.ggml.add_bos_token", V_BOOL, bool(tok_config.get("add_bos_token", False))))
+    if isinstance(tok_config.get("chat_template"), str):
+        meta.append(("tokenizer.chat_template", V_STRING, tok_config["chat_template"]))
+    return meta
+
+
+# ---------------------------------------------------------------- GGUF writer
+
+def pack_string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+SCALAR = {V_UINT32: "<I", V_INT32: "<i", V_FLOAT32: "<f", V_BOOL: "<?"}
+
+
+def pack_value(vtype, value):
+    if vtype == V_STRING:
+        return pack_string(value)
+    if vtype == V_ARRAY:
+        element_type, items = value
+        head = struct.pack("<IQ", element_type, len(items))
+        if element_type == V_STRING:
+            return head + b"".join(pack_string(s) for s in items)
+        return head + np.asarray(items, dtype={V_INT32: "<i4", V_UINT32: "<u4", V_FLOAT32: "<f4"}[element_type]).tobytes()
+    return struct.pack(SCALAR[vtype], value)
+
+
+def tensor_bytes(ggml_type, shape):
+    per_block, block_bytes = BLOCK[ggml_type]
+    count = int(np.prod(shape))
+    return count // per_block * block_bytes
+
+
+def write_gguf(path, metadata, plan, tensors):
+    header = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(plan), len(metadata)))
+    for key, vtype, value in metadata:
+        header += pack_string(key) + struct.pack("<I", vtype) + pack_value(vtype, value)
+    offset = 0
+    for gguf_name, _, ggml_type, shape in plan:
+        dims = list(reversed(shape))  # ggml ne[0] is the innermost (row) dimension
+        header += pack_string(gguf_name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+        header += struct.pack("<IQ", ggml_type, offset)
+        offset += (tensor_bytes(ggml_type, shape) + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+    header += b"\0" * (-len(header) % ALIGNMENT)
+    tmp = path + ".partial"
+    with open(tmp, "wb") as f:
+        f.write(header)
+        for gguf_name, hf_name, ggml_type, shape in plan:
+            raw, dtype, _ = tensors[hf_name]
+            data = encode(raw, dtype, shape, ggml_type)
+            if len(data) != tensor_bytes(ggml_type, shape):
+                raise ConvertError(f"{gguf_name}: wrote {len(data)} bytes, expected {tensor_bytes(ggml_type, shape)}")
+            f.write(data)
+            f.write(b"\0" * (-len(data) % ALIGNMENT))
+    os.replace(tmp, path)
+
+
+def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    tensors = read_safetensors(model_dir)
+    plan, notes = tensor_plan(config, tensors, out_type, pure)
+    hidden, heads = config["hidden_size"], config["num_attention_heads"]
+    meta = [("general.architecture", V_STRING, "qwen2"),
+            ("general.name", V_STRING, os.path.basename(os.path.normpath(model_dir))),
+            ("general.file_type", V_UINT32, FILE_TYPE[out_type]),
+            ("qwen2.block_count", V_UINT32, config["num_hidden_layers"]),
+            ("qwen2.context_length", V_UINT32, config.get("max_position_embeddings", 32768)),
+            ("qwen2.embedding_length", V_UINT32, hidden),
+            ("qwen2.feed_forward_length", V_UINT32, config["intermediate_size"]),
+            ("qwen2.attention.head_count", V_UINT32, heads),
+            ("qwen2.attention.head_count_kv", V_UINT32, config.get("num_key_value_heads", heads)),
+            ("qwen2.rope.freq_base", V_FLOAT32, float(config.get("rope_theta", 10000.0))),
+            ("qwen2.attention.layer_norm_rms_epsilon", V_FLOAT32, float(config.get("rms_norm_eps", 1e-6)))]
+    if out_type != "bf16":
+        meta.append(("general.quantization_version", V_UINT32, 2))
+    meta += tokenizer_metadata(config, tokenizer_dir or model_dir)
+    write_gguf(out_path, meta, plan, tensors)
+    return plan, notes
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="HF model folder (config.json, model.safetensors)")
+    parser.add_argument("--type", required=True, choices=sorted(MAIN_TYPE), help="GGUF weight type")
+    parser.add_argument("--out", required=True, help="GGUF file to write")
+    parser.add_argument("--tokenizer", help="folder with tokenizer.json when the model folder has none")
+    parser.add_argument("--pure", action="store_true", help="output matrix in the main type too (llama-quantize --pure)")
+    args = parser.parse_args()
+    try:
+        plan, notes = convert(args.model, args.type, args.out, args.tokenizer, args.pure)
+    except (ConvertError, OSError, KeyError, json.JSONDecodeError) as e:
+        sys.exit(f"hf_to_gguf: {e}")
+    counts = {}
+    for _, _, t, _ in plan:
+        counts[TYPE_NAME[t]] = counts.get(TYPE_NAME[t], 0) + 1
+    print(f"hf_to_gguf: wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB; tensors "
+          + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ")")
+    for note in notes:
+        print(f"hf_to_gguf: {note}")
+
+
+if __name__ == "__main__":
+    main()
