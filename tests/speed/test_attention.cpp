@@ -23,7 +23,7 @@ struct Case {
 // float64 softmax, for GQA and plain heads, head dims on and off the SIMD width, positions that
 // end mid-block and on block edges, and blocks larger than one vector of scores.
 TEST(Attention, FusedKernelMatchesTwoPassReference) {
-  const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8}};
+  const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8}, {8, 2, 128, 16}, {2, 2, 80, 64}};
   for (const Case& c : cases) {
     ModelConfig config;
     config.num_layers = 2;

@@ -3,6 +3,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -78,20 +80,44 @@ namespace {
 constexpr int kMaxHeadVectors = 16;  // head_dim up to 256
 constexpr int kMaxGroup = 16;
 
-// As attend_scalar, with head_dim a multiple of 16 and blocks of at most 16 positions handled as
-// one vector of scores.
+// r[i] = the sum of a[i]'s 16 lanes, for 16 vectors at once: a transpose-and-add tree (45
+// instructions instead of 16 horizontal reductions of about 9 each).
+inline __m512 sum_each(const __m512 a[16]) {
+  __m512 pairs[8];  // per 128-bit lane L: [a(2j) 0+2, a(2j+1) 0+2, a(2j) 1+3, a(2j+1) 1+3]
+  for (int j = 0; j < 8; ++j)
+    pairs[j] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * j], a[2 * j + 1]), _mm512_unpackhi_ps(a[2 * j], a[2 * j + 1]));
+  __m512 quads[4];  // per lane L: the lane-L sums of a(4j) .. a(4j+3)
+  for (int j = 0; j < 4; ++j) {
+    const __m512d x = _mm512_castps_pd(pairs[2 * j]), y = _mm512_castps_pd(pairs[2 * j + 1]);
+    quads[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  __m512 halves[2];  // lanes: [a(8j)..+3 over L0+L1, same over L2+L3, a(8j+4)..+7 over L0+L1, over L2+L3]
+  for (int j = 0; j < 2; ++j)
+    halves[j] = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(halves[0], halves[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(halves[0], halves[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// As attend_scalar, with head_dim = 16 * NV and chunks of 16 positions handled as one vector of
+// scores. Every loop over positions or head vectors has independent accumulators (an FMA chain
+// per position for the scores, two per head vector for the values): a single chain would run at
+// the FMA's latency, not its throughput.
+template <int NV>
 void attend_avx512(const Task& t, int row, int kv_head) {
   const AttentionShape& s = t.shape;
-  const int hd = s.head_dim, nv = hd / 16, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
+  constexpr int hd = NV * 16;
+  const int group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
   const int bs = t.rows[row].kv->block_size;
   const AttentionRow& r = t.rows[row];
-  alignas(64) float acc[kMaxGroup][kMaxHeadVectors * 16];
+  alignas(64) float acc[kMaxGroup][NV * 16];
   alignas(64) float scores[16];
   float running_max[kMaxGroup], running_sum[kMaxGroup];
   for (int g = 0; g < group; ++g) {
     running_max[g] = -std::numeric_limits<float>::infinity();
     running_sum[g] = 0;
-    for (int v = 0; v < nv; ++v) _mm512_store_ps(&acc[g][v * 16], _mm512_setzero_ps());
+    #pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(&acc[g][v * 16], _mm512_setzero_ps());
   }
   for (int j0 = 0; j0 <= r.position; j0 += bs) {
     const float* keys_base = r.kv->keys[j0 / bs] + kv_head * hd;
@@ -99,41 +125,67 @@ void attend_avx512(const Task& t, int row, int kv_head) {
     const int block_n = std::min(bs, r.position + 1 - j0);
     for (int c0 = 0; c0 < block_n; c0 += 16) {  // chunks of 16 positions (block sizes above 16)
       const int n = std::min(16, block_n - c0);
-      const float* keys = keys_base + static_cast<std::size_t>(c0) * kv_dim;
-      const float* values = values_base + static_cast<std::size_t>(c0) * kv_dim;
+      // Positions past n read position n-1 (inside the block) and are masked out of the scores.
+      const float* key[16];
+      const float* value[16];
+      #pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        const std::size_t at = static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
+        key[i] = keys_base + at;
+        value[i] = values_base + at;
+      }
       const __mmask16 valid = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
       for (int g = 0; g < group; ++g) {
         const float* q = t.q + row * t.q_stride + (kv_head * group + g) * hd;
-        for (int i = 0; i < n; ++i) {
-          __m512 dot = _mm512_setzero_ps();
-          for (int v = 0; v < nv; ++v)
-            dot = _mm512_fmadd_ps(_mm512_loadu_ps(q + v * 16), _mm512_loadu_ps(keys + i * kv_dim + v * 16), dot);
-          scores[i] = _mm512_reduce_add_ps(dot);
+        __m512 dots[16];
+        #pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) dots[i] = _mm512_setzero_ps();
+        #pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) {
+          const __m512 qv = _mm512_loadu_ps(q + v * 16);
+          #pragma GCC unroll 16
+          for (int i = 0; i < 16; ++i) dots[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(key[i] + v * 16), dots[i]);
         }
-        __m512 sv = _mm512_mul_ps(_mm512_maskz_loadu_ps(valid, scores), _mm512_set1_ps(s.scale));
+        __m512 sv = _mm512_mul_ps(sum_each(dots), _mm512_set1_ps(s.scale));
         sv = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-std::numeric_limits<float>::infinity()), sv);
         const float new_max = std::max(running_max[g], _mm512_reduce_max_ps(sv));
         const float correction = std::exp(running_max[g] - new_max);
         const __m512 e = _mm512_maskz_mov_ps(valid, detail::exp512(_mm512_sub_ps(sv, _mm512_set1_ps(new_max))));
-        _mm512_store_ps(scores, e);
+        _mm512_store_ps(scores, e);  // lanes past n are 0
         running_sum[g] = running_sum[g] * correction + _mm512_reduce_add_ps(e);
         running_max[g] = new_max;
         const __m512 corr = _mm512_set1_ps(correction);
-        for (int v = 0; v < nv; ++v) {
-          __m512 a = _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), corr);
-          for (int i = 0; i < n; ++i)
-            a = _mm512_fmadd_ps(_mm512_set1_ps(scores[i]), _mm512_loadu_ps(values + i * kv_dim + v * 16), a);
-          _mm512_store_ps(&acc[g][v * 16], a);
+        __m512 even[NV], odd[NV];
+        #pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) even[v] = _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), corr), odd[v] = _mm512_setzero_ps();
+        for (int i = 0; i < n; i += 2) {  // i + 1 == n reads a zero score
+          const __m512 s0 = _mm512_set1_ps(scores[i]), s1 = _mm512_set1_ps(scores[i + 1]);
+          #pragma GCC unroll 16
+          for (int v = 0; v < NV; ++v) {
+            even[v] = _mm512_fmadd_ps(s0, _mm512_loadu_ps(value[i] + v * 16), even[v]);
+            odd[v] = _mm512_fmadd_ps(s1, _mm512_loadu_ps(value[i + 1] + v * 16), odd[v]);
+          }
         }
+        #pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) _mm512_store_ps(&acc[g][v * 16], _mm512_add_ps(even[v], odd[v]));
       }
     }
   }
   for (int g = 0; g < group; ++g) {
     float* o = t.out + row * t.out_stride + (kv_head * group + g) * hd;
     const __m512 inv = _mm512_set1_ps(1.0f / running_sum[g]);
-    for (int v = 0; v < nv; ++v) _mm512_storeu_ps(o + v * 16, _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), inv));
+    #pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(o + v * 16, _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), inv));
   }
 }
+
+using AttendFn = void (*)(const Task&, int, int);
+template <int... NV>
+constexpr std::array<AttendFn, sizeof...(NV)> attend_table(std::integer_sequence<int, NV...>) {
+  return {attend_avx512<NV + 1>...};
+}
+// [head_dim / 16 - 1], head_dim 16 .. 256.
+constexpr auto kAttendAvx512 = attend_table(std::make_integer_sequence<int, kMaxHeadVectors>{});
 
 }  // namespace
 #pragma GCC diagnostic pop
@@ -158,7 +210,7 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
   const int group = shape.heads / shape.kv_heads;
   const bool simd = active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= 16 * kMaxHeadVectors &&
                     group <= kMaxGroup;
-  auto attend = simd ? attend_avx512 : attend_scalar;
+  const AttendFn attend = simd ? kAttendAvx512[shape.head_dim / 16 - 1] : attend_scalar;
   const int tasks = static_cast<int>(rows.size()) * shape.kv_heads;
   ThreadPool& pool = kernel_pool();
   if (pool.size() == 1 || tasks == 1) {
