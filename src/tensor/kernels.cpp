@@ -35,21 +35,44 @@ void linear(const float* x, int rows, const LinearWeight& layer, float* y) {
   }
 }
 
+namespace {
+// Row-wise ops go over the kernel pool once there are enough rows (a prompt) to pay for the
+// hand-off; a decode step's single row stays on the calling thread.
+template <typename Body>
+void for_rows(int rows, Body&& body) {
+  fast::ThreadPool& pool = fast::kernel_pool();
+  if (rows < 8 || pool.size() == 1) return body(0, rows);
+  pool.parallel_for(rows, [&](int64_t begin, int64_t end) { body(static_cast<int>(begin), static_cast<int>(end)); });
+}
+
+// In double, over 8 independent partial sums: one running sum would wait on each add's latency.
+double sum_of_squares(const float* x, int n) {
+  double part[8] = {};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += static_cast<double>(x[i + j]) * x[i + j];
+  double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+}  // namespace
+
 void rms_norm_to(const float* x, float* out, int rows, int n, const float* weight, float eps) {
-  for (int r = 0; r < rows; ++r) {
-    const float* row = x + static_cast<std::size_t>(r) * n;
-    float* dst = out + static_cast<std::size_t>(r) * n;
-    double sum = 0;
-    for (int i = 0; i < n; ++i) sum += static_cast<double>(row[i]) * row[i];
-    const float scale = 1.0f / std::sqrt(static_cast<float>(sum / n) + eps);
-    for (int i = 0; i < n; ++i) dst[i] = row[i] * scale * weight[i];
-  }
+  for_rows(rows, [&](int begin, int end) {
+    for (int r = begin; r < end; ++r) {
+      const float* row = x + static_cast<std::size_t>(r) * n;
+      float* dst = out + static_cast<std::size_t>(r) * n;
+      const float scale = 1.0f / std::sqrt(static_cast<float>(sum_of_squares(row, n) / n) + eps);
+      for (int i = 0; i < n; ++i) dst[i] = row[i] * scale * weight[i];
+    }
+  });
 }
 
 void rms_norm(float* x, int rows, int n, const float* weight, float eps) { rms_norm_to(x, x, rows, n, weight, eps); }
 
 void layer_norm_to(const float* x, float* out, int rows, int n, const float* weight, const float* bias, float eps) {
-  for (int r = 0; r < rows; ++r) {
+  for_rows(rows, [&](int begin, int end) {
+  for (int r = begin; r < end; ++r) {
     const float* row = x + static_cast<std::size_t>(r) * n;
     float* dst = out + static_cast<std::size_t>(r) * n;
     double mean = 0;
@@ -62,6 +85,7 @@ void layer_norm_to(const float* x, float* out, int rows, int n, const float* wei
     const float m = static_cast<float>(mean);
     for (int i = 0; i < n; ++i) dst[i] = (row[i] - m) * inv * weight[i] + (bias ? bias[i] : 0.0f);
   }
+  });
 }
 
 void layer_norm(float* x, int rows, int n, const float* weight, const float* bias, float eps) {
@@ -81,12 +105,12 @@ void gelu_erf(float* x, std::size_t n) {
 }
 
 void swiglu(const float* gate_up, float* out, int rows, int inter) {
-  for (int r = 0; r < rows; ++r) {
-    const float* gate = gate_up + static_cast<std::size_t>(r) * 2 * inter;
-    const float* up = gate + inter;
-    float* dst = out + static_cast<std::size_t>(r) * inter;
-    fast::silu_mul(gate, up, dst, static_cast<std::size_t>(inter));
-  }
+  for_rows(rows, [&](int begin, int end) {
+    for (int r = begin; r < end; ++r) {
+      const float* gate = gate_up + static_cast<std::size_t>(r) * 2 * inter;
+      fast::silu_mul(gate, gate + inter, out + static_cast<std::size_t>(r) * inter, static_cast<std::size_t>(inter));
+    }
+  });
 }
 
 void softmax(float* x, int n) {
