@@ -3,8 +3,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "tensor/fast/kernels_internal.h"
 
@@ -150,55 +152,56 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 
 using TileFn = void (*)(const KernelArgs&, int row0, int panel0);
 
+template <template <int, int> class Kernel, int NV, int... M>
+constexpr std::array<TileFn, sizeof...(M)> row_table(std::integer_sequence<int, M...>) {
+  return {Kernel<M + 1, NV>::fn...};
+}
+
 // Few rows (decode): 4 panels (64 outputs) at once so each row streams 4 weight panels; many rows
-// (prefill): 2 panels x up to 8 rows of accumulators, the panels staying in L2 across row blocks.
-template <template <int, int> class Kernel, int SmallRows, int BigMR>
+// (prefill): BigNV panels x up to BigMR rows of accumulators, the panels staying in L2 across row
+// blocks. Tables are indexed [mr - 1]; the last panels of a range take narrower tiles.
+template <template <int, int> class Kernel, int SmallRows, int BigMR, int BigNV>
 void run_panels(const KernelArgs& a, int panel_begin, int panel_end) {
+  static constexpr auto four = row_table<Kernel, 4>(std::make_integer_sequence<int, 8>{});
+  static constexpr auto two = row_table<Kernel, 2>(std::make_integer_sequence<int, 8>{});
+  static constexpr auto one = row_table<Kernel, 1>(std::make_integer_sequence<int, 8>{});
   auto tile = [&](int row0, int mr, int panel0, int nv) {
-    // Table of instantiations: [nv-1][mr-1].
-    static constexpr TileFn small4[] = {Kernel<1, 4>::fn, Kernel<2, 4>::fn, Kernel<3, 4>::fn, Kernel<4, 4>::fn};
-    static constexpr TileFn small2[] = {Kernel<1, 2>::fn, Kernel<2, 2>::fn, Kernel<3, 2>::fn, Kernel<4, 2>::fn};
-    static constexpr TileFn small1[] = {Kernel<1, 1>::fn, Kernel<2, 1>::fn, Kernel<3, 1>::fn, Kernel<4, 1>::fn};
-    static constexpr TileFn big2[] = {Kernel<1, 2>::fn, Kernel<2, 2>::fn, Kernel<3, 2>::fn, Kernel<4, 2>::fn,
-                                      Kernel<5, 2>::fn, Kernel<6, 2>::fn, Kernel<7, 2>::fn, Kernel<8, 2>::fn};
-    static constexpr TileFn big1[] = {Kernel<1, 1>::fn, Kernel<2, 1>::fn, Kernel<3, 1>::fn, Kernel<4, 1>::fn,
-                                      Kernel<5, 1>::fn, Kernel<6, 1>::fn, Kernel<7, 1>::fn, Kernel<8, 1>::fn};
-    if (nv == 4) small4[mr - 1](a, row0, panel0);
-    else if (nv == 2) (mr <= 4 ? small2[mr - 1] : big2[mr - 1])(a, row0, panel0);
-    else (mr <= 4 ? small1[mr - 1] : big1[mr - 1])(a, row0, panel0);
+    (nv == 4 ? four : nv == 2 ? two : one)[mr - 1](a, row0, panel0);
   };
-  if (a.rows <= SmallRows) {
-    for (int p = panel_begin; p < panel_end;) {
-      const int left = panel_end - p, nv = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-      tile(0, a.rows, p, nv);
-      p += nv;
-    }
-    return;
-  }
+  const bool small = a.rows <= SmallRows;
+  const int widest = small ? 4 : BigNV, mr = small ? a.rows : BigMR;
   for (int p = panel_begin; p < panel_end;) {
-    const int nv = panel_end - p >= 2 ? 2 : 1;
-    for (int row0 = 0; row0 < a.rows; row0 += BigMR) tile(row0, std::min(BigMR, a.rows - row0), p, nv);
+    const int left = panel_end - p;
+    const int nv = left >= 4 && widest >= 4 ? 4 : left >= 2 && widest >= 2 ? 2 : 1;
+    for (int row0 = 0; row0 < a.rows; row0 += mr) tile(row0, std::min(mr, a.rows - row0), p, nv);
     p += nv;
   }
 }
 
+// Instantiated only for tiles whose accumulators fit the 32 vector registers with room for the
+// weights and the broadcast input (others are never called: nullptr).
 template <int MR, int NV>
 struct Bf16Kernel {
-  static constexpr TileFn fn = bf16_tile<MR, NV>;
+  static constexpr bool fits = MR * NV <= 24;
+  static constexpr TileFn fn = fits ? bf16_tile<(fits ? MR : 1), NV> : nullptr;
 };
 template <int MR, int NV>
 struct Q8Kernel {
-  static constexpr TileFn fn = MR <= 4 ? quant_tile<(MR <= 4 ? MR : 4), NV, true> : nullptr;
+  static constexpr bool fits = MR <= 4 && MR * NV <= 8;
+  static constexpr TileFn fn = fits ? quant_tile<(fits ? MR : 1), NV, true> : nullptr;
 };
 template <int MR, int NV>
 struct Q4Kernel {
-  static constexpr TileFn fn = MR <= 4 ? quant_tile<(MR <= 4 ? MR : 4), NV, false> : nullptr;
+  static constexpr bool fits = MR <= 4 && MR * NV <= 8;
+  static constexpr TileFn fn = fits ? quant_tile<(fits ? MR : 1), NV, false> : nullptr;
 };
 
-void bf16_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Bf16Kernel, 4, 8>(a, pb, pe); }
+// bf16 prefill: 6 rows x 4 panels = 24 accumulators, 4 weight loads and 6 broadcasts per 24
+// vdpbf16ps (8 x 2 needed 10 loads per 16).
+void bf16_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Bf16Kernel, 4, 6, 4>(a, pb, pe); }
 // Integer tiles hold two accumulator sets (int32 per block, fp32 overall): at most 4 rows x 2 panels.
-void q8_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q8Kernel, 2, 4>(a, pb, pe); }
-void q4_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q4Kernel, 2, 4>(a, pb, pe); }
+void q8_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q8Kernel, 2, 4, 2>(a, pb, pe); }
+void q4_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q4Kernel, 2, 4, 2>(a, pb, pe); }
 
 // f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet (not vcvtneps2bf16, which
 // flushes denormals and so would differ from the scalar rounding).

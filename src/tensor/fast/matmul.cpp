@@ -63,9 +63,9 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
   const detail::KernelArgs args{&prepared, &w, bias, y, rows};
   const int panels = w.panels();
   if (pool.size() == 1 || panels < 2) return kernel(args, 0, panels);
-  // Chunks of whole tiles (4 panels for decode, 2 for many rows), about 16 per thread, claimed
-  // dynamically so a thread that the OS delays does not hold the others at a barrier.
-  const int tile = rows <= 4 ? 4 : 2;
+  // Chunks of whole tiles (up to 4 panels wide), about 16 per thread, claimed dynamically so a
+  // thread that the OS delays does not hold the others at a barrier.
+  const int tile = 4;
   const int per_chunk = std::max(tile, (panels / (pool.size() * 16) + tile - 1) / tile * tile);
   const int chunks = (panels + per_chunk - 1) / per_chunk;
   pool.run_chunks(chunks, [&](int64_t chunk) {
