@@ -70,6 +70,15 @@ std::string error_of(const std::string& source) {
   return "(no error)";
 }
 
+// Lines are counted incrementally while lexing; errors far into a long template, inside a tag that
+// spans lines, still name the right one.
+TEST(ChatTemplate, ErrorsLateInALongTemplateNameTheirLine) {
+  std::string source;
+  for (int k = 0; k < 500; ++k) source += "{{ messages | length }} text {# note\n #}\n";
+  EXPECT_NE(error_of(source + "{{ x\n | frobnicate }}").find("line 1002"), std::string::npos);
+  EXPECT_NE(error_of(source + "\n{{ 'unterminated }}").find("line 1002"), std::string::npos);
+}
+
 TEST(ChatTemplate, UnsupportedConstructsNameTheConstructAndLine) {
   std::string e = error_of("line one\n{% include 'other.j2' %}");
   EXPECT_NE(e.find("include"), std::string::npos) << e;
