@@ -1,0 +1,49 @@
+// The server on packed weights (bf16, int8, q4: the SIMD kernels, not OpenBLAS): greedy over HTTP
+// equals `inferlab generate` with the same --weights, and concurrent streams (several rows per
+// matmul) equal the same requests one at a time (one row per matmul).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { startServer, postJson, metrics, tokenize, CLI, MODEL } from './helpers.mjs';
+
+const prompts = ['Tell me about apple', 'Tell me about river', 'Tell me about violin', 'Tell me about rocket',
+  'Tell me about tiger', 'Tell me about harbor'];
+
+function generate(ids, maxNewTokens, weights) {
+  const out = execFileSync(CLI, ['generate', MODEL, '--prompt-ids', ids.join(','), '--max-new-tokens', String(maxNewTokens),
+    '--ignore-eos', '--weights', weights, '--json'], { encoding: 'utf8' });
+  return JSON.parse(out.trim().split('\n').pop()).tokens;
+}
+
+async function completionIds(base, ids, maxTokens) {
+  const r = await postJson(base, '/v1/completions', {
+    model: 'model', prompt: ids, max_tokens: maxTokens, temperature: 0, ignore_eos: true,
+  });
+  assert.equal(r.status, 200, r.text);
+  return r.json.choices[0].text;
+}
+
+for (const weights of ['bf16', 'int8', 'q4']) {
+  test(`--weights ${weights}: HTTP greedy equals inferlab generate, concurrent equals sequential`, async () => {
+    const server = await startServer(['--weights', weights, '--max-batch', '8']);
+    try {
+      const ids = await Promise.all(prompts.map((prompt) => tokenize(server.base, { prompt })));
+      for (const p of ids.slice(0, 2)) {
+        const cli = generate(p, 16, weights);
+        assert.equal(cli.length, 16);
+        const detok = await postJson(server.base, '/detokenize', { tokens: cli });
+        assert.equal(await completionIds(server.base, p, 16), detok.json.prompt, `${weights}: HTTP vs generate`);
+      }
+      const sequential = [];
+      for (const p of ids) sequential.push(await completionIds(server.base, p, 20));
+      const before = await metrics(server.base);
+      const concurrent = await Promise.all(ids.map((p) => completionIds(server.base, p, 20)));
+      const after = await metrics(server.base);
+      for (let i = 0; i < ids.length; i++) assert.equal(concurrent[i], sequential[i], `${weights}: stream ${i}`);
+      assert.ok(after.inferlab_batched_decode_steps_total > before.inferlab_batched_decode_steps_total,
+        'the concurrent requests shared decode steps');
+    } finally {
+      await server.stop();
+    }
+  });
+}
