@@ -128,6 +128,19 @@ void run_generate(const GenerateArgs& args) {
     other = generate_greedy(*model, prompt, options);
   }
 
+  // A model's embedding is often padded past the tokenizer (Qwen2.5: 151936 rows, 151665 pieces);
+  // greedy may pick such an id. Like transformers' decode, the text leaves it out, and says so.
+  std::string text;
+  if (tokenizer) {
+    std::vector<int32_t> known, unknown;
+    for (int32_t id : result.tokens) (id < tokenizer->vocab_size() ? known : unknown).push_back(id);
+    text = tokenizer->decode(known);
+    if (!unknown.empty())
+      std::fprintf(stderr, "note: id%s %s %s no piece in the tokenizer (%d pieces; the model has %d rows): left out of the text\n",
+                   unknown.size() == 1 ? "" : "s", join(unknown).c_str(), unknown.size() == 1 ? "has" : "have",
+                   tokenizer->vocab_size(), model->config().vocab_size);
+  }
+
   if (args.json_output) {
     json out = {{"prompt_ids", prompt},
                 {"tokens", result.tokens},
@@ -135,12 +148,12 @@ void run_generate(const GenerateArgs& args) {
                 {"finish_reason", result.finish_reason},
                 {"use_cache", !args.no_cache}};
     if (other) out["identical_with_and_without_cache"] = other->tokens == result.tokens;
-    if (tokenizer) out["text"] = tokenizer->decode(result.tokens);
+    if (tokenizer) out["text"] = text;
     std::printf("%s\n", out.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
   } else {
     std::printf("prompt ids: %s\n", join(prompt).c_str());
     std::printf("generated ids: %s\n", join(result.tokens).c_str());
-    if (tokenizer) std::printf("text: %s\n", tokenizer->decode(result.tokens).c_str());
+    if (tokenizer) std::printf("text: %s\n", text.c_str());
     std::printf("finish_reason: %s\n", result.finish_reason.c_str());
     if (args.trace) {
       for (std::size_t i = 0; i < result.positions_fed.size(); ++i)
