@@ -4,7 +4,7 @@
 #
 #   bench/speed.sh [--build-dir build] [--model DIR] [--threads 1,2] [--weights bf16,int8,q4]
 #                  [-p 512] [-n 128] [-r 5] [--quick] [--out DIR]
-#                  [--llama-cpp-node | --no-llama-cpp-node]
+#                  [--llama-cpp-node | --no-llama-cpp-node] [--gguf-pure]
 #                  [--llama-bench PATH --gguf FILE [--gguf FILE ...]]
 #
 # Builds nothing and downloads nothing: it needs a built `inferlab` (scripts/setup) and writes the
@@ -13,7 +13,8 @@
 # - node-llama-cpp (npm, installed by scripts/setup; prebuilt llama.cpp CPU build): used when
 #   installed (--llama-cpp-node: required, --no-llama-cpp-node: skipped). The model is converted
 #   once to GGUF BF16 / Q8_0 / Q4_0 with bench/hf_to_gguf.py (cached beside it in models/) and
-#   measured with bench/llama_cpp_bench.mjs, llama-bench's pp/tg method.
+#   measured with bench/llama_cpp_bench.mjs, llama-bench's pp/tg method. Q4_0 keeps a Q8_0
+#   token_embd as llama-quantize does; --gguf-pure makes it Q4_0 too (the bytes our q4 reads).
 # - llama.cpp's llama-bench, when given (--llama-bench PATH; bench/build_llama_bench.sh builds one from
 #   the source node-llama-cpp ships), on the GGUFs given with --gguf FILE or else on those conversions.
 # The script never downloads or builds a peer, and says so when none ran.
@@ -21,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=build MODEL=models/qwen2.5-0.5b-bf16 THREADS=1,2 WEIGHTS=bf16,int8,q4
-PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto
+PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto PURE=0
 while (($#)); do
   case "$1" in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -37,7 +38,8 @@ while (($#)); do
     --gguf) GGUFS+=("$2"); shift 2 ;;
     --llama-cpp-node) NODE_PEER=yes; shift ;;
     --no-llama-cpp-node) NODE_PEER=no; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --gguf-pure) PURE=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -92,11 +94,12 @@ if [ "$NODE_PEER" = yes ] || { [ -n "$LLAMA_BENCH" ] && [ ${#GGUFS[@]} -eq 0 ]; 
   for w in "${wanted[@]}"; do
     type=${GGUF_TYPE[$w]:-}
     [ -n "$type" ] || continue
-    gguf="models/$(basename "$MODEL").$type.gguf"
+    gguf="models/$(basename "$MODEL").$type.gguf" pure=()
+    if ((PURE)) && [ "$type" = q4_0 ]; then gguf="models/$(basename "$MODEL").$type-pure.gguf" pure=(--pure); fi
     if [ ! -f "$gguf" ] || [ "$gguf" -ot "$MODEL/config.json" ] || [ "$gguf" -ot bench/hf_to_gguf.py ] ||
        [ -n "$(find "$MODEL" -maxdepth 1 -name '*.safetensors' -newer "$gguf")" ]; then
       echo "== converting $MODEL to GGUF $type: $gguf"
-      "$PYTHON" bench/hf_to_gguf.py "$MODEL" --type "$type" --out "$gguf" "${tokenizer[@]}"
+      "$PYTHON" bench/hf_to_gguf.py "$MODEL" --type "$type" --out "$gguf" "${tokenizer[@]}" "${pure[@]}"
     fi
     NODE_GGUF[$w]=$gguf
     [ -n "$LLAMA_BENCH" ] && [ ${#GGUFS[@]} -eq 0 ] && LB_GGUF[$w]=$gguf
