@@ -33,7 +33,7 @@ async function detokenize(ids) {
 test('greedy output over HTTP equals inferlab generate', async () => {
   for (const prompt of prompts.slice(0, 3)) {
     const ids = await tokenize(server.base, { prompt });
-    const cli = generateCli(ids, 20);
+    const cli = await generateCli(ids, 20);
     assert.equal(cli.tokens.length, 20);
     const http = await client.completions.create({ model: 'model', prompt: ids, max_tokens: 20, temperature: 0, ignore_eos: true });
     assert.equal(http.usage.completion_tokens, 20);
@@ -41,7 +41,7 @@ test('greedy output over HTTP equals inferlab generate', async () => {
     // Chat: the rendered template's ids through the CLI give the chat completion's text.
     const messages = [{ role: 'user', content: prompt }];
     const chatIds = await tokenize(server.base, { messages });
-    const chatCli = generateCli(chatIds, 12);
+    const chatCli = await generateCli(chatIds, 12);
     const chat = await client.chat.completions.create({ model: 'model', messages, max_tokens: 12, temperature: 0, ignore_eos: true });
     assert.equal(chat.choices[0].message.content, await detokenize(chatCli.tokens));
   }

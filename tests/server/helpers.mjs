@@ -1,5 +1,6 @@
 // Shared by the server end-to-end tests: start `inferlab serve` on a free port, read /metrics, parse SSE.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
@@ -97,11 +98,14 @@ export function sseEvents(text) {
 }
 
 // Greedy tokens from the engine's own CLI (`inferlab generate`), for comparison with HTTP.
-export function generateCli(promptIds, maxNewTokens, { ignoreEos = true, model = MODEL } = {}) {
+// Asynchronous on purpose: a blocked event loop cannot see the server close an idle keep-alive
+// connection (after 5 s, reached when the CLI is slow, e.g. under ASan), and the next request
+// would be sent on the dead socket.
+export async function generateCli(promptIds, maxNewTokens, { ignoreEos = true, model = MODEL } = {}) {
   const args = ['generate', model, '--prompt-ids', promptIds.join(','), '--max-new-tokens', String(maxNewTokens), '--json'];
   if (ignoreEos) args.push('--ignore-eos');
-  const out = execFileSync(CLI, args, { encoding: 'utf8' });
-  return JSON.parse(out.trim().split('\n').pop());
+  const { stdout } = await promisify(execFile)(CLI, args, { encoding: 'utf8' });
+  return JSON.parse(stdout.trim().split('\n').pop());
 }
 
 export async function tokenize(base, body) {
