@@ -28,6 +28,10 @@ CASE, CLI, SHARED = sys.argv[1], sys.argv[2], sys.argv[3]
 PYTHON = sys.executable
 TOLERANCE_MS = 2.0
 LOOSE_MS = 5.0  # single-run checks whose point is not the timing (chunk counting, the endpoint)
+if os.environ.get("INFERLAB_SANITIZED"):
+    # scripts/sanitize: the client under test is an ASan+UBSan build, measured 3-6 ms late per
+    # event on the shared 2-core machine; the checks stay, with room for the instrumentation.
+    TOLERANCE_MS, LOOSE_MS = 10.0, 15.0
 failures = []
 
 
