@@ -1,5 +1,7 @@
 #include "inferlab/fast/cpu.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 
@@ -8,9 +10,16 @@
 namespace inferlab::fast {
 
 namespace {
+// F16C from CPUID leaf 1 rather than __builtin_cpu_supports("f16c"): clang 14 does not know that
+// name (GCC does), and the fuzz build compiles this file with clang.
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
 Isa detect() {
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   if (!avx2) return Isa::Scalar;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
@@ -75,7 +84,7 @@ std::string cpu_features_line() {
     else if (std::string(name) == "avx512vnni") has = __builtin_cpu_supports("avx512vnni");
     else if (std::string(name) == "avx2") has = __builtin_cpu_supports("avx2");
     else if (std::string(name) == "fma") has = __builtin_cpu_supports("fma");
-    else if (std::string(name) == "f16c") has = __builtin_cpu_supports("f16c");
+    else if (std::string(name) == "f16c") has = has_f16c();
     if (!has) continue;
     line += first ? "" : " ";
     line += name;
