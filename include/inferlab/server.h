@@ -17,7 +17,9 @@ struct ServerOptions {
   int threads = 0;                 // model compute threads (0: all cores)
   std::string weights = "auto";    // matmul weights: auto (as stored), f32, bf16, int8, q4
   double request_timeout_s = 600;  // per request, from arrival; 0: none
-  int http_threads = 128;          // connections served at once (each stream holds one)
+  int http_threads = 128;          // workers serving connections (each open stream holds one)
+  int max_connections = 0;         // connections admitted at once, served or waiting for a worker;
+                                   // beyond: 503 + Retry-After and the connection closed (0: http_threads)
   int max_n = 16;                  // largest `n` (choices per request)
   bool log_requests = false;
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.

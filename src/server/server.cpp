@@ -3,10 +3,15 @@
 #include <httplib.h>
 #include <malloc.h>
 
+#include <malloc.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -42,6 +47,54 @@ void send_error(httplib::Response& res, const ApiError& error) {
 }
 
 std::string sse(const json& value) { return "data: " + api::dump(value) + "\n\n"; }
+
+// Set while a worker of the overflow pool runs a connection that was not admitted.
+thread_local bool refusing_connection = false;
+
+// httplib's task queue with admission: at most `limit` connections are admitted (served by one of
+// the workers or waiting for one). httplib 0.11's enqueue cannot refuse and hands over only a
+// closure that owns the socket, so a connection beyond the limit goes to a small overflow pool
+// that answers its request with 503 and closes it (see Impl::refuse_if_overflow).
+class AdmissionQueue : public httplib::TaskQueue {
+ public:
+  AdmissionQueue(int workers, int limit, int overflow_workers, std::atomic<int>& admitted, std::atomic<uint64_t>& refused)
+      : workers_(workers), overflow_(overflow_workers), limit_(limit), admitted_(admitted), refused_(refused) {}
+
+  void enqueue(std::function<void()> connection) override {
+    if (admitted_.fetch_add(1) < limit_) {
+      workers_.enqueue([this, connection = std::move(connection)] {
+        connection();
+        --admitted_;
+      });
+      return;
+    }
+    --admitted_;
+    ++refused_;
+    overflow_.enqueue([connection = std::move(connection)] {
+      refusing_connection = true;
+      connection();
+      refusing_connection = false;
+    });
+  }
+  void shutdown() override {
+    workers_.shutdown();
+    overflow_.shutdown();
+  }
+
+ private:
+  httplib::ThreadPool workers_, overflow_;
+  int limit_;
+  std::atomic<int>& admitted_;
+  std::atomic<uint64_t>& refused_;
+};
+
+// Resident set size of this process (/proc/self/statm counts pages).
+std::optional<int64_t> resident_memory_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return std::nullopt;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
 
 // One choice of a response: its request stream plus the text-side state (detokenizer, stop strings).
 struct Choice {
@@ -95,12 +148,24 @@ struct Server::Impl {
   std::time_t created = std::time(nullptr);
 
   std::atomic<int> active_streams{0};
+  std::atomic<int> admitted_connections{0};
+  std::atomic<uint64_t> refused_connections{0};
+  std::atomic<uint64_t> memory_trims{0};
+
+  // Returns freed heap memory to the OS once the server goes idle (see housekeeping()).
+  std::thread housekeeper;
+  std::mutex housekeeper_mutex;
+  std::condition_variable housekeeper_wake;
+  bool housekeeper_stop = false;
   std::mutex http_counts_mutex;
   std::map<std::pair<std::string, int>, uint64_t> http_counts;  // (path, status) -> count
 
   explicit Impl(ServerOptions o) : options(std::move(o)) {}
 
   void routes();
+  void housekeeping();
+  // On an overflow connection: answers 503 (OpenAI shape, Retry-After) and returns true.
+  bool refuse_if_overflow(httplib::Response& res);
   void generate(const httplib::Request& req, httplib::Response& res, bool chat);
   std::string metrics_text() const;
   void require_ready() const {
@@ -190,8 +255,11 @@ const std::string& Server::model_name() const { return impl_->name; }
 int Server::start() {
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the process
   Impl& s = *impl_;
-  const int threads = std::max(4, s.options.http_threads);
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const int threads = std::max(1, s.options.http_threads);
+  const int limit = s.options.max_connections > 0 ? s.options.max_connections : threads;
+  s.http.new_task_queue = [&s, threads, limit] {
+    return new AdmissionQueue(threads, limit, 4, s.admitted_connections, s.refused_connections);
+  };
   s.http.set_payload_max_length(s.options.max_body_bytes);
   s.http.set_keep_alive_max_count(10000);
   s.http.set_keep_alive_timeout(5);
@@ -260,6 +328,24 @@ void Server::load(const std::string& model_name) {
   s.context.kv_capacity_tokens = s.scheduler->capacity_tokens();
   s.context.max_n = s.options.max_n;
   s.ready = true;
+  s.housekeeper = std::thread([&s] { s.housekeeping(); });
+}
+
+void Server::Impl::housekeeping() {
+  // glibc keeps memory freed by the HTTP threads in their arenas; after load that is tens of MB
+  // above a cold start. Trim once per busy -> idle transition, checked a few times a second.
+  bool busy_since_trim = false;
+  std::unique_lock lock(housekeeper_mutex);
+  while (!housekeeper_wake.wait_for(lock, std::chrono::milliseconds(200), [this] { return housekeeper_stop; })) {
+    const bool idle = scheduler->idle() && active_streams == 0;
+    if (!idle) {
+      busy_since_trim = true;
+    } else if (busy_since_trim) {
+      busy_since_trim = false;
+      malloc_trim(0);
+      ++memory_trims;
+    }
+  }
 }
 
 void Server::shutdown(std::chrono::milliseconds drain) {
@@ -273,6 +359,14 @@ void Server::shutdown(std::chrono::milliseconds drain) {
   // Let the streams write their final error event and [DONE].
   auto deadline = Clock::now() + std::chrono::seconds(2);
   while (s.active_streams > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (s.housekeeper.joinable()) {
+    {
+      std::lock_guard lock(s.housekeeper_mutex);
+      s.housekeeper_stop = true;
+    }
+    s.housekeeper_wake.notify_all();
+    s.housekeeper.join();
+  }
   s.http.stop();
   if (s.listener.joinable()) {
     deadline = Clock::now() + std::chrono::seconds(1);
@@ -282,9 +376,31 @@ void Server::shutdown(std::chrono::milliseconds drain) {
   }
 }
 
+bool Server::Impl::refuse_if_overflow(httplib::Response& res) {
+  if (!refusing_connection) return false;
+  if (res.content_length_ > 0) return true;  // already refused (the error handler sees the 503 too)
+  const int limit = options.max_connections > 0 ? options.max_connections : std::max(1, options.http_threads);
+  std::string body = api::dump(ApiError(503, fmt::format("the server is at its limit of {} connections (--max-connections); "
+                                                          "retry after a second", limit),
+                                        "", "overloaded", "server_error").body());
+  res.status = 503;
+  res.set_header("Retry-After", "1");
+  res.set_header("Connection", "close");
+  // Failing the provider once the whole body is written makes httplib close the connection
+  // rather than keep it alive on the overflow pool.
+  res.set_content_provider(body.size(), "application/json",
+                           [body](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                             sink.write(body.data() + offset, length);
+                             return false;
+                           });
+  return true;
+}
+
 void Server::Impl::routes() {
   // API key: checked before routing, so no handler (and no body parsing) runs for a stranger.
+  // A connection beyond --max-connections goes on to its handler, which reads the body and refuses.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (refusing_connection) return httplib::Server::HandlerResponse::Unhandled;
     if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     if (api::bearer_matches(req.get_header_value("Authorization"), options.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -306,8 +422,8 @@ void Server::Impl::routes() {
     }
     if (options.log_requests) std::fprintf(stderr, "%s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
   });
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
+  http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (refuse_if_overflow(res) || !res.body.empty()) return;
     std::string message = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
                           : res.status == 413 ? fmt::format("the request body is larger than the server's limit (--max-body-bytes)")
                                               : fmt::format("HTTP {} for {} {}", res.status, req.method, req.path);
@@ -324,8 +440,14 @@ void Server::Impl::routes() {
     send_json(res, 500, ApiError(500, message, "", "", "server_error").body());
   });
 
-  auto guarded = [](auto body) {
-    return [body](const httplib::Request& req, httplib::Response& res) {
+  // Every route refuses on an overflow connection first.
+  auto admitted = [this](auto handler) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+      if (!refuse_if_overflow(res)) handler(req, res);
+    };
+  };
+  auto guarded = [admitted](auto body) {
+    return admitted([body](const httplib::Request& req, httplib::Response& res) {
       try {
         body(req, res);
       } catch (const ApiError& e) {
@@ -337,23 +459,23 @@ void Server::Impl::routes() {
       } catch (const std::exception& e) {
         send_error(res, ApiError(500, e.what(), "", "", "server_error"));
       }
-    };
+    });
   };
 
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  http.Get("/health", admitted([this](const httplib::Request&, httplib::Response& res) {
     if (draining) send_json(res, 503, {{"status", "shutting down"}});
     else if (!ready) send_json(res, 503, {{"status", "loading"}});
     else send_json(res, 200, {{"status", "ok"}});
-  });
+  }));
   http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
     require_ready();
     json model_entry = {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "inferlab"},
                         {"root", model->path().string()}, {"max_model_len", context.context_length}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry})}});
   }));
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  http.Get("/metrics", admitted([this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
-  });
+  }));
   http.Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); }));
   http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); }));
 
@@ -636,6 +758,14 @@ std::string Server::Impl::metrics_text() const {
     cumulative += h.counts.back();
     out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cumulative, name, h.sum, name, h.count);
   };
+  metric("process_resident_memory_bytes", "gauge", "resident set size of the server process in bytes");
+  if (auto rss = resident_memory_bytes()) out += fmt::format("process_resident_memory_bytes {}\n", *rss);
+  metric("inferlab_http_connections", "gauge", "connections admitted (served or waiting for an HTTP worker)");
+  out += fmt::format("inferlab_http_connections {}\n", admitted_connections.load());
+  metric("inferlab_http_connections_refused_total", "counter", "connections beyond --max-connections, answered 503");
+  out += fmt::format("inferlab_http_connections_refused_total {}\n", refused_connections.load());
+  metric("inferlab_memory_trims_total", "counter", "times freed heap memory was returned to the OS on going idle");
+  out += fmt::format("inferlab_memory_trims_total {}\n", memory_trims.load());
   metric("inferlab_model_ready", "gauge", "1 once the model is loaded and requests are served");
   out += fmt::format("inferlab_model_ready {}\n", ready && !draining ? 1 : 0);
   {

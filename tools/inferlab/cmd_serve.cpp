@@ -101,8 +101,11 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--threads", args->server.threads, "Compute threads for the model (0: all cores)")->capture_default_str();
   cmd->add_option("--weights", args->server.weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")
       ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));
-  cmd->add_option("--http-threads", args->server.http_threads, "Connections served at once")
-      ->capture_default_str()->check(CLI::Range(4, 4096));
+  cmd->add_option("--http-threads", args->server.http_threads, "HTTP workers: connections served at once")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-connections", args->server.max_connections,
+                  "Connections admitted at once, served or waiting for a worker; beyond: 503 + Retry-After (0: --http-threads)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--served-model-name", args->server.served_model_name, "Name clients use in 'model' (default: the folder name)");
   cmd->add_option("--timeout", args->server.request_timeout_s, "Per-request timeout in seconds (0: none)")
       ->capture_default_str()->check(CLI::Range(0.0, 1e7));
