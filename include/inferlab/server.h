@@ -29,6 +29,8 @@ struct ServerOptions {
   int max_prompt_tokens = 0;            // longer prompts: 400 (0: the context length)
   int max_tokens_limit = 0;             // larger max_tokens: 400; the default is capped to it (0: the context)
   double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
+  int send_buffer_bytes = 0;            // SO_SNDBUF of each connection (0: the OS default, autotuned up
+                                        // to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian)
 };
 
 class Server {

@@ -260,6 +260,14 @@ int Server::start() {
   s.http.new_task_queue = [&s, threads, limit] {
     return new AdmissionQueue(threads, limit, 4, s.admitted_connections, s.refused_connections);
   };
+  // Accepted sockets inherit the listening socket's SO_SNDBUF (Linux): with a fixed size, a client
+  // that stops reading blocks the writes (and is dropped after --slow-client-timeout) once that
+  // much is unsent, instead of once the kernel's autotuned buffer is full.
+  if (const int bytes = s.options.send_buffer_bytes; bytes > 0)
+    s.http.set_socket_options([bytes](socket_t sock) {
+      httplib::default_socket_options(sock);
+      setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    });
   s.http.set_payload_max_length(s.options.max_body_bytes);
   s.http.set_keep_alive_max_count(10000);
   s.http.set_keep_alive_timeout(5);

@@ -1,6 +1,7 @@
 // Builds BpeTokenizer from the three on-disk forms: tokenizer.json, vocab.json + merges.txt, GGUF.
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "inferlab/error.h"
@@ -336,12 +337,14 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
 std::shared_ptr<const Tokenizer> Tokenizer::from_gguf(const std::filesystem::path& file) {
   try {
     return tokenizer_from_gguf(file);
-  } catch (const json::exception& e) {  // a metadata value of the wrong type
+  } catch (const json::exception& e) {  // every value is type-checked below; this is the safety net
     fail("{}: malformed tokenizer metadata in GGUF: {}", file.string(), e.what());
   }
 }
 
 namespace {
+// GGUF metadata is untrusted: every value is type-checked here so a wrong type is an Error that
+// names the key, not a json type error from get<>().
 std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path& file) {
   GgufFile gguf = read_gguf(file);
   Spec spec;
@@ -351,30 +354,41 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
     if (!value) fail("{}: GGUF metadata has no {}", spec.source, key);
     return *value;
   };
-  std::string model = get("tokenizer.ggml.model").get<std::string>();
+  auto string_of = [&](const char* key, const json& value) -> std::string {
+    if (!value.is_string()) fail("{}: GGUF metadata {} must be a string, found {}", spec.source, key, value.type_name());
+    return value.get<std::string>();
+  };
+  auto array_of = [&](const char* key) -> const json& {
+    const json& value = get(key);
+    if (!value.is_array()) fail("{}: GGUF metadata {} must be an array, found {}", spec.source, key, value.type_name());
+    return value;
+  };
+  std::string model = string_of("tokenizer.ggml.model", get("tokenizer.ggml.model"));
   if (model != "gpt2")
     fail("{}: tokenizer.ggml.model is {:?}; only byte-level BPE (\"gpt2\") is supported", spec.source, model);
-  const json& tokens = get("tokenizer.ggml.tokens");
+  const json& tokens = array_of("tokenizer.ggml.tokens");
   const json* types = gguf.find("tokenizer.ggml.token_type");
-  if (!tokens.is_array()) fail("{}: tokenizer.ggml.tokens must be an array", spec.source);
   if (types && (!types->is_array() || types->size() != tokens.size()))
-    fail("{}: tokenizer.ggml.token_type must have one entry per token", spec.source);
+    fail("{}: tokenizer.ggml.token_type must be an array with one entry per token", spec.source);
   for (std::size_t id = 0; id < tokens.size(); ++id) {
-    if (!tokens[id].is_string()) fail("{}: tokenizer.ggml.tokens[{}] is not a string", spec.source, id);
+    if (!tokens[id].is_string())
+      fail("{}: tokenizer.ggml.tokens[{}] must be a string, found {}", spec.source, id, tokens[id].type_name());
     std::string piece = tokens[id].get<std::string>();
-    int type = types ? (*types)[id].get<int>() : 1;
+    if (types && !(*types)[id].is_number_integer())
+      fail("{}: tokenizer.ggml.token_type[{}] must be an integer, found {}", spec.source, id, (*types)[id].type_name());
+    int64_t type = types ? (*types)[id].get<int64_t>() : 1;
     // llama.cpp token types: 3 control (special), 4 user-defined (added, not special).
     if (type == 3 || type == 4) spec.added_tokens.push_back({piece, static_cast<int32_t>(id), type == 3});
     else spec.vocab.emplace(piece, static_cast<int32_t>(id));
   }
-  const json& merges = get("tokenizer.ggml.merges");
-  if (!merges.is_array()) fail("{}: tokenizer.ggml.merges must be an array", spec.source);
+  const json& merges = array_of("tokenizer.ggml.merges");
   Fields f{spec.source};
   for (std::size_t i = 0; i < merges.size(); ++i) {
-    if (!merges[i].is_string()) fail("{}: tokenizer.ggml.merges[{}] is not a string", spec.source, i);
+    if (!merges[i].is_string())
+      fail("{}: tokenizer.ggml.merges[{}] must be a string, found {}", spec.source, i, merges[i].type_name());
     spec.merges.push_back(split_merge(f, merges[i].get<std::string>(), i));
   }
-  std::string pre = gguf.find("tokenizer.ggml.pre") ? get("tokenizer.ggml.pre").get<std::string>() : "gpt2";
+  std::string pre = gguf.find("tokenizer.ggml.pre") ? string_of("tokenizer.ggml.pre", get("tokenizer.ggml.pre")) : "gpt2";
   const char* pattern = nullptr;
   if (pre == "gpt2" || pre == "gpt-2" || pre == "default") pattern = kGpt2Pattern;
   else if (pre == "qwen2") pattern = kQwen2Pattern;
@@ -385,18 +399,26 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
   spec.pre_tokenizers.push_back(std::move(step));
   if (pre == "qwen2") spec.normalizers.push_back(NormalizerKind::NFC);
   if (pre == "llama-bpe" || pre == "llama3") spec.ignore_merges = true;
-  auto token_name = [&](const char* key) -> std::string {
+  // Special token ids: absent is fine; present but not an id of this vocabulary is an error.
+  auto token_id = [&](const char* key) -> std::optional<int32_t> {
     const json* id = gguf.find(key);
-    if (!id || !id->is_number_integer()) return {};
-    auto i = id->get<int64_t>();
-    return i >= 0 && i < static_cast<int64_t>(tokens.size()) ? tokens[i].get<std::string>() : std::string();
+    if (!id) return std::nullopt;
+    if (!id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() >= static_cast<int64_t>(tokens.size()))
+      fail("{}: GGUF metadata {} must be a token id 0..{}, found {}", spec.source, key, tokens.size() - 1, id->dump());
+    return static_cast<int32_t>(id->get<int64_t>());
   };
-  spec.bos_token = token_name("tokenizer.ggml.bos_token_id");
-  spec.eos_token = token_name("tokenizer.ggml.eos_token_id");
-  if (const json* add_bos = gguf.find("tokenizer.ggml.add_bos_token"); add_bos && add_bos->is_boolean() && add_bos->get<bool>())
-    if (const json* bos = gguf.find("tokenizer.ggml.bos_token_id"); bos && bos->is_number_integer())
-      spec.post_processor.prefix.push_back(bos->get<int32_t>());
-  if (const json* chat = gguf.find("tokenizer.chat_template"); chat && chat->is_string()) spec.chat_template = chat->get<std::string>();
+  if (auto bos = token_id("tokenizer.ggml.bos_token_id")) spec.bos_token = tokens[*bos].get<std::string>();
+  if (auto eos = token_id("tokenizer.ggml.eos_token_id")) spec.eos_token = tokens[*eos].get<std::string>();
+  if (const json* add_bos = gguf.find("tokenizer.ggml.add_bos_token")) {
+    if (!add_bos->is_boolean())
+      fail("{}: GGUF metadata tokenizer.ggml.add_bos_token must be a bool, found {}", spec.source, add_bos->type_name());
+    if (add_bos->get<bool>()) {
+      auto bos = token_id("tokenizer.ggml.bos_token_id");
+      if (!bos) fail("{}: GGUF metadata tokenizer.ggml.add_bos_token is true but there is no tokenizer.ggml.bos_token_id", spec.source);
+      spec.post_processor.prefix.push_back(*bos);
+    }
+  }
+  if (const json* chat = gguf.find("tokenizer.chat_template")) spec.chat_template = string_of("tokenizer.chat_template", *chat);
   return std::make_shared<BpeTokenizer>(std::move(spec));
 }
 }  // namespace

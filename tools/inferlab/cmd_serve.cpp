@@ -126,6 +126,9 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--slow-client-timeout", args->server.slow_client_timeout_s,
                   "Drop a client that reads nothing for this many seconds")->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--send-buffer-bytes", args->server.send_buffer_bytes,
+                  "Kernel send buffer per connection (0: the OS default, autotuned up to 4 MiB)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 30));
   cmd->callback([args] { serve(*args); });
 });
 
