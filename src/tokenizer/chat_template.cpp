@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <functional>
 #include <map>
@@ -97,7 +98,10 @@ Value from_json(const json& j) {
     case json::value_t::null: return Value::none();
     case json::value_t::boolean: return Value::boolean(j.get<bool>());
     case json::value_t::number_integer: return Value::integer(j.get<int64_t>());
-    case json::value_t::number_unsigned: return Value::integer(static_cast<int64_t>(j.get<uint64_t>()));
+    case json::value_t::number_unsigned: {
+      const uint64_t u = j.get<uint64_t>();  // above INT64_MAX only as a double, not wrapped negative
+      return u <= static_cast<uint64_t>(INT64_MAX) ? Value::integer(static_cast<int64_t>(u)) : Value::number(static_cast<double>(u));
+    }
     case json::value_t::number_float: return Value::number(j.get<double>());
     case json::value_t::string: return Value::string(j.get<std::string>());
     case json::value_t::array: {
@@ -128,6 +132,13 @@ bool truthy(const Value& v) {
   }
   return false;
 }
+
+// Template integers are 64-bit (Python's are unbounded): a result that does not fit is an error,
+// never undefined behaviour.
+bool fits_int64(double x) { return x >= -0x1p63 && x < 0x1p63; }  // false for NaN
+
+// The largest string `'s' * n` may build; chat templates repeat a few spaces for indentation.
+constexpr std::size_t kMaxRepeatBytes = 16u << 20;
 
 // JavaScript's Number.prototype.toString for the doubles templates print.
 std::string format_double(double x) {
@@ -1205,6 +1216,7 @@ class Renderer {
         Value v = eval(*e.a, scope);
         if (!v.is_number()) error(e.line, fmt::format("unary {} needs a number, got a {}", e.name, kind_name(v)));
         if (e.name == "+") return v;
+        if (v.kind == Value::Kind::Int && v.i == INT64_MIN) error(e.line, fmt::format("integer overflow in -({})", v.i));
         return v.kind == Value::Kind::Int ? Value::integer(-v.i) : Value::number(-v.f);
       }
       case Expr::Kind::Not: return Value::boolean(!truthy(eval(*e.a, scope)));
@@ -1246,9 +1258,10 @@ class Renderer {
         if (args.size() >= 3) step = args[2].i;
         if (step == 0) fail("chat template: range() step must not be zero");
         Array a;
-        for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
+        for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
           a.push_back(Value::integer(k));
           if (a.size() > 10'000'000) fail("chat template: range() too large");
+          if (__builtin_add_overflow(k, step, &k)) break;  // the next value is past any int64 stop
         }
         return Value::list(std::move(a));
       });
@@ -1320,9 +1333,10 @@ class Renderer {
     int64_t b = clamp(start, step > 0 ? 0 : n - 1), end = clamp(stop, step > 0 ? n : -1);
     std::string s;
     Array a;
-    for (int64_t k = b; step > 0 ? k < end : k > end; k += step) {
+    for (int64_t k = b; step > 0 ? k < end : k > end;) {
       if (is_str) s += chars[k];
       else a.push_back(elements[k]);
+      if (__builtin_add_overflow(k, step, &k)) break;  // a huge step: past the end
     }
     return is_str ? Value::string(s) : Value::list(std::move(a));
   }
@@ -1550,26 +1564,58 @@ class Renderer {
       return Value::boolean(result);
     }
     if (op == "*" && l.is_string() && r.kind == Value::Kind::Int) {
+      if (l.s.empty() || r.i <= 0) return Value::string("");
+      if (static_cast<uint64_t>(r.i) > kMaxRepeatBytes / l.s.size())
+        error(e.line, fmt::format("a string of {} bytes * {} is larger than {} MiB", l.s.size(), r.i, kMaxRepeatBytes >> 20));
       std::string out;
+      out.reserve(l.s.size() * static_cast<std::size_t>(r.i));
       for (int64_t k = 0; k < r.i; ++k) out += l.s;
       return Value::string(out);
     }
     if (!l.is_number() || !r.is_number())
       error(e.line, fmt::format("operator {} needs numbers, got a {} and a {}", op, kind_name(l), kind_name(r)));
-    bool ints = l.kind == Value::Kind::Int && r.kind == Value::Kind::Int;
+    const bool ints = l.kind == Value::Kind::Int && r.kind == Value::Kind::Int;
+    if (ints && op != "/" && !(op == "**" && r.i < 0)) return integer_binary(e.line, op, l.i, r.i);
     double x = l.as_double(), y = r.as_double();
-    if (op == "+") return ints ? Value::integer(l.i + r.i) : Value::number(x + y);
-    if (op == "-") return ints ? Value::integer(l.i - r.i) : Value::number(x - y);
-    if (op == "*") return ints ? Value::integer(l.i * r.i) : Value::number(x * y);
-    if (op == "**") return ints && r.i >= 0 ? Value::integer(static_cast<int64_t>(std::pow(x, y))) : Value::number(std::pow(x, y));
+    if (op == "+") return Value::number(x + y);
+    if (op == "-") return Value::number(x - y);
+    if (op == "*") return Value::number(x * y);
+    if (op == "**") return Value::number(std::pow(x, y));
     if (y == 0) error(e.line, "division by zero");
     if (op == "/") return Value::number(x / y);
-    if (op == "//") return ints ? Value::integer(static_cast<int64_t>(std::floor(x / y))) : Value::number(std::floor(x / y));
-    if (op == "%") {
-      if (ints) return Value::integer(((l.i % r.i) + r.i) % r.i);
-      return Value::number(x - y * std::floor(x / y));
-    }
+    if (op == "//") return Value::number(std::floor(x / y));
+    if (op == "%") return Value::number(x - y * std::floor(x / y));
     error(e.line, "unknown operator " + op);
+  }
+
+  // Python's integer arithmetic (floor division and modulo) in 64 bits, checked.
+  static Value integer_binary(int line, const std::string& op, int64_t a, int64_t b) {
+    int64_t out = 0;
+    bool overflow = false;
+    if (op == "+") overflow = __builtin_add_overflow(a, b, &out);
+    else if (op == "-") overflow = __builtin_sub_overflow(a, b, &out);
+    else if (op == "*") overflow = __builtin_mul_overflow(a, b, &out);
+    else if (op == "**") {  // b >= 0; squaring by the bits of b
+      out = 1;
+      for (int64_t base = a, n = b; n > 0 && !overflow; n >>= 1) {
+        if (n & 1) overflow = __builtin_mul_overflow(out, base, &out);
+        if (n > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+      }
+    } else if (op == "//" || op == "%") {
+      if (b == 0) error(line, "division by zero");
+      if (b == -1) {
+        overflow = op == "//" && a == INT64_MIN;
+        out = op == "//" && !overflow ? -a : 0;
+      } else {
+        int64_t quotient = a / b, remainder = a % b;
+        if (remainder != 0 && (remainder < 0) != (b < 0)) --quotient, remainder += b;
+        out = op == "//" ? quotient : remainder;
+      }
+    } else {
+      error(line, "unknown operator " + op);
+    }
+    if (overflow) error(line, fmt::format("integer overflow in {} {} {}", a, op, b));
+    return Value::integer(out);
   }
 
   bool test(const Expr& e, Scope& scope) {
@@ -1783,7 +1829,10 @@ class Renderer {
     }
     if (name == "int") {
       if (v.kind == Value::Kind::Int) return v;
-      if (v.kind == Value::Kind::Float) return Value::integer(static_cast<int64_t>(v.f));
+      if (v.kind == Value::Kind::Float) {
+        if (!fits_int64(v.f)) error(line, fmt::format("filter 'int': {} does not fit a 64-bit integer", format_double(v.f)));
+        return Value::integer(static_cast<int64_t>(v.f));
+      }
       if (v.is_string()) {
         try { return Value::integer(std::stoll(v.s)); } catch (...) { return args.empty() ? Value::integer(0) : args[0]; }
       }
@@ -1798,6 +1847,7 @@ class Renderer {
       return Value::number(0);
     }
     if (name == "abs") {
+      if (v.kind == Value::Kind::Int && v.i == INT64_MIN) error(line, fmt::format("integer overflow in abs({})", v.i));
       if (v.kind == Value::Kind::Int) return Value::integer(v.i < 0 ? -v.i : v.i);
       if (v.kind == Value::Kind::Float) return Value::number(std::fabs(v.f));
       error(line, "filter 'abs' needs a number");

@@ -70,6 +70,28 @@ std::string error_of(const std::string& source) {
   return "(no error)";
 }
 
+// Integers are 64-bit with Python's floor division and modulo; results that do not fit are errors
+// (they were undefined behaviour: the fuzzer's `{{ 9898000**99990 }}` cast inf to int64).
+TEST(ChatTemplate, IntegerArithmeticIsPythonsOrAnErrorWhenItOverflows) {
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 // -2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 % -3 }} {{ 2 ** 62 }} {{ (-3) ** 3 }} {{ 0 ** 0 }}"),
+            "3 -4 -4 1 2 -2 4611686018427387904 -27 1");
+  EXPECT_EQ(render("{{ 9007199254740993 // 1 }} {{ -9223372036854775807 - 1 }} {{ (-9223372036854775807 - 1) % -1 }}"),
+            "9007199254740993 -9223372036854775808 0");
+  EXPECT_EQ(render("{{ 'abcdef'[1::9223372036854775807] }}|{{ range(9223372036854775806, 9223372036854775807, 5) | list | length }}"), "b|1");
+  EXPECT_EQ(render("{{ 'ab' * 3 }}|{{ '' * 9223372036854775807 }}|{{ 'x' * -2 }}"), "ababab||");
+  for (const char* source : {"{{ 9898000 ** 99990 }}", "{{ 2 ** 63 }}", "{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
+                             "{{ 4611686018427387904 * 2 }}", "{{ (-9223372036854775807 - 1) // -1 }}", "{{ -(-9223372036854775807 - 1) }}",
+                             "{{ (-9223372036854775807 - 1) | abs }}"}) {
+    std::string e = error_of(source);
+    EXPECT_NE(e.find("integer overflow"), std::string::npos) << source << ": " << e;
+  }
+  EXPECT_NE(error_of("{{ (10.0 ** 300) | int }}").find("does not fit a 64-bit integer"), std::string::npos);
+  EXPECT_NE(error_of("{{ 'ab' * 9223372036854775807 }}").find("larger than 16 MiB"), std::string::npos);
+  EXPECT_NE(error_of("{{ 1 // 0 }}").find("division by zero"), std::string::npos);
+  EXPECT_NE(error_of("{{ 1 % 0 }}").find("division by zero"), std::string::npos);
+  EXPECT_EQ(ChatTemplate("{{ messages[0].n }}").render(nlohmann::json::parse(R"([{"n": 18446744073709551615}])"), false), "18446744073709551616.0");
+}
+
 // Lines are counted incrementally while lexing; errors far into a long template, inside a tag that
 // spans lines, still name the right one.
 TEST(ChatTemplate, ErrorsLateInALongTemplateNameTheirLine) {
