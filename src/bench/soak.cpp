@@ -282,10 +282,13 @@ std::string SoakReport::text(double rss_tolerance) const {
   line("unexpected status", std::to_string(unexpected_status));
   auto mib = [](std::optional<int64_t> b) { return b ? fmt::format("{:.1f} MiB", *b / 1048576.0) : std::string("-"); };
   if (rss_idle_bytes && rss_end_bytes) {
-    double change = 100.0 * (static_cast<double>(*rss_end_bytes) / static_cast<double>(*rss_idle_bytes) - 1);
-    line("server RSS", fmt::format("cold {}, idle after warm-up {}, peak {}, end {} ({:+.1f} % vs idle, limit +{:.0f} %) [{}]",
-                                   mib(rss_cold_bytes), mib(rss_idle_bytes),
-                                   mib(rss_peak_bytes), mib(rss_end_bytes), change, rss_tolerance * 100, rss_source));
+    auto change = [&](std::optional<int64_t> from) {
+      return from ? fmt::format("{:+.1f} %", 100.0 * (static_cast<double>(*rss_end_bytes) / static_cast<double>(*from) - 1))
+                  : std::string("-");
+    };
+    line("server RSS", fmt::format("cold {}, idle after warm-up {}, peak {}, end {} ({} vs idle, limit +{:.0f} %; {} vs cold) [{}]",
+                                   mib(rss_cold_bytes), mib(rss_idle_bytes), mib(rss_peak_bytes), mib(rss_end_bytes),
+                                   change(rss_idle_bytes), rss_tolerance * 100, change(rss_cold_bytes), rss_source));
   } else {
     line("server RSS", rss_source);
   }
@@ -584,12 +587,15 @@ SoakReport run_soak(const SoakOptions& o) {
     run_phase(warmup);
     wait_idle();
   }
+  // The server returns freed heap memory to the OS a moment after it goes idle (malloc_trim).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   report.rss_idle_bytes = rss.read();
   if (report.rss_idle_bytes && (!report.rss_peak_bytes || *report.rss_idle_bytes > *report.rss_peak_bytes))
     report.rss_peak_bytes = report.rss_idle_bytes;
   report.duration_s = run_phase(o.duration_s) + warmup;
   curl_multi_cleanup(multi);
   wait_idle();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   report.rss_end_bytes = rss.read();
   report.rss_source = rss.source;
   return report;
