@@ -22,7 +22,7 @@ import time
 from auth_test import request
 from serve_helper import Server
 
-TIMEOUT_S = 6
+TIMEOUT_S = 8
 PROMPTS = ["Write a haiku about rivers", "List three prime numbers", "What is a tokenizer?"]
 failures = []
 
