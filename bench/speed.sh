@@ -235,6 +235,8 @@ for t in threads:
                 ratio = ours / theirs
                 target = TARGETS.get((w, test))
                 met = "-" if target is None else ("yes" if ratio >= target else "NO")
+                if max(ours_sd / ours, theirs_sd / theirs) > 0.15:
+                    met += " (noisy: stddev > 15%)"
                 target_text = "-" if target is None else f">= {target:.2f}x"
                 print(f"| {w} vs {PEER_NAME.get(w, '?')} | {test}{prompt if test == 'pp' else gen} | {ours:.2f} ± {ours_sd:.2f} | "
                       f"{theirs:.2f} ± {theirs_sd:.2f} | {ratio:.2f}x | {target_text} | {met} |")
