@@ -133,6 +133,25 @@ bool truthy(const Value& v) {
   return false;
 }
 
+// Whether `v` is, or holds somewhere inside, the container `target`. Lists and namespaces are
+// shared and mutable, so `ns.x = ns` or `l.append(l)` would make a reference cycle (a leak, and
+// endless output when printed); those are refused.
+bool holds(const Value& v, const void* target) {
+  std::vector<const Value*> pending{&v};
+  while (!pending.empty()) {
+    const Value* x = pending.back();
+    pending.pop_back();
+    if (x->kind == Value::Kind::Array && x->array) {
+      if (x->array.get() == target) return true;
+      for (const auto& item : *x->array) pending.push_back(&item);
+    } else if (x->kind == Value::Kind::Object && x->object) {
+      if (x->object.get() == target) return true;
+      for (const auto& entry : *x->object) pending.push_back(&entry.second);
+    }
+  }
+  return false;
+}
+
 // Template integers are 64-bit (Python's are unbounded): a result that does not fit is an error,
 // never undefined behaviour.
 bool fits_int64(double x) { return x >= -0x1p63 && x < 0x1p63; }  // false for NaN
@@ -1086,6 +1105,7 @@ class Renderer {
             Value owner = eval(*stmt->target_expr->a, scope);
             if (owner.kind != Value::Kind::Object || !owner.is_namespace)
               error(stmt->line, "{% set x.y = ... %} needs x to be a namespace()");
+            if (holds(v, owner.object.get())) error(stmt->line, "{% set x.y = ... %}: the value holds the namespace x itself");
             owner.set(stmt->target_expr->name, v);
           } else if (stmt->targets.size() == 1) {
             scope.set(stmt->targets[0], v);
@@ -1460,6 +1480,7 @@ class Renderer {
   static Value list_method(const Value& self, const std::string& name) {
     auto array = self.array;
     if (name == "append") return Value::callable([array](std::vector<Value>& args, Kwargs&) {
+      if (!args.empty() && holds(args[0], array.get())) fail("chat template: a list cannot be appended into itself");
       if (!args.empty()) array->push_back(args[0]);
       return Value();
     });

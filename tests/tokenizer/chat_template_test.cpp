@@ -92,6 +92,16 @@ TEST(ChatTemplate, IntegerArithmeticIsPythonsOrAnErrorWhenItOverflows) {
   EXPECT_EQ(ChatTemplate("{{ messages[0].n }}").render(nlohmann::json::parse(R"([{"n": 18446744073709551615}])"), false), "18446744073709551616.0");
 }
 
+// Namespaces and lists are shared and mutable: storing one inside itself would be a reference
+// cycle (the fuzzer found `{% set ns.n = ns %}` leaking), so it is an error.
+TEST(ChatTemplate, AContainerCannotBeStoredInsideItself) {
+  for (const char* source : {"{% set ns = namespace(n=0) %}{% set ns.n = ns %}", "{% set ns = namespace(n=0) %}{% set ns.n = [1, {'k': ns}] %}",
+                             "{% set l = [] %}{{ l.append(l) }}", "{% set l = [] %}{{ l.append([[l]]) }}"}) {
+    EXPECT_NE(error_of(source).find("itself"), std::string::npos) << source << ": " << error_of(source);
+  }
+  EXPECT_EQ(render("{% set a = namespace(n=1) %}{% set b = namespace(n=a) %}{% set l = [] %}{{ l.append([1]) }}{{ l.append(l[0]) }}{{ b.n.n }}{{ l | length }}"), "12");
+}
+
 // Lines are counted incrementally while lexing; errors far into a long template, inside a tag that
 // spans lines, still name the right one.
 TEST(ChatTemplate, ErrorsLateInALongTemplateNameTheirLine) {
