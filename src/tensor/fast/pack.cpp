@@ -303,7 +303,10 @@ void prepare_rows(const float* x, int row_begin, int row_end, int in, const Pack
       const float inv = d != 0 ? 1.0f / d : 0.0f;
       int32_t sum = 0;
       for (int k = k0; k < k0 + kBlock; ++k) {
-        const int q = k < in ? std::clamp(static_cast<int>(std::nearbyint(src[k] * inv)), -127, 127) : 0;
+        // Clamped as a float, and NaN as the SIMD conversion gives it (integer indefinite, clamped
+        // to -127): casting NaN or an out-of-range float to int is undefined behaviour.
+        const float v = k < in ? std::nearbyint(src[k] * inv) : 0.0f;
+        const int q = std::isnan(v) ? -127 : static_cast<int>(std::clamp(v, -127.0f, 127.0f));
         dst[k] = static_cast<int8_t>(q);
         sum += q;
       }
