@@ -749,6 +749,18 @@ class Parser {
     }
     ~DepthGuard() { --p.depth_; }
   };
+  // `a * b * c ...`, `x | f | g ...`, `x.a.b[0]...` nest to the left as deeply as they are long
+  // (evaluating and freeing the tree recurses that deep), so each link counts as a level too.
+  struct ChainGuard {
+    Parser& p;
+    int links = 0;
+    explicit ChainGuard(Parser& parser) : p(parser) {}
+    void link() {
+      ++links;
+      if (++p.depth_ > 256) fail("chat template line {}: nesting deeper than 256 levels", p.peek().line);
+    }
+    ~ChainGuard() { p.depth_ -= links; }
+  };
 
   ExprPtr parse_expression() {
     DepthGuard guard(*this);
@@ -757,7 +769,9 @@ class Parser {
 
   ExprPtr parse_ternary(bool allow_if) {
     ExprPtr value = parse_or();
+    ChainGuard chain(*this);
     while (allow_if && is_name("if")) {
+      chain.link();
       int line = next().line;
       auto e = make(Expr::Kind::Ternary, line);
       e->a = value;
@@ -773,7 +787,9 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr left = parse_and();
+    ChainGuard chain(*this);
     while (is_name("or")) {
+      chain.link();
       auto e = make(Expr::Kind::Or, next().line);
       e->a = left;
       e->b = parse_and();
@@ -784,7 +800,9 @@ class Parser {
 
   ExprPtr parse_and() {
     ExprPtr left = parse_not();
+    ChainGuard chain(*this);
     while (is_name("and")) {
+      chain.link();
       auto e = make(Expr::Kind::And, next().line);
       e->a = left;
       e->b = parse_not();
@@ -804,7 +822,9 @@ class Parser {
 
   ExprPtr parse_comparison() {
     ExprPtr left = parse_additive();
+    ChainGuard chain(*this);
     while (true) {
+      chain.link();
       std::string op;
       if (peek().type == Tok::Op && (peek().text == "==" || peek().text == "!=" || peek().text == "<" ||
                                      peek().text == ">" || peek().text == "<=" || peek().text == ">="))
@@ -823,7 +843,9 @@ class Parser {
 
   ExprPtr parse_additive() {
     ExprPtr left = parse_multiplicative();
+    ChainGuard chain(*this);
     while (is_op("+") || is_op("-") || is_op("~")) {
+      chain.link();
       auto e = make(Expr::Kind::Binary, peek().line);
       e->name = next().text;
       e->a = left;
@@ -835,7 +857,9 @@ class Parser {
 
   ExprPtr parse_multiplicative() {
     ExprPtr left = parse_test();
+    ChainGuard chain(*this);
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      chain.link();
       auto e = make(Expr::Kind::Binary, peek().line);
       e->name = next().text;
       e->a = left;
@@ -847,7 +871,9 @@ class Parser {
 
   ExprPtr parse_test() {
     ExprPtr value = parse_pow();
+    ChainGuard chain(*this);
     while (is_name("is")) {
+      chain.link();
       auto e = make(Expr::Kind::Test, next().line);
       if (is_name("not")) { ++pos_; e->negated = true; }
       if (peek().type != Tok::Name) error_here("expected a test name after 'is'");
@@ -867,7 +893,9 @@ class Parser {
 
   ExprPtr parse_pow() {
     ExprPtr left = parse_unary();
+    ChainGuard chain(*this);
     while (is_op("**")) {
+      chain.link();
       auto e = make(Expr::Kind::Binary, peek().line);
       e->name = next().text;
       e->a = left;
@@ -892,7 +920,9 @@ class Parser {
   }
 
   ExprPtr parse_filters(ExprPtr value) {
+    ChainGuard chain(*this);
     while (peek().type == Tok::Pipe) {
+      chain.link();
       ++pos_;
       if (peek().type != Tok::Name) error_here("expected a filter name after |");
       auto e = make(Expr::Kind::Filter, peek().line);
@@ -922,7 +952,9 @@ class Parser {
 
   ExprPtr parse_primary_postfix() {
     ExprPtr value = parse_primary();
+    ChainGuard chain(*this);
     while (true) {
+      chain.link();
       if (peek().type == Tok::Dot) {
         ++pos_;
         auto e = make(Expr::Kind::Attr, peek().line);

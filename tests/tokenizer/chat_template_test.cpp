@@ -126,6 +126,15 @@ TEST(ChatTemplate, UnsupportedConstructsNameTheConstructAndLine) {
   EXPECT_NE(e.find("string literal"), std::string::npos) << e;
   e = error_of("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}");
   EXPECT_NE(e.find("nesting"), std::string::npos) << e;
+  // Long operator, filter and attribute chains nest as deeply (the fuzzer overflowed the stack
+  // with `99*9/9*...` 2000 operators long).
+  for (const std::string& link : {std::string("*9"), std::string("|trim"), std::string(".a"), std::string(" and x"), std::string("[0]")}) {
+    std::string chain = "{{ x";
+    for (int k = 0; k < 5000; ++k) chain += link;
+    e = error_of(chain + " }}");
+    EXPECT_NE(e.find("nesting"), std::string::npos) << link << ": " << e;
+  }
+  EXPECT_EQ(render("{{ 1" + [] { std::string c; for (int k = 0; k < 100; ++k) c += " + 1"; return c; }() + " }}"), "101");
   e = error_of("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}");
   EXPECT_NE(e.find("recurses"), std::string::npos) << e;
   e = error_of("{{ 99999999999999999999999 }}");
