@@ -3,16 +3,19 @@
 // matmul) equal the same requests one at a time (one row per matmul).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startServer, postJson, metrics, tokenize, CLI, MODEL } from './helpers.mjs';
 
 const prompts = ['Tell me about apple', 'Tell me about river', 'Tell me about violin', 'Tell me about rocket',
   'Tell me about tiger', 'Tell me about harbor'];
 
-function generate(ids, maxNewTokens, weights) {
-  const out = execFileSync(CLI, ['generate', MODEL, '--prompt-ids', ids.join(','), '--max-new-tokens', String(maxNewTokens),
-    '--ignore-eos', '--weights', weights, '--json'], { encoding: 'utf8' });
-  return JSON.parse(out.trim().split('\n').pop()).tokens;
+// Asynchronous, as generateCli in helpers.mjs: a synchronous call blocks the event loop past the
+// server's 5 s keep-alive timeout when the CLI is slow (ASan), and the next request meets a dead socket.
+async function generate(ids, maxNewTokens, weights) {
+  const { stdout } = await promisify(execFile)(CLI, ['generate', MODEL, '--prompt-ids', ids.join(','), '--max-new-tokens',
+    String(maxNewTokens), '--ignore-eos', '--weights', weights, '--json'], { encoding: 'utf8' });
+  return JSON.parse(stdout.trim().split('\n').pop()).tokens;
 }
 
 async function completionIds(base, ids, maxTokens) {
@@ -29,7 +32,7 @@ for (const weights of ['bf16', 'int8', 'q4']) {
     try {
       const ids = await Promise.all(prompts.map((prompt) => tokenize(server.base, { prompt })));
       for (const p of ids.slice(0, 2)) {
-        const cli = generate(p, 16, weights);
+        const cli = await generate(p, 16, weights);
         assert.equal(cli.length, 16);
         const detok = await postJson(server.base, '/detokenize', { tokens: cli });
         assert.equal(await completionIds(server.base, p, 16), detok.json.prompt, `${weights}: HTTP vs generate`);
