@@ -94,6 +94,7 @@ class PackedMatrix {
 struct PreparedInput {
   int rows = 0, in_padded = 0, blocks = 0;
   std::vector<uint16_t> bf16;    // [rows][in_padded], rounded to nearest even
+  std::vector<float> bf16_f32;   // the same values as fp32, for kernels without a bf16 dot product (AVX2)
   std::vector<int8_t> q8;        // [rows][in_padded], per block q = round(x / d), d = max|x| / 127
   std::vector<float> scale;      // [rows][blocks] d
   std::vector<int32_t> sum;      // [rows][blocks] sum of q over the block

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -10,6 +11,10 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+
+
+
+
 
 namespace inferlab::fast::detail {
 namespace {
@@ -30,138 +35,278 @@ inline void store8(const KernelArgs& a, int row, int col, __m256 acc) {
   for (int i = 0; i < n; ++i) dst[i] = tmp[i] + (a.bias ? a.bias[col + i] : 0.0f);
 }
 
-template <int MR>
-void bf16_tile(const KernelArgs& a, int row0, int panel) {
+// Decode reads each weight once, straight from DRAM; on CPUs such as Zen 1 the hardware
+// prefetcher alone left the int8 kernel at ~60 % of the read bandwidth (compute and memory
+// waits did not overlap). Prefetching this far ahead of the loads brought it to the bandwidth.
+constexpr int kPrefetchBytes = 1024;
+
+inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+
+// bf16 weights as fp32: the odd element of a pair is the high half of each 32-bit lane, the even
+// one the low half shifted up. Activations come widened already (PreparedInput::bf16_f32), so a
+// row costs two broadcasts per k-pair and no conversion. Per row and output the order of the
+// FMAs (odd then even, k ascending) is that of the scalar kernel, in every tile shape below.
+template <int MR, int NV>
+void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
-  const uint16_t* x = a.in->bf16.data() + row0 * ldx;
-  const uint8_t* wp = w.panel_data(panel);
+  const float* x = a.in->bf16_f32.data() + row0 * ldx;
+  const uint8_t* wp[NV];
+  #pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v);
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  __m256 acc[MR][2];
+  __m256 acc[MR][NV][2];
   #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
-  for (int kp = 0; kp < w.in_padded() / 2; ++kp) {
-    __m256 odd[2], even[2];
-    #pragma GCC unroll 16
-    for (int h = 0; h < 2; ++h) {
-      const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32));
-      odd[h] = _mm256_castsi256_ps(_mm256_and_si256(raw, high));
-      even[h] = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
-    }
-    #pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m256i pair = _mm256_set1_epi32(load_i32(x + m * ldx + 2 * kp));
-      const __m256 xodd = _mm256_castsi256_ps(_mm256_and_si256(pair, high));
-      const __m256 xeven = _mm256_castsi256_ps(_mm256_slli_epi32(pair, 16));
-      #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[m][v][0] = acc[m][v][1] = _mm256_setzero_ps();
+  const int kpairs = w.in_padded() / 2;
+  for (int kp = 0; kp < kpairs; ++kp) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      prefetch(wp[v] + kp * 64 + kPrefetchBytes);
+      #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        acc[m][h] = _mm256_fmadd_ps(odd[h], xodd, acc[m][h]);
-        acc[m][h] = _mm256_fmadd_ps(even[h], xeven, acc[m][h]);
+        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + kp * 64 + h * 32));
+        const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(raw, high));
+        const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+        #pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) {
+          acc[m][v][h] = _mm256_fmadd_ps(odd, _mm256_broadcast_ss(x + m * ldx + 2 * kp + 1), acc[m][v][h]);
+          acc[m][v][h] = _mm256_fmadd_ps(even, _mm256_broadcast_ss(x + m * ldx + 2 * kp), acc[m][v][h]);
+        }
       }
     }
   }
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 16
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) store8(a, row0 + m, (panel0 + v) * kPanel + h * 8, acc[m][v][h]);
+}
+
+// Prefill: a panel is widened to fp32 once ([k-pair][odd rows 0-7, 8-15][even rows 0-7, 8-15])
+// and then used by every row block, so the inner loop is a plain fp32 kernel of 6 rows x 16
+// outputs (12 accumulators, 2 weight loads and one broadcast per 12 FMAs). Converting inside the
+// loop instead (and + shift per weight vector) kept Zen 1 at ~65 % of its FMA peak.
+void widen_bf16_panel(const PackedMatrix& w, int panel, float* dst) {
+  const uint8_t* wp = w.panel_data(panel);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int kp = 0; kp < w.in_padded() / 2; ++kp)
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32));
+      _mm256_store_ps(dst + kp * 32 + h * 8, _mm256_castsi256_ps(_mm256_and_si256(raw, high)));
+      _mm256_store_ps(dst + kp * 32 + 16 + h * 8, _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)));
+    }
+}
+
+template <int MR>
+void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wide) {
+  const std::size_t ldx = a.w->in_padded();
+  const float* x = a.in->bf16_f32.data() + row0 * ldx;
+  __m256 acc[MR][2];
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+  const int kpairs = a.w->in_padded() / 2;
+  for (int kp = 0; kp < kpairs; ++kp) {
+    #pragma GCC unroll 2
+    for (int parity = 0; parity < 2; ++parity) {  // odd, then even
+      const __m256 w0 = _mm256_load_ps(wide + kp * 32 + parity * 16), w1 = _mm256_load_ps(wide + kp * 32 + parity * 16 + 8);
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) {
+        const __m256 xb = _mm256_broadcast_ss(x + m * ldx + 2 * kp + 1 - parity);
+        acc[m][0] = _mm256_fmadd_ps(w0, xb, acc[m][0]);
+        acc[m][1] = _mm256_fmadd_ps(w1, xb, acc[m][1]);
+      }
+    }
+  }
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
 }
 
-template <int MR, bool Q8>
-void quant_tile(const KernelArgs& a, int row0, int panel) {
+// int8 (q8) and 4-bit weights against q8 activations, one block of 32 k at a time: exact int32
+// sums per block, then one fp32 FMA with the two scales. AVX2 has no u8 x s8 -> i32 dot product:
+// vpmaddubsw gives i16 pair sums and vpmaddwd widens them; both run on one pipe on Zen 1, so the
+// number of them per weight byte is what the kernel's speed is.
+template <int MR, int NV, bool Q8, bool Prefetch>
+void quant_tile(const KernelArgs& a, int row0, int panel0) {
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
   const int8_t* x = a.in->q8.data() + row0 * ldx;
   const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
   const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
-  const uint8_t* wp = w.panel_data(panel);
-  const uint16_t* sp = w.panel_scales(panel);
+  const uint8_t* wp[NV];
+  const uint16_t* sp[NV];
+  #pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scales(panel0 + v);
+  constexpr int block_bytes = Q8 ? 512 : 256;  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
                 low_nibbles = _mm256_set1_epi8(0x0f);
-  __m256 acc[MR][2];
+  __m256 acc[MR][NV][2];
   #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[m][v][0] = acc[m][v][1] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; ++b) {
-    __m256i isum[MR][2];
-    #pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m)
-      // q8 codes are turned back into signed values below; 4-bit codes keep their +8 offset.
-      isum[m][0] = isum[m][1] = _mm256_set1_epi32(Q8 ? 0 : -8 * xsum[m * blocks + b]);
+    if constexpr (Prefetch) {
+      #pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        #pragma GCC unroll 8
+        for (int line = 0; line < block_bytes; line += 64) prefetch(wp[v] + b * block_bytes + line + kPrefetchBytes);
+    }
+    __m256i isum[MR][NV][2];
     const int8_t* xb = x + b * kBlock;
-    #pragma GCC unroll 16
-    for (int h = 0; h < 2; ++h) {
-      if constexpr (Q8) {
+    if constexpr (Q8) {
+      // Stored codes are q + 128: flip the top bit back to q, then |w| * (x with w's sign), as
+      // vpmaddubsw needs one unsigned operand (|w| <= 127, so pair sums cannot saturate).
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m)
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) isum[m][v][0] = isum[m][v][1] = _mm256_setzero_si256();
+      #pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        __m256i xv[MR];
         #pragma GCC unroll 16
-        for (int q = 0; q < 8; ++q) {
-          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * 512 + q * 64 + h * 32));
-          const __m256i signed_w = _mm256_xor_si256(raw, flip);
-          const __m256i abs_w = _mm256_abs_epi8(signed_w);
-          #pragma GCC unroll 16
-          for (int m = 0; m < MR; ++m) {
-            const __m256i xv = _mm256_set1_epi32(load_i32(xb + m * ldx + q * 4));
-            const __m256i pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(xv, signed_w));
-            isum[m][h] = _mm256_add_epi32(isum[m][h], _mm256_madd_epi16(pairs, ones));
+        for (int m = 0; m < MR; ++m) xv[m] = _mm256_set1_epi32(load_i32(xb + m * ldx + q * 4));
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+          #pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + b * 512 + q * 64 + h * 32));
+            const __m256i signed_w = _mm256_xor_si256(raw, flip);
+            const __m256i abs_w = _mm256_abs_epi8(signed_w);
+            #pragma GCC unroll 16
+            for (int m = 0; m < MR; ++m) {
+              const __m256i pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(xv[m], signed_w));
+              isum[m][v][h] = _mm256_add_epi32(isum[m][v][h], _mm256_madd_epi16(pairs, ones));
+            }
           }
-        }
-      } else {
+      }
+    } else {
+      // Nibbles (0..15) times q8 (|x| <= 127): a pair sum is at most 3,810, so the eight pair
+      // sums of a block add up in int16 (<= 30,480) and one vpmaddwd per block widens them.
+      __m256i pairs[MR][NV][2];
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m)
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) pairs[m][v][0] = pairs[m][v][1] = _mm256_setzero_si256();
+      #pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        __m256i xlo[MR], xhi[MR];
         #pragma GCC unroll 16
-        for (int g = 0; g < 4; ++g) {
-          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * 256 + g * 64 + h * 32));
-          const __m256i lo = _mm256_and_si256(raw, low_nibbles);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-          #pragma GCC unroll 16
-          for (int m = 0; m < MR; ++m) {
-            const __m256i xlo = _mm256_set1_epi32(load_i32(xb + m * ldx + g * 4));
-            const __m256i xhi = _mm256_set1_epi32(load_i32(xb + m * ldx + (g + 4) * 4));
-            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
-            isum[m][h] = _mm256_add_epi32(isum[m][h], _mm256_madd_epi16(pairs, ones));
-          }
+        for (int m = 0; m < MR; ++m) {
+          xlo[m] = _mm256_set1_epi32(load_i32(xb + m * ldx + g * 4));
+          xhi[m] = _mm256_set1_epi32(load_i32(xb + m * ldx + (g + 4) * 4));
         }
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+          #pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + b * 256 + g * 64 + h * 32));
+            const __m256i lo = _mm256_and_si256(raw, low_nibbles);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+            #pragma GCC unroll 16
+            for (int m = 0; m < MR; ++m)
+              pairs[m][v][h] = _mm256_add_epi16(
+                  pairs[m][v][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo[m]), _mm256_maddubs_epi16(hi, xhi[m])));
+          }
+      }
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) {
+        // The codes keep their +8 offset: subtract 8 * sum(x) of the block.
+        const __m256i start = _mm256_set1_epi32(-8 * xsum[m * blocks + b]);
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+          #pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) isum[m][v][h] = _mm256_add_epi32(start, _mm256_madd_epi16(pairs[m][v][h], ones));
       }
     }
-    __m256 wscale[2];
-    #pragma GCC unroll 16
-    for (int h = 0; h < 2; ++h)
-      wscale[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel + h * 8)));
-    #pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
-      #pragma GCC unroll 16
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m256 wscale[2];
+      #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h)
-        acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(wscale[h], xs), acc[m][h]);
+        wscale[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp[v] + b * kPanel + h * 8)));
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) {
+        const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h)
+          acc[m][v][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][v][h]), _mm256_mul_ps(wscale[h], xs), acc[m][v][h]);
+      }
     }
   }
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 16
-    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) store8(a, row0 + m, (panel0 + v) * kPanel + h * 8, acc[m][v][h]);
 }
 
-using TileFn = void (*)(const KernelArgs&, int row0, int panel);
+using TileFn = void (*)(const KernelArgs&, int row0, int panel0);
 
-template <int MaxMR>
-void run(const KernelArgs& a, int pb, int pe, const TileFn* tiles) {
-  for (int p = pb; p < pe; ++p)
-    for (int row0 = 0; row0 < a.rows; row0 += MaxMR) tiles[std::min(MaxMR, a.rows - row0) - 1](a, row0, p);
+template <TileFn... Fns>
+constexpr std::array<TileFn, sizeof...(Fns)> table_of() { return {Fns...}; }
+
+// Few rows (decode, memory-bound): NV panels per pass with prefetching and a single row block, so
+// each weight byte is read once; the last panels of a range go one at a time. Tables are indexed
+// [rows - 1].
+template <int NV, std::size_t N>
+void run_decode(const KernelArgs& a, int pb, int pe, const std::array<TileFn, N>& wide,
+                const std::array<TileFn, N>& single) {
+  int p = pb;
+  for (; p + NV <= pe; p += NV) wide[a.rows - 1](a, 0, p);
+  for (; p < pe; ++p) single[a.rows - 1](a, 0, p);
 }
+
+constexpr int kDecodeRows = 2;
 
 void bf16_avx2(const KernelArgs& a, int pb, int pe) {
-  static constexpr TileFn tiles[] = {bf16_tile<1>, bf16_tile<2>, bf16_tile<3>, bf16_tile<4>};
-  run<4>(a, pb, pe, tiles);
+  if (a.rows <= kDecodeRows) {
+    constexpr int nv = 2;  // two panels: four independent FMA chains per row
+    static constexpr auto wide = table_of<bf16_decode_tile<1, nv>, bf16_decode_tile<2, nv>>();
+    static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>>();
+    return run_decode<nv>(a, pb, pe, wide, single);
+  }
+  using PrefillFn = void (*)(const KernelArgs&, int, int, const float*);
+  static constexpr PrefillFn tiles[] = {bf16_prefill_tile<1>, bf16_prefill_tile<2>, bf16_prefill_tile<3>,
+                                        bf16_prefill_tile<4>, bf16_prefill_tile<5>, bf16_prefill_tile<6>};
+  constexpr int mr = 6;
+  thread_local AlignedBuffer scratch;  // per thread: the kernel pool's workers run chunks at once
+  const std::size_t bytes = sizeof(float) * a.w->in_padded() * kPanel;
+  if (scratch.size() < bytes) scratch = AlignedBuffer(bytes);
+  float* wide = reinterpret_cast<float*>(scratch.data());
+  for (int p = pb; p < pe; ++p) {
+    widen_bf16_panel(*a.w, p, wide);
+    for (int row0 = 0; row0 < a.rows; row0 += mr) tiles[std::min(mr, a.rows - row0) - 1](a, row0, p, wide);
+  }
 }
-void q8_avx2(const KernelArgs& a, int pb, int pe) {
-  static constexpr TileFn tiles[] = {quant_tile<1, true>, quant_tile<2, true>};
-  run<2>(a, pb, pe, tiles);
+// Integer tiles hold two accumulator sets (int32 per block, fp32 overall): prefill takes 2 rows
+// per pass over a panel (its 14-78 KB stay in L1/L2 across the row blocks).
+template <bool Q8>
+void quant_avx2(const KernelArgs& a, int pb, int pe) {
+  if (a.rows <= kDecodeRows) {
+    // One panel per pass: two panels' int16/int32 partial sums did not fit the 16 ymm registers.
+    static constexpr auto single = table_of<quant_tile<1, 1, Q8, true>, quant_tile<2, 1, Q8, true>>();
+    return run_decode<1>(a, pb, pe, single, single);
+  }
+  static constexpr auto tiles = table_of<quant_tile<1, 1, Q8, false>, quant_tile<2, 1, Q8, false>>();
+  for (int p = pb; p < pe; ++p)
+    for (int row0 = 0; row0 < a.rows; row0 += 2) tiles[std::min(2, a.rows - row0) - 1](a, row0, p);
 }
-void q4_avx2(const KernelArgs& a, int pb, int pe) {
-  static constexpr TileFn tiles[] = {quant_tile<1, false>, quant_tile<2, false>};
-  run<2>(a, pb, pe, tiles);
-}
+void q8_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<true>(a, pb, pe); }
+void q4_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<false>(a, pb, pe); }
 
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable table{bf16_avx2, q8_avx2, q4_avx2};
+  static const KernelTable table{bf16_avx2, q8_avx2, q4_avx2, nullptr, nullptr, /*bf16_as_f32=*/true};
   return table;
 }
 

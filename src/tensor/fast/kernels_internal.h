@@ -24,6 +24,7 @@ struct KernelTable {
   PanelKernel bf16, q8, q4;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
+  bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
 };
 
 const KernelTable& scalar_kernels();
@@ -35,6 +36,7 @@ const KernelTable& active_kernels();  // for active_isa()
 
 namespace inferlab::fast::detail {
 // prepare_input in two steps, so that many rows can be prepared in parallel.
+// Also sizes what the active instruction set's kernels read besides (PreparedInput::bf16_f32).
 void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared);
 // simd: the active instruction set's row functions (matmul); false: the scalar code (the oracle).
 void prepare_rows(const float* x, int row_begin, int row_end, int in, const PackedMatrix& w, PreparedInput& prepared,

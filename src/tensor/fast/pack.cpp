@@ -259,6 +259,7 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
   const std::size_t n = static_cast<std::size_t>(rows) * w.in_padded();
   if (w.format() == WeightFormat::BF16) {
     prepared.bf16.resize(n);
+    prepared.bf16_f32.resize(active_kernels().bf16_as_f32 ? n : 0);
   } else if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
     prepared.blocks = w.blocks();
     prepared.q8.resize(n);
@@ -279,10 +280,14 @@ void prepare_rows(const float* x, int row_begin, int row_end, int in, const Pack
       const float* src = x + static_cast<std::size_t>(r) * in;
       if (simd.bf16_row) {
         simd.bf16_row(src, in, w.in_padded(), dst);
-        continue;
+      } else {
+        for (int k = 0; k < in; ++k) dst[k] = f32_to_bf16(src[k]);
+        for (int k = in; k < w.in_padded(); ++k) dst[k] = 0;
       }
-      for (int k = 0; k < in; ++k) dst[k] = f32_to_bf16(src[k]);
-      for (int k = in; k < w.in_padded(); ++k) dst[k] = 0;
+      if (!prepared.bf16_f32.empty()) {  // sized by size_prepared when the active kernels read it
+        float* wide = prepared.bf16_f32.data() + static_cast<std::size_t>(r) * w.in_padded();
+        for (int k = 0; k < w.in_padded(); ++k) wide[k] = bf16_to_f32(dst[k]);
+      }
     }
     return;
   }
