@@ -50,15 +50,22 @@ json run_probes(int threads, bool quick, std::string& text) {
   doc["threads"] = fast::threads();
   doc["cpu"] = fast::cpu_features_line();
   doc["bandwidth"] = {{"read_gbs", bw.read_gbs}, {"triad_gbs", bw.triad_gbs}, {"array_bytes", bw.bytes}};
-  doc["peaks"] = {{"bf16_gflops", peaks.bf16_gflops}, {"fp32_gflops", peaks.fp32_gflops}, {"int8_gops", peaks.int8_gops}};
+  doc["peaks"] = {{"isa", peaks.isa},
+                  {"bf16_gflops", peaks.bf16_gflops},
+                  {"fp32_gflops", peaks.fp32_gflops},
+                  {"int8_gops", peaks.int8_gops}};
   doc["openblas"] = {{"core", fast::openblas_core()}, {"config", fast::openblas_config()}};
   text += fmt::format("CPU kernels: {}\n", fast::cpu_features_line());
   text += fmt::format("OpenBLAS: core {} ({})\n", fast::openblas_core(), fast::openblas_config());
   text += fmt::format("threads: {}\n", fast::threads());
   text += fmt::format("memory read bandwidth (sum over {} MiB): {:.1f} GB/s; STREAM triad {:.1f} GB/s\n",
                       bw.bytes >> 20, bw.read_gbs, bw.triad_gbs);
-  text += fmt::format("peak: bf16 dot (vdpbf16ps) {:.0f} GFLOP/s, fp32 FMA {:.0f} GFLOP/s, int8 (vpdpbusd) {:.0f} GOP/s\n",
-                      peaks.bf16_gflops, peaks.fp32_gflops, peaks.int8_gops);
+  if (peaks.isa == "avx2")
+    text += fmt::format("peak (AVX2): fp32 FMA {:.0f} GFLOP/s (bf16 weights run on it), int8 (vpmaddubsw+vpmaddwd) {:.0f} GOP/s\n",
+                        peaks.fp32_gflops, peaks.int8_gops);
+  else
+    text += fmt::format("peak: bf16 dot (vdpbf16ps) {:.0f} GFLOP/s, fp32 FMA {:.0f} GFLOP/s, int8 (vpdpbusd) {:.0f} GOP/s\n",
+                        peaks.bf16_gflops, peaks.fp32_gflops, peaks.int8_gops);
   // sgemm on the prefill shapes (512 prompt tokens).
   json gemms = json::array();
   for (const Shape& s : kQwenShapes) {

@@ -24,9 +24,11 @@ GemmResult measure_sgemm(int m, int n, int k, int threads, double min_seconds = 
 std::string openblas_core();    // openblas_get_corename(): what the library really runs
 std::string openblas_config();  // openblas_get_config()
 
-// Register-only peak of vdpbf16ps (AVX-512 BF16), fp32 FMA and vpdpbusd, all threads of the pool;
-// 0 where the CPU lacks the instruction.
+// Register-only peaks, all threads of the pool, of what the kernels issue: with AVX-512,
+// vdpbf16ps (bf16), fp32 FMA and vpdpbusd (int8); with AVX2, fp32 FMA (which bf16 weights also
+// run on) and vpmaddubsw + vpmaddwd (int8). All 0 without AVX2.
 struct PeakResult {
+  std::string isa;          // "avx512", "avx2" or empty
   double bf16_gflops = 0;   // 2 flops per bf16 multiply-add
   double fp32_gflops = 0;
   double int8_gops = 0;
