@@ -221,6 +221,8 @@ TEST(Prepare, SimdRowsEqualTheScalarRows) {
     const float specials[] = {1.00390625f, 1.01171875f, -2.5f, 1e-40f, -1e-39f, 3e38f, -3e38f, 0.5f, 127.5f};
     for (int k = 0; k < in && k < 9; ++k) x[static_cast<std::size_t>(2) * in + k * (in / 9 + 1) % in] = specials[k];
     x[static_cast<std::size_t>(2) * in + in / 2] = std::nanf("");
+    // A first block of denormals only: 1 / d overflows to inf, so x / d is +-inf (and 0 * inf NaN).
+    for (int k = 0; k < std::min(in, 32); ++k) x[k] = (k % 3 == 0 ? 0.0f : k % 3 == 1 ? 1e-40f : -3e-41f);
     const std::vector<float> w(static_cast<std::size_t>(16) * in, 0.25f);
     for (WeightFormat format : {WeightFormat::BF16, WeightFormat::Q8}) {
       const PackedMatrix m = PackedMatrix::from_f32(w.data(), 16, in, format);

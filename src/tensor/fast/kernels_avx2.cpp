@@ -303,10 +303,92 @@ void quant_avx2(const KernelArgs& a, int pb, int pe) {
 void q8_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<true>(a, pb, pe); }
 void q4_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<false>(a, pb, pe); }
 
+// f32_to_bf16 on 8 lanes: round to nearest even, NaN kept quiet (as the scalar code).
+inline __m128i round_to_bf16(__m256 v) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+  rounded = _mm256_blendv_epi8(rounded, quiet, nan);
+  // 16-bit values in 32-bit lanes -> 8 x u16 (packus keeps them: all are <= 0xffff).
+  const __m256i packed = _mm256_packus_epi32(rounded, rounded);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+void bf16_row_avx2(const float* src, int in, int in_padded, uint16_t* dst) {
+  int k = 0;
+  for (; k + 8 <= in; k += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k), round_to_bf16(_mm256_loadu_ps(src + k)));
+  for (; k < in; ++k) dst[k] = f32_to_bf16(src[k]);
+  for (k = in; k < in_padded; ++k) dst[k] = 0;
+}
+
+inline float max_lanes(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+inline int32_t add_lanes(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// As q8_row_avx512 (and the scalar code): d = max|x| / 127, q = nearbyint(x / d) clamped to
+// [-127, 127] (vcvtps2dq rounds to nearest even, as nearbyint does).
+void q8_row_avx2(const float* src, int in, int blocks, int8_t* dst, float* scale, int32_t* sum) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  alignas(32) float tail[kBlock];
+  for (int b = 0; b < blocks; ++b) {
+    const int k0 = b * kBlock, left = std::clamp(in - k0, 0, kBlock);
+    const float* x = src + k0;
+    if (left < kBlock) {  // the last, partial block: zeros past `in`
+      std::fill(tail, tail + kBlock, 0.0f);
+      std::copy(x, x + left, tail);
+      x = tail;
+    }
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      // max(|x|, 0) with |x| as the second operand: a NaN lane yields 0, never the maximum.
+      amax = _mm256_max_ps(amax, _mm256_max_ps(_mm256_and_ps(v[i], abs_mask), _mm256_setzero_ps()));
+    }
+    const float d = max_lanes(amax) / 127.0f;
+    const float inv = d != 0 ? 1.0f / d : 0.0f;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    __m256i q[4], total = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      // Clamped as floats first: 1/d overflows to inf for a block of denormals, and x * inf must
+      // give 127 as in the scalar code (vcvtps2dq would give INT_MIN). max_ps returns its second
+      // operand for a NaN lane: -127.
+      const __m256 clamped = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], vinv), lo), hi);
+      // Lanes past `in` are 0 (not 0 * inv, which is NaN when inv is inf).
+      const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_add_epi32(lane, _mm256_set1_epi32(8 * i)));
+      q[i] = _mm256_and_si256(_mm256_cvtps_epi32(clamped), inside);
+      total = _mm256_add_epi32(total, q[i]);
+    }
+    // int32 -> int8 in order: packs work per 128-bit lane, the permute puts the lanes back.
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256i words2 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(words, words2), _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k0), bytes);
+    scale[b] = d;
+    sum[b] = add_lanes(total);
+  }
+}
+
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable table{bf16_avx2, q8_avx2, q4_avx2, nullptr, nullptr, /*bf16_as_f32=*/true};
+  static const KernelTable table{bf16_avx2, q8_avx2, q4_avx2, bf16_row_avx2, q8_row_avx2, /*bf16_as_f32=*/true};
   return table;
 }
 

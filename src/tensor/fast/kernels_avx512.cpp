@@ -242,9 +242,12 @@ void q8_row_avx512(const float* src, int in, int blocks, int8_t* dst, float* sca
     const float d = amax / 127.0f;
     const float inv = d != 0 ? 1.0f / d : 0.0f;
     const __m512 vinv = _mm512_set1_ps(inv);
-    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-    const __m512i q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x0, vinv)), lo), hi);
-    const __m512i q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x1, vinv)), lo), hi);
+    // Clamped as floats: 1/d is inf for a block of denormals, and x * inf must give 127 as in the
+    // scalar code (vcvtps2dq gives INT_MIN). max_ps returns its second operand for NaN: -127.
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    // Lanes past `in` are 0 (not 0 * inv, which is NaN when inv is inf).
+    const __m512i q0 = _mm512_maskz_cvtps_epi32(m0, _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(x0, vinv), lo), hi));
+    const __m512i q1 = _mm512_maskz_cvtps_epi32(m1, _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(x1, vinv), lo), hi));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k0), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k0 + 16), _mm512_cvtepi32_epi8(q1));
     scale[b] = d;
