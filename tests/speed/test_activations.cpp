@@ -19,7 +19,7 @@ TEST(Activations, SiluMulMatchesTheLibraryExp) {
     for (auto& v : gate) v = dist(rng);
     for (auto& v : up) v = dist(rng);
     if (n > 4) gate[0] = -120.0f, gate[1] = 120.0f, gate[2] = -88.0f, gate[3] = 0.0f;
-    for (Isa isa : {Isa::Scalar, Isa::Avx512}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
       set_isa_limit(isa);
       silu_mul(gate.data(), up.data(), out.data(), n);
       for (std::size_t i = 0; i < n; ++i) {

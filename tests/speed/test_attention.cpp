@@ -56,7 +56,7 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
     const AttentionShape shape{c.heads, c.kv_heads, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
     std::vector<float> expected(q.size());
     causal_attention_reference(q.data(), q_dim, expected.data(), q_dim, rows, shape);
-    for (Isa isa : {Isa::Scalar, Isa::Avx512}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
       set_isa_limit(isa);
       for (int threads : {1, 2}) {
         set_threads(threads);

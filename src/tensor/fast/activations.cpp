@@ -23,8 +23,25 @@ void silu_mul_avx512(const float* gate, const float* up, float* out, std::size_t
 }  // namespace
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace {
+void silu_mul_avx2(const float* gate, const float* up, float* out, std::size_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 e = detail::exp256(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+}  // namespace
+#pragma GCC pop_options
+
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
   if (active_isa() == Isa::Avx512) return silu_mul_avx512(gate, up, out, n);
+  if (active_isa() == Isa::Avx2) return silu_mul_avx2(gate, up, out, n);
   for (std::size_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 

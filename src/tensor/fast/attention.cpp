@@ -191,6 +191,116 @@ constexpr auto kAttendAvx512 = attend_table(std::make_integer_sequence<int, kMax
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace {
+
+constexpr int kMaxHeadVectors8 = 32;  // head_dim up to 256 in vectors of 8
+
+// r[i] = the sum of a[i]'s 8 lanes, for 8 vectors at once.
+inline __m256 sum_each8(const __m256 a[8]) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);  // [a0..a3 low, a4..a7 low | highs]
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+inline float max8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+// attend_avx512 on 8 lanes: head_dim = 8 * NV, chunks of 8 positions. One accumulator per head
+// vector for the values (NV chains; two sets would not fit the 16 ymm registers at head_dim 64).
+template <int NV>
+void attend_avx2(const Task& t, int row, int kv_head) {
+  const AttentionShape& s = t.shape;
+  constexpr int hd = NV * 8;
+  const int group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
+  const int bs = t.rows[row].kv->block_size;
+  const AttentionRow& r = t.rows[row];
+  alignas(32) float acc[kMaxGroup][NV * 8];
+  alignas(32) float scores[8];
+  float running_max[kMaxGroup], running_sum[kMaxGroup];
+  for (int g = 0; g < group; ++g) {
+    running_max[g] = -std::numeric_limits<float>::infinity();
+    running_sum[g] = 0;
+    #pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) _mm256_store_ps(&acc[g][v * 8], _mm256_setzero_ps());
+  }
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int j0 = 0; j0 <= r.position; j0 += bs) {
+    const float* keys_base = r.kv->keys[j0 / bs] + kv_head * hd;
+    const float* values_base = r.kv->values[j0 / bs] + kv_head * hd;
+    const int block_n = std::min(bs, r.position + 1 - j0);
+    for (int c0 = 0; c0 < block_n; c0 += 8) {
+      const int n = std::min(8, block_n - c0);
+      // Positions past n read position n-1 (inside the block) and are masked out of the scores.
+      const float* key[8];
+      const float* value[8];
+      #pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        const std::size_t at = static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
+        key[i] = keys_base + at;
+        value[i] = values_base + at;
+      }
+      const __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+      for (int g = 0; g < group; ++g) {
+        const float* q = t.q + row * t.q_stride + (kv_head * group + g) * hd;
+        __m256 dots[8];
+        #pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) dots[i] = _mm256_setzero_ps();
+        #pragma GCC unroll 32
+        for (int v = 0; v < NV; ++v) {
+          const __m256 qv = _mm256_loadu_ps(q + v * 8);
+          #pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) dots[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(key[i] + v * 8), dots[i]);
+        }
+        __m256 sv = _mm256_mul_ps(sum_each8(dots), _mm256_set1_ps(s.scale));
+        sv = _mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()), sv, valid);
+        const float new_max = std::max(running_max[g], max8(sv));
+        const float correction = std::exp(running_max[g] - new_max);
+        const __m256 e = _mm256_and_ps(detail::exp256(_mm256_sub_ps(sv, _mm256_set1_ps(new_max))), valid);
+        _mm256_store_ps(scores, e);  // lanes past n are 0
+        running_sum[g] = running_sum[g] * correction + sum8(e);
+        running_max[g] = new_max;
+        const __m256 corr = _mm256_set1_ps(correction);
+        __m256 out[NV];
+        #pragma GCC unroll 32
+        for (int v = 0; v < NV; ++v) out[v] = _mm256_mul_ps(_mm256_load_ps(&acc[g][v * 8]), corr);
+        for (int i = 0; i < n; ++i) {
+          const __m256 si = _mm256_set1_ps(scores[i]);
+          #pragma GCC unroll 32
+          for (int v = 0; v < NV; ++v) out[v] = _mm256_fmadd_ps(si, _mm256_loadu_ps(value[i] + v * 8), out[v]);
+        }
+        #pragma GCC unroll 32
+        for (int v = 0; v < NV; ++v) _mm256_store_ps(&acc[g][v * 8], out[v]);
+      }
+    }
+  }
+  for (int g = 0; g < group; ++g) {
+    float* o = t.out + row * t.out_stride + (kv_head * group + g) * hd;
+    const __m256 inv = _mm256_set1_ps(1.0f / running_sum[g]);
+    #pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(o + v * 8, _mm256_mul_ps(_mm256_load_ps(&acc[g][v * 8]), inv));
+  }
+}
+
+template <int... NV>
+constexpr std::array<AttendFn, sizeof...(NV)> attend_table_avx2(std::integer_sequence<int, NV...>) {
+  return {attend_avx2<NV + 1>...};
+}
+// [head_dim / 8 - 1], head_dim 8 .. 256.
+constexpr auto kAttendAvx2 = attend_table_avx2(std::make_integer_sequence<int, kMaxHeadVectors8>{});
+
+}  // namespace
+#pragma GCC pop_options
+
 namespace {
 void check(std::span<const AttentionRow> rows, const AttentionShape& s) {
   if (s.heads <= 0 || s.kv_heads <= 0 || s.head_dim <= 0 || s.heads % s.kv_heads != 0)
@@ -208,9 +318,11 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
   check(rows, shape);
   const Task task{q, q_stride, out, out_stride, rows, shape};
   const int group = shape.heads / shape.kv_heads;
-  const bool simd = active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= 16 * kMaxHeadVectors &&
-                    group <= kMaxGroup;
-  const AttendFn attend = simd ? kAttendAvx512[shape.head_dim / 16 - 1] : attend_scalar;
+  AttendFn attend = attend_scalar;
+  if (active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= 16 * kMaxHeadVectors && group <= kMaxGroup)
+    attend = kAttendAvx512[shape.head_dim / 16 - 1];
+  else if (active_isa() >= Isa::Avx2 && shape.head_dim % 8 == 0 && shape.head_dim <= 8 * kMaxHeadVectors8 && group <= kMaxGroup)
+    attend = kAttendAvx2[shape.head_dim / 8 - 1];
   const int tasks = static_cast<int>(rows.size()) * shape.kv_heads;
   ThreadPool& pool = kernel_pool();
   if (pool.size() == 1 || tasks == 1) {

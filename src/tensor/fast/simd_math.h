@@ -1,5 +1,5 @@
-// Vector math shared by the AVX-512 kernel files; include only inside a region compiled for
-// AVX-512 (#pragma GCC target), and call only after runtime detection.
+// Vector math shared by the SIMD kernel files (each function compiled for its instruction set
+// here); call only after runtime detection.
 #pragma once
 #include <immintrin.h>
 
@@ -26,6 +26,34 @@ static inline __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+// exp512 on 8 lanes. AVX2 has no scalef: 2^n is built in the exponent bits, in two halves so that
+// n down to -149 (results down to the smallest denormal, as exp512 gives) stays exact.
+static inline __m256 exp256(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-103.0f));
+  x = _mm256_min_ps(x, _mm256_set1_ps(88.7f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i ni = _mm256_cvtps_epi32(n);                 // -149 .. 128
+  const __m256i half = _mm256_srai_epi32(ni, 1);            // each part within -75 .. 64
+  const __m256i rest = _mm256_sub_epi32(ni, half);
+  const __m256 scale1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
+  const __m256 scale2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, _mm256_set1_epi32(127)), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, scale1), scale2);
+}
 #pragma GCC pop_options
 
 }  // namespace inferlab::fast::detail
