@@ -93,13 +93,15 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
 void widen_bf16_panel(const PackedMatrix& w, int panel, float* dst) {
   const uint8_t* wp = w.panel_data(panel);
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  for (int kp = 0; kp < w.in_padded() / 2; ++kp)
+  for (int kp = 0; kp < w.in_padded() / 2; ++kp) {
+    prefetch(wp + kp * 64 + kPrefetchBytes);  // the panel's first read (from DRAM)
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32));
       _mm256_store_ps(dst + kp * 32 + h * 8, _mm256_castsi256_ps(_mm256_and_si256(raw, high)));
       _mm256_store_ps(dst + kp * 32 + 16 + h * 8, _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)));
     }
+  }
 }
 
 template <int MR>
@@ -265,40 +267,45 @@ void run_decode(const KernelArgs& a, int pb, int pe, const std::array<TileFn, N>
   for (; p < pe; ++p) single[a.rows - 1](a, 0, p);
 }
 
-constexpr int kDecodeRows = 2;
-
 void bf16_avx2(const KernelArgs& a, int pb, int pe) {
-  if (a.rows <= kDecodeRows) {
-    constexpr int nv = 2;  // two panels: four independent FMA chains per row
-    static constexpr auto wide = table_of<bf16_decode_tile<1, nv>, bf16_decode_tile<2, nv>>();
+  if (a.rows <= 2) {  // two panels per pass: at least four independent FMA chains per row
+    static constexpr auto pairs = table_of<bf16_decode_tile<1, 2>, bf16_decode_tile<2, 2>>();
     static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>>();
-    return run_decode<nv>(a, pb, pe, wide, single);
+    return run_decode<2>(a, pb, pe, pairs, single);
+  }
+  if (a.rows <= 4) {  // a small decode batch: still one pass over the weights
+    static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>, bf16_decode_tile<3, 1>,
+                                            bf16_decode_tile<4, 1>>();
+    return run_decode<1>(a, pb, pe, single, single);
   }
   using PrefillFn = void (*)(const KernelArgs&, int, int, const float*);
   static constexpr PrefillFn tiles[] = {bf16_prefill_tile<1>, bf16_prefill_tile<2>, bf16_prefill_tile<3>,
                                         bf16_prefill_tile<4>, bf16_prefill_tile<5>, bf16_prefill_tile<6>};
-  constexpr int mr = 6;
+  // Row blocks of at most 6, as even as possible (8 rows: 4 + 4, not 6 + 2).
+  const int blocks = (a.rows + 5) / 6, base = a.rows / blocks, longer = a.rows % blocks;
   thread_local AlignedBuffer scratch;  // per thread: the kernel pool's workers run chunks at once
   const std::size_t bytes = sizeof(float) * a.w->in_padded() * kPanel;
   if (scratch.size() < bytes) scratch = AlignedBuffer(bytes);
   float* wide = reinterpret_cast<float*>(scratch.data());
   for (int p = pb; p < pe; ++p) {
     widen_bf16_panel(*a.w, p, wide);
-    for (int row0 = 0; row0 < a.rows; row0 += mr) tiles[std::min(mr, a.rows - row0) - 1](a, row0, p, wide);
+    for (int b = 0, row0 = 0; b < blocks; ++b) {
+      const int mr = base + (b < longer ? 1 : 0);
+      tiles[mr - 1](a, row0, p, wide);
+      row0 += mr;
+    }
   }
 }
-// Integer tiles hold two accumulator sets (int32 per block, fp32 overall): prefill takes 2 rows
-// per pass over a panel (its 14-78 KB stay in L1/L2 across the row blocks).
+// Integer tiles hold two accumulator sets (int32 per block, fp32 overall): at most 2 rows per
+// pass over a panel, which stays in L1/L2 for the next row blocks; the first pass prefetches.
+// One panel per pass: two panels' int16/int32 partial sums did not fit the 16 ymm registers.
 template <bool Q8>
 void quant_avx2(const KernelArgs& a, int pb, int pe) {
-  if (a.rows <= kDecodeRows) {
-    // One panel per pass: two panels' int16/int32 partial sums did not fit the 16 ymm registers.
-    static constexpr auto single = table_of<quant_tile<1, 1, Q8, true>, quant_tile<2, 1, Q8, true>>();
-    return run_decode<1>(a, pb, pe, single, single);
-  }
-  static constexpr auto tiles = table_of<quant_tile<1, 1, Q8, false>, quant_tile<2, 1, Q8, false>>();
+  static constexpr auto first = table_of<quant_tile<1, 1, Q8, true>, quant_tile<2, 1, Q8, true>>();
+  if (a.rows <= 2) return run_decode<1>(a, pb, pe, first, first);
+  static constexpr auto next = table_of<quant_tile<1, 1, Q8, false>, quant_tile<2, 1, Q8, false>>();
   for (int p = pb; p < pe; ++p)
-    for (int row0 = 0; row0 < a.rows; row0 += 2) tiles[std::min(2, a.rows - row0) - 1](a, row0, p);
+    for (int row0 = 0; row0 < a.rows; row0 += 2) (row0 == 0 ? first : next)[std::min(2, a.rows - row0) - 1](a, row0, p);
 }
 void q8_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<true>(a, pb, pe); }
 void q4_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<false>(a, pb, pe); }
