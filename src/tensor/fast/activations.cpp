@@ -4,11 +4,15 @@
 
 #include "inferlab/fast/cpu.h"
 #include "tensor/fast/simd_math.h"
+#include "tensor/fast/isa_target.h"
 
 namespace inferlab::fast {
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+// GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace {
 void silu_mul_avx512(const float* gate, const float* up, float* out, std::size_t n) {
   const __m512 one = _mm512_set1_ps(1.0f);
@@ -21,10 +25,10 @@ void silu_mul_avx512(const float* gate, const float* up, float* out, std::size_t
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 }  // namespace
-#pragma GCC pop_options
+#pragma GCC diagnostic pop
+INFERLAB_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
 void silu_mul_avx2(const float* gate, const float* up, float* out, std::size_t n) {
   const __m256 one = _mm256_set1_ps(1.0f);
@@ -37,7 +41,7 @@ void silu_mul_avx2(const float* gate, const float* up, float* out, std::size_t n
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 }  // namespace
-#pragma GCC pop_options
+INFERLAB_TARGET_END
 
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
   if (active_isa() == Isa::Avx512) return silu_mul_avx512(gate, up, out, n);

@@ -13,6 +13,7 @@
 #include "inferlab/fast/cpu.h"
 #include "inferlab/fast/thread_pool.h"
 #include "tensor/fast/simd_math.h"
+#include "tensor/fast/isa_target.h"
 
 namespace inferlab::fast {
 
@@ -71,10 +72,10 @@ void attend_scalar(const Task& t, int row, int kv_head) {
 
 }  // namespace
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
 
 constexpr int kMaxHeadVectors = 16;  // head_dim up to 256
@@ -189,10 +190,9 @@ constexpr auto kAttendAvx512 = attend_table(std::make_integer_sequence<int, kMax
 
 }  // namespace
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
+INFERLAB_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
 
 constexpr int kMaxHeadVectors8 = 32;  // head_dim up to 256 in vectors of 8
@@ -299,7 +299,7 @@ constexpr std::array<AttendFn, sizeof...(NV)> attend_table_avx2(std::integer_seq
 constexpr auto kAttendAvx2 = attend_table_avx2(std::make_integer_sequence<int, kMaxHeadVectors8>{});
 
 }  // namespace
-#pragma GCC pop_options
+INFERLAB_TARGET_END
 
 namespace {
 void check(std::span<const AttentionRow> rows, const AttentionShape& s) {

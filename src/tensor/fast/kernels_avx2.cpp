@@ -8,13 +8,9 @@
 #include <cstring>
 
 #include "tensor/fast/kernels_internal.h"
+#include "tensor/fast/isa_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-
-
-
-
+INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace inferlab::fast::detail {
 namespace {
@@ -38,6 +34,7 @@ inline void store8(const KernelArgs& a, int row, int col, __m256 acc) {
 // Decode reads each weight once, straight from DRAM; on CPUs such as Zen 1 the hardware
 // prefetcher alone left the int8 kernel at ~60 % of the read bandwidth (compute and memory
 // waits did not overlap). Prefetching this far ahead of the loads brought it to the bandwidth.
+// (A prefetch past the end of the weights is harmless: it never faults.)
 constexpr int kPrefetchBytes = 1024;
 
 inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
@@ -88,7 +85,7 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
 
 // Prefill: a panel is widened to fp32 once ([k-pair][odd rows 0-7, 8-15][even rows 0-7, 8-15])
 // and then used by every row block, so the inner loop is a plain fp32 kernel of 6 rows x 16
-// outputs (12 accumulators, 2 weight loads and one broadcast per 12 FMAs). Converting inside the
+// outputs (12 accumulators; per k, 2 weight loads and 6 broadcasts feed 12 FMAs). Converting inside the
 // loop instead (and + shift per weight vector) kept Zen 1 at ~65 % of its FMA peak.
 void widen_bf16_panel(const PackedMatrix& w, int panel, float* dst) {
   const uint8_t* wp = w.panel_data(panel);
@@ -401,4 +398,4 @@ const KernelTable& avx2_kernels() {
 
 }  // namespace inferlab::fast::detail
 
-#pragma GCC pop_options
+INFERLAB_TARGET_END

@@ -9,11 +9,12 @@
 #include <utility>
 
 #include "tensor/fast/kernels_internal.h"
+#include "tensor/fast/isa_target.h"
 
-#pragma GCC push_options
+INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace inferlab::fast::detail {
 namespace {
@@ -264,4 +265,4 @@ const KernelTable& avx512_kernels() {
 
 }  // namespace inferlab::fast::detail
 
-#pragma GCC pop_options
+INFERLAB_TARGET_END

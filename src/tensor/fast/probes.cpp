@@ -13,6 +13,7 @@
 #include "inferlab/fast/cpu.h"
 #include "inferlab/fast/packed.h"
 #include "inferlab/fast/thread_pool.h"
+#include "tensor/fast/isa_target.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" char* openblas_get_config(void);
@@ -24,10 +25,10 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
+INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
 float sum_avx512(const float* a, std::size_t n) {
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
@@ -98,10 +99,9 @@ double int8_loop(long iterations) {
 #undef INFERLAB_PEAK_LOOP
 }  // namespace
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
+INFERLAB_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
 // Four streams, optionally with software prefetch ahead of each: on some CPUs (Zen 1) the hardware
 // prefetcher alone reads well below what the memory delivers (the decode kernels prefetch too).
@@ -178,7 +178,7 @@ double int8_loop_avx2(long iterations) {
 }
 #undef INFERLAB_PEAK_LOOP
 }  // namespace
-#pragma GCC pop_options
+INFERLAB_TARGET_END
 
 namespace {
 float sum_plain(const float* a, std::size_t n) {

@@ -3,10 +3,11 @@
 #pragma once
 #include <immintrin.h>
 
+#include "tensor/fast/isa_target.h"
+
 namespace inferlab::fast::detail {
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq,fma")
+INFERLAB_TARGET_BEGIN("avx512f,avx512dq,fma")
 // e^x to ~1 ulp: x = n ln2 + r, |r| <= ln2/2, degree-7 Taylor polynomial, scaled by 2^n.
 static inline __m512 exp512(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));  // below: exactly 0 after scaling
@@ -26,10 +27,9 @@ static inline __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-#pragma GCC pop_options
+INFERLAB_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+INFERLAB_TARGET_BEGIN("avx2,fma")
 // exp512 on 8 lanes. AVX2 has no scalef: 2^n is built in the exponent bits, in two halves so that
 // n down to -149 (results down to the smallest denormal, as exp512 gives) stays exact.
 static inline __m256 exp256(__m256 x) {
@@ -54,6 +54,6 @@ static inline __m256 exp256(__m256 x) {
   const __m256 scale2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, _mm256_set1_epi32(127)), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, scale1), scale2);
 }
-#pragma GCC pop_options
+INFERLAB_TARGET_END
 
 }  // namespace inferlab::fast::detail
