@@ -8,6 +8,13 @@
 
 namespace inferlab::fast {
 
+namespace {
+// Elements [from, n): the SIMD versions' tails and the scalar path.
+void silu_mul_scalar(const float* gate, const float* up, float* out, std::size_t from, std::size_t n) {
+  for (std::size_t i = from; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+}  // namespace
+
 INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
 #pragma GCC diagnostic push
@@ -22,7 +29,7 @@ void silu_mul_avx512(const float* gate, const float* up, float* out, std::size_t
     const __m512 e = detail::exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
     _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(up + i)));
   }
-  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  silu_mul_scalar(gate, up, out, i, n);
 }
 }  // namespace
 #pragma GCC diagnostic pop
@@ -38,7 +45,7 @@ void silu_mul_avx2(const float* gate, const float* up, float* out, std::size_t n
     const __m256 e = detail::exp256(_mm256_sub_ps(_mm256_setzero_ps(), g));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
   }
-  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  silu_mul_scalar(gate, up, out, i, n);
 }
 }  // namespace
 INFERLAB_TARGET_END
@@ -46,7 +53,7 @@ INFERLAB_TARGET_END
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
   if (active_isa() == Isa::Avx512) return silu_mul_avx512(gate, up, out, n);
   if (active_isa() == Isa::Avx2) return silu_mul_avx2(gate, up, out, n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  silu_mul_scalar(gate, up, out, 0, n);
 }
 
 }  // namespace inferlab::fast

@@ -204,16 +204,6 @@ inline __m256 sum_each8(const __m256 a[8]) {
   const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);  // [a0..a3 low, a4..a7 low | highs]
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
-inline float max8(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
-}
-inline float sum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
-}
 
 // attend_avx512 on 8 lanes: head_dim = 8 * NV, chunks of 8 positions. One accumulator per head
 // vector for the values (NV chains; two sets would not fit the 16 ymm registers at head_dim 64).
@@ -263,11 +253,11 @@ void attend_avx2(const Task& t, int row, int kv_head) {
         }
         __m256 sv = _mm256_mul_ps(sum_each8(dots), _mm256_set1_ps(s.scale));
         sv = _mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()), sv, valid);
-        const float new_max = std::max(running_max[g], max8(sv));
+        const float new_max = std::max(running_max[g], detail::hmax256(sv));
         const float correction = std::exp(running_max[g] - new_max);
         const __m256 e = _mm256_and_ps(detail::exp256(_mm256_sub_ps(sv, _mm256_set1_ps(new_max))), valid);
         _mm256_store_ps(scores, e);  // lanes past n are 0
-        running_sum[g] = running_sum[g] * correction + sum8(e);
+        running_sum[g] = running_sum[g] * correction + detail::hsum256(e);
         running_max[g] = new_max;
         const __m256 corr = _mm256_set1_ps(correction);
         __m256 out[NV];

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tensor/fast/kernels_internal.h"
+#include "tensor/fast/simd_math.h"
 #include "tensor/fast/isa_target.h"
 
 INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
@@ -131,69 +132,57 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
 // sums per block, then one fp32 FMA with the two scales. AVX2 has no u8 x s8 -> i32 dot product:
 // vpmaddubsw gives i16 pair sums and vpmaddwd widens them; both run on one pipe on Zen 1, so the
 // number of them per weight byte is what the kernel's speed is.
-template <int MR, int NV, bool Q8, bool Prefetch>
-void quant_tile(const KernelArgs& a, int row0, int panel0) {
+template <int MR, bool Q8, bool Prefetch>
+void quant_tile(const KernelArgs& a, int row0, int panel) {
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
   const int8_t* x = a.in->q8.data() + row0 * ldx;
   const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
   const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
-  const uint8_t* wp[NV];
-  const uint16_t* sp[NV];
-  #pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scales(panel0 + v);
+  const uint8_t* wp = w.panel_data(panel);
+  const uint16_t* sp = w.panel_scales(panel);
   constexpr int block_bytes = Q8 ? 512 : 256;  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
                 low_nibbles = _mm256_set1_epi8(0x0f);
-  __m256 acc[MR][NV][2];
+  __m256 acc[MR][2];
   #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[m][v][0] = acc[m][v][1] = _mm256_setzero_ps();
+  for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; ++b) {
     if constexpr (Prefetch) {
-      #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        #pragma GCC unroll 8
-        for (int line = 0; line < block_bytes; line += 64) prefetch(wp[v] + b * block_bytes + line + kPrefetchBytes);
+      #pragma GCC unroll 8
+      for (int line = 0; line < block_bytes; line += 64) prefetch(wp + b * block_bytes + line + kPrefetchBytes);
     }
-    __m256i isum[MR][NV][2];
+    __m256i isum[MR][2];
     const int8_t* xb = x + b * kBlock;
     if constexpr (Q8) {
       // Stored codes are q + 128: flip the top bit back to q, then |w| * (x with w's sign), as
       // vpmaddubsw needs one unsigned operand (|w| <= 127, so pair sums cannot saturate).
       #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m)
-        #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) isum[m][v][0] = isum[m][v][1] = _mm256_setzero_si256();
+      for (int m = 0; m < MR; ++m) isum[m][0] = isum[m][1] = _mm256_setzero_si256();
       #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {
         __m256i xv[MR];
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) xv[m] = _mm256_set1_epi32(load_i32(xb + m * ldx + q * 4));
-        #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-          #pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + b * 512 + q * 64 + h * 32));
-            const __m256i signed_w = _mm256_xor_si256(raw, flip);
-            const __m256i abs_w = _mm256_abs_epi8(signed_w);
-            #pragma GCC unroll 16
-            for (int m = 0; m < MR; ++m) {
-              const __m256i pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(xv[m], signed_w));
-              isum[m][v][h] = _mm256_add_epi32(isum[m][v][h], _mm256_madd_epi16(pairs, ones));
-            }
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * 512 + q * 64 + h * 32));
+          const __m256i signed_w = _mm256_xor_si256(raw, flip);
+          const __m256i abs_w = _mm256_abs_epi8(signed_w);
+          #pragma GCC unroll 16
+          for (int m = 0; m < MR; ++m) {
+            const __m256i pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(xv[m], signed_w));
+            isum[m][h] = _mm256_add_epi32(isum[m][h], _mm256_madd_epi16(pairs, ones));
           }
+        }
       }
     } else {
       // Nibbles (0..15) times q8 (|x| <= 127): a pair sum is at most 3,810, so the eight pair
       // sums of a block add up in int16 (<= 30,480) and one vpmaddwd per block widens them.
-      __m256i pairs[MR][NV][2];
+      __m256i pairs[MR][2];
       #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m)
-        #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) pairs[m][v][0] = pairs[m][v][1] = _mm256_setzero_si256();
+      for (int m = 0; m < MR; ++m) pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
       #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
         __m256i xlo[MR], xhi[MR];
@@ -202,50 +191,41 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
           xlo[m] = _mm256_set1_epi32(load_i32(xb + m * ldx + g * 4));
           xhi[m] = _mm256_set1_epi32(load_i32(xb + m * ldx + (g + 4) * 4));
         }
-        #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-          #pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + b * 256 + g * 64 + h * 32));
-            const __m256i lo = _mm256_and_si256(raw, low_nibbles);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-            #pragma GCC unroll 16
-            for (int m = 0; m < MR; ++m)
-              pairs[m][v][h] = _mm256_add_epi16(
-                  pairs[m][v][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo[m]), _mm256_maddubs_epi16(hi, xhi[m])));
-          }
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * 256 + g * 64 + h * 32));
+          const __m256i lo = _mm256_and_si256(raw, low_nibbles);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+          #pragma GCC unroll 16
+          for (int m = 0; m < MR; ++m)
+            pairs[m][h] = _mm256_add_epi16(
+                pairs[m][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo[m]), _mm256_maddubs_epi16(hi, xhi[m])));
+        }
       }
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
         // The codes keep their +8 offset: subtract 8 * sum(x) of the block.
         const __m256i start = _mm256_set1_epi32(-8 * xsum[m * blocks + b]);
-        #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-          #pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) isum[m][v][h] = _mm256_add_epi32(start, _mm256_madd_epi16(pairs[m][v][h], ones));
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) isum[m][h] = _mm256_add_epi32(start, _mm256_madd_epi16(pairs[m][h], ones));
       }
     }
-    #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      __m256 wscale[2];
+    __m256 wscale[2];
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h)
+      wscale[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel + h * 8)));
+    #pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h)
-        wscale[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp[v] + b * kPanel + h * 8)));
-      #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) {
-        const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
-        #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h)
-          acc[m][v][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][v][h]), _mm256_mul_ps(wscale[h], xs), acc[m][v][h]);
-      }
+        acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(wscale[h], xs), acc[m][h]);
     }
   }
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) store8(a, row0 + m, (panel0 + v) * kPanel + h * 8, acc[m][v][h]);
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
 }
 
 using TileFn = void (*)(const KernelArgs&, int row0, int panel0);
@@ -253,7 +233,7 @@ using TileFn = void (*)(const KernelArgs&, int row0, int panel0);
 template <TileFn... Fns>
 constexpr std::array<TileFn, sizeof...(Fns)> table_of() { return {Fns...}; }
 
-// Few rows (decode, memory-bound): NV panels per pass with prefetching and a single row block, so
+// bf16 decode (memory-bound): NV panels per pass with prefetching and a single row block, so
 // each weight byte is read once; the last panels of a range go one at a time. Tables are indexed
 // [rows - 1].
 template <int NV, std::size_t N>
@@ -294,13 +274,13 @@ void bf16_avx2(const KernelArgs& a, int pb, int pe) {
   }
 }
 // Integer tiles hold two accumulator sets (int32 per block, fp32 overall): at most 2 rows per
-// pass over a panel, which stays in L1/L2 for the next row blocks; the first pass prefetches.
-// One panel per pass: two panels' int16/int32 partial sums did not fit the 16 ymm registers.
+// pass over a panel, which stays in L1/L2 for the next row blocks; the first pass (the only one in
+// decode) prefetches. One panel per pass: two panels' int16/int32 partial sums did not fit the 16
+// ymm registers.
 template <bool Q8>
 void quant_avx2(const KernelArgs& a, int pb, int pe) {
-  static constexpr auto first = table_of<quant_tile<1, 1, Q8, true>, quant_tile<2, 1, Q8, true>>();
-  if (a.rows <= 2) return run_decode<1>(a, pb, pe, first, first);
-  static constexpr auto next = table_of<quant_tile<1, 1, Q8, false>, quant_tile<2, 1, Q8, false>>();
+  static constexpr auto first = table_of<quant_tile<1, Q8, true>, quant_tile<2, Q8, true>>();
+  static constexpr auto next = table_of<quant_tile<1, Q8, false>, quant_tile<2, Q8, false>>();
   for (int p = pb; p < pe; ++p)
     for (int row0 = 0; row0 < a.rows; row0 += 2) (row0 == 0 ? first : next)[std::min(2, a.rows - row0) - 1](a, row0, p);
 }
@@ -328,12 +308,6 @@ void bf16_row_avx2(const float* src, int in, int in_padded, uint16_t* dst) {
   for (k = in; k < in_padded; ++k) dst[k] = 0;
 }
 
-inline float max_lanes(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-  return _mm_cvtss_f32(m);
-}
 inline int32_t add_lanes(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -364,7 +338,7 @@ void q8_row_avx2(const float* src, int in, int blocks, int8_t* dst, float* scale
       // max(|x|, 0) with |x| as the second operand: a NaN lane yields 0, never the maximum.
       amax = _mm256_max_ps(amax, _mm256_max_ps(_mm256_and_ps(v[i], abs_mask), _mm256_setzero_ps()));
     }
-    const float d = max_lanes(amax) / 127.0f;
+    const float d = hmax256(amax) / 127.0f;
     const float inv = d != 0 ? 1.0f / d : 0.0f;
     const __m256 vinv = _mm256_set1_ps(inv);
     __m256i q[4], total = _mm256_setzero_si256();
