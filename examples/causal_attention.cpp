@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "inferlab/kernels.h"
+#include "inferlab/tensor/kernels.h"
 
 namespace {
 

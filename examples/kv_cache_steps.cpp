@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "inferlab/error.h"
-#include "inferlab/generate.h"
-#include "inferlab/model.h"
-#include "inferlab/model_path.h"
+#include "inferlab/util/error.h"
+#include "inferlab/generation/generate.h"
+#include "inferlab/model/model.h"
+#include "inferlab/util/model_path.h"
 
 int main(int argc, char** argv) try {
   const std::string model_name = argc > 1 ? argv[1] : inferlab::demo_model_path().string();

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <random>
 
-#include "inferlab/kernels.h"
+#include "inferlab/tensor/kernels.h"
 
 int main() {
   const int batch = 2, seq = 3, in = 4, out = 6;

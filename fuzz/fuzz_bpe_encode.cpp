@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "fuzz_common.h"
-#include "inferlab/error.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "fuzz_common.h"
-#include "inferlab/chat_template.h"
-#include "inferlab/error.h"
+#include "inferlab/tokenizer/chat_template.h"
+#include "inferlab/util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* begin = reinterpret_cast<const char*>(data);

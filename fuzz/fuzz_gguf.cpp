@@ -1,9 +1,9 @@
 // GGUF: header, typed metadata (nested arrays, strings), tensor directory; then, when the file
 // carries a vocabulary, the tokenizer built from it. Must load or throw inferlab::Error.
 #include "fuzz_common.h"
-#include "inferlab/error.h"
-#include "inferlab/gguf.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/loading/gguf.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   inferlab::fuzz::MemFile file(data, size);

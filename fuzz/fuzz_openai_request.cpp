@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "fuzz_common.h"
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 #include "openai_api.h"
 
 namespace {

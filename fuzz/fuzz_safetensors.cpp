@@ -1,8 +1,8 @@
 // safetensors: the 8-byte header length, the JSON header and its offsets checked against the file.
 // Any input must either load or throw inferlab::Error; a loaded tensor's bytes must lie in the file.
 #include "fuzz_common.h"
-#include "inferlab/error.h"
-#include "inferlab/safetensors.h"
+#include "inferlab/util/error.h"
+#include "inferlab/loading/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   inferlab::fuzz::MemFile file(data, size);

@@ -7,7 +7,7 @@
 #include "fuzz_common.h"
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/sse.h"
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace {
 

@@ -2,8 +2,8 @@
 // post-processor trees. Must load or throw inferlab::Error; a loaded tokenizer must encode and
 // decode a fixed text without crashing and give ids inside its vocabulary.
 #include "fuzz_common.h"
-#include "inferlab/error.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   inferlab::fuzz::MemFile file(data, size, "tokenizer.json");

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::bench {
 namespace {

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "inferlab/error.h"
-#include "inferlab/generate.h"
-#include "inferlab/model.h"
+#include "inferlab/util/error.h"
+#include "inferlab/generation/generate.h"
+#include "inferlab/model/model.h"
 
 namespace inferlab::bench {
 namespace {

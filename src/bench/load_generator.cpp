@@ -15,8 +15,8 @@
 
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/sse.h"
-#include "inferlab/error.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace inferlab::bench {
 

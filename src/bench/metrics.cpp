@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "inferlab/bench/csv.h"
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::bench {
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "inferlab/bench/sse.h"
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::bench {
 

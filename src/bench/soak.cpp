@@ -17,7 +17,8 @@
 
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/sse.h"
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
+#include "inferlab/util/process_memory.h"
 
 namespace inferlab::bench {
 
@@ -103,15 +104,8 @@ struct RssReader {
 
   std::optional<int64_t> read() {
     if (options.server_pid > 0) {
-      std::ifstream status("/proc/" + std::to_string(options.server_pid) + "/status");
-      if (!status) fail("--server-pid {}: no such process (cannot read /proc/{}/status)", options.server_pid, options.server_pid);
-      std::string line;
-      while (std::getline(status, line))
-        if (line.rfind("VmRSS:", 0) == 0) {
-          source = fmt::format("/proc/{}/status VmRSS", options.server_pid);
-          return std::stoll(line.substr(6)) * 1024;
-        }
-      return std::nullopt;
+      source = fmt::format("/proc/{}/statm", options.server_pid);
+      return resident_bytes(options.server_pid);
     }
     try {
       auto answer = http(metrics_url, nullptr, options.api_key, 10);

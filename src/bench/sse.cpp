@@ -1,6 +1,6 @@
 #include "inferlab/bench/sse.h"
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::bench {
 

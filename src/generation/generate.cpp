@@ -1,9 +1,9 @@
-#include "inferlab/generate.h"
+#include "inferlab/generation/generate.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab {
 

@@ -1,11 +1,11 @@
-#include "inferlab/sampler.h"
+#include "inferlab/generation/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab {
 namespace {

@@ -1,4 +1,4 @@
-#include "inferlab/scheduler.h"
+#include "inferlab/generation/scheduler.h"
 
 #include <algorithm>
 #include <cstring>
@@ -64,18 +64,6 @@ void RequestStream::push(StreamEvent event) {
     events_.push_back(std::move(event));
   }
   ready_.notify_all();
-}
-
-// ---- Histogram ----
-
-Histogram::Histogram(std::vector<double> upper_bounds)
-    : bounds(std::move(upper_bounds)), counts(bounds.size() + 1, 0) {}
-
-void Histogram::observe(double value) {
-  std::size_t i = std::lower_bound(bounds.begin(), bounds.end(), value) - bounds.begin();
-  ++counts[i];
-  sum += value;
-  ++count;
 }
 
 // ---- Scheduler ----

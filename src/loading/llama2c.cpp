@@ -1,10 +1,10 @@
-#include "inferlab/llama2c.h"
+#include "inferlab/loading/llama2c.h"
 
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-#include "inferlab/safetensors.h"
+#include "inferlab/loading/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <set>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <limits>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::api {
 namespace {

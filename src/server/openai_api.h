@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "inferlab/chat_template.h"
-#include "inferlab/sampler.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/tokenizer/chat_template.h"
+#include "inferlab/generation/sampler.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace inferlab::api {
 

@@ -1,4 +1,4 @@
-#include "inferlab/server.h"
+#include "inferlab/server/server.h"
 
 #include <httplib.h>
 #include <malloc.h>
@@ -15,9 +15,10 @@
 #include <map>
 #include <random>
 
-#include "inferlab/chat_template.h"
-#include "inferlab/model_path.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/tokenizer/chat_template.h"
+#include "inferlab/util/model_path.h"
+#include "inferlab/tokenizer/tokenizer.h"
+#include "inferlab/util/process_memory.h"
 #include "auth.h"
 #include "openai_api.h"
 
@@ -87,14 +88,6 @@ class AdmissionQueue : public httplib::TaskQueue {
   std::atomic<int>& admitted_;
   std::atomic<uint64_t>& refused_;
 };
-
-// Resident set size of this process (/proc/self/statm counts pages).
-std::optional<int64_t> resident_memory_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  if (!(statm >> size >> resident)) return std::nullopt;
-  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
 
 // One choice of a response: its request stream plus the text-side state (detokenizer, stop strings).
 struct Choice {
@@ -767,7 +760,7 @@ std::string Server::Impl::metrics_text() const {
     out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cumulative, name, h.sum, name, h.count);
   };
   metric("process_resident_memory_bytes", "gauge", "resident set size of the server process in bytes");
-  if (auto rss = resident_memory_bytes()) out += fmt::format("process_resident_memory_bytes {}\n", *rss);
+  if (auto rss = resident_bytes()) out += fmt::format("process_resident_memory_bytes {}\n", *rss);
   metric("inferlab_http_connections", "gauge", "connections admitted (served or waiting for an HTTP worker)");
   out += fmt::format("inferlab_http_connections {}\n", admitted_connections.load());
   metric("inferlab_http_connections_refused_total", "counter", "connections beyond --max-connections, answered 503");

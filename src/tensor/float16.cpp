@@ -1,4 +1,4 @@
-#include "inferlab/float16.h"
+#include "inferlab/tensor/float16.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "inferlab/kernels.h"
+#include "inferlab/tensor/kernels.h"
 
 #include <cblas.h>
 
@@ -7,10 +7,10 @@
 #include <cstring>
 #include <thread>
 
-#include "inferlab/error.h"
-#include "inferlab/fast/activations.h"
-#include "inferlab/fast/packed.h"
-#include "inferlab/fast/thread_pool.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tensor/fast/activations.h"
+#include "inferlab/tensor/fast/packed.h"
+#include "inferlab/tensor/fast/thread_pool.h"
 
 namespace inferlab {
 

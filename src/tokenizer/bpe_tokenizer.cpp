@@ -8,7 +8,7 @@
 #include <functional>
 #include <queue>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 #include "tokenizer/utf8.h"
 
 namespace inferlab::tokenizer_detail {

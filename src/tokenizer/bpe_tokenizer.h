@@ -12,7 +12,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "inferlab/tokenizer.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace inferlab::tokenizer_detail {
 

@@ -2,7 +2,7 @@
 // @huggingface/jinja (what transformers.js renders), including its template preprocessing
 // (trim_blocks + lstrip_blocks, the final newline dropped) and value printing (true/false, JSON for
 // lists and dicts).
-#include "inferlab/chat_template.h"
+#include "inferlab/tokenizer/chat_template.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +13,7 @@
 #include <map>
 #include <utf8proc.h>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 #include "tokenizer/utf8.h"
 
 namespace inferlab {

@@ -4,9 +4,9 @@
 #include <optional>
 #include <sstream>
 
-#include "inferlab/error.h"
-#include "inferlab/gguf.h"
-#include "inferlab/model_path.h"
+#include "inferlab/util/error.h"
+#include "inferlab/loading/gguf.h"
+#include "inferlab/util/model_path.h"
 #include "tokenizer/bpe_tokenizer.h"
 
 namespace inferlab {

@@ -1,5 +1,5 @@
-#include "inferlab/error.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
 namespace inferlab {

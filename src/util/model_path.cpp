@@ -1,10 +1,10 @@
-#include "inferlab/model_path.h"
+#include "inferlab/util/model_path.h"
 
 #include <cstdlib>
 #include <fstream>
 #include <vector>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace fs = std::filesystem;
 

@@ -9,9 +9,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "inferlab/float16.h"
-#include "inferlab/gguf.h"
-#include "inferlab/safetensors.h"
+#include "inferlab/tensor/float16.h"
+#include "inferlab/loading/gguf.h"
+#include "inferlab/loading/safetensors.h"
 
 namespace fs = std::filesystem;
 using namespace inferlab;

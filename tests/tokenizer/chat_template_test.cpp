@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "inferlab/chat_template.h"
-#include "inferlab/error.h"
+#include "inferlab/tokenizer/chat_template.h"
+#include "inferlab/util/error.h"
 #include "test_paths.h"
 
 namespace inferlab {

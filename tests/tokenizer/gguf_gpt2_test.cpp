@@ -1,9 +1,9 @@
 // GPT-2 vocabulary from GGUF against llama.cpp's test vectors (ids from Hugging Face tokenizers).
 #include <gtest/gtest.h>
 
-#include "inferlab/error.h"
-#include "inferlab/gguf.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/loading/gguf.h"
+#include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
 
 namespace inferlab {

@@ -8,8 +8,8 @@
 #include <map>
 #include <unistd.h>
 
-#include "inferlab/error.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace inferlab {
 namespace {

@@ -2,7 +2,7 @@
 // run by make_reference.mjs over the same generated corpus.
 #include <gtest/gtest.h>
 
-#include "inferlab/tokenizer.h"
+#include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
 
 namespace inferlab {

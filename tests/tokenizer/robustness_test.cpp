@@ -4,8 +4,8 @@
 #include <random>
 #include <thread>
 
-#include "inferlab/error.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
 
 namespace inferlab {

@@ -2,7 +2,7 @@
 // UTF-8 sequence, over the generated corpus.
 #include <gtest/gtest.h>
 
-#include "inferlab/tokenizer.h"
+#include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
 #include "../../src/tokenizer/utf8.h"
 

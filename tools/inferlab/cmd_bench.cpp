@@ -12,9 +12,9 @@
 #include "inferlab/bench/load_generator.h"
 #include "inferlab/bench/metrics.h"
 #include "inferlab/bench/openai_client.h"
-#include "inferlab/error.h"
-#include "inferlab/model.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/model/model.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace inferlab::cli {
 namespace {

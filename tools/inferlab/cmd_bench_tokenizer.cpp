@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "command.h"
-#include "inferlab/error.h"
-#include "inferlab/model_path.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/util/model_path.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace {
 

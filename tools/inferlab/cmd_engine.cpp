@@ -7,12 +7,13 @@
 #include <sstream>
 
 #include "command.h"
-#include "inferlab/error.h"
-#include "inferlab/generate.h"
-#include "inferlab/model.h"
-#include "inferlab/model_config.h"
-#include "inferlab/safetensors.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/util/error.h"
+#include "inferlab/generation/generate.h"
+#include "inferlab/model/model.h"
+#include "inferlab/loading/json_config.h"
+#include "inferlab/model/make_model.h"
+#include "inferlab/loading/safetensors.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

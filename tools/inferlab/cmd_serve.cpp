@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "command.h"
-#include "inferlab/error.h"
-#include "inferlab/model_path.h"
-#include "inferlab/server.h"
+#include "inferlab/util/error.h"
+#include "inferlab/util/model_path.h"
+#include "inferlab/server/server.h"
 
 namespace {
 

@@ -1,7 +1,6 @@
 // Speed commands: `bench probes` (the machine's limits), `bench kernels` (each matmul kernel on the
 // Qwen2.5-0.5B shapes beside those limits) and `bench engine` (llama-bench-style pp / tg tokens/s).
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,14 +10,15 @@
 #include <random>
 
 #include "command.h"
-#include "inferlab/error.h"
-#include "inferlab/fast/cpu.h"
-#include "inferlab/fast/packed.h"
-#include "inferlab/fast/probes.h"
-#include "inferlab/fast/thread_pool.h"
-#include "inferlab/generate.h"
-#include "inferlab/kv_cache.h"
-#include "inferlab/model.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/packed.h"
+#include "inferlab/tensor/fast/probes.h"
+#include "inferlab/tensor/fast/thread_pool.h"
+#include "inferlab/generation/generate.h"
+#include "inferlab/model/kv_cache.h"
+#include "inferlab/model/model.h"
+#include "inferlab/util/process_memory.h"
 
 using nlohmann::json;
 namespace fast = inferlab::fast;
@@ -199,12 +199,6 @@ Stats stats_of(std::vector<double> samples) {
   return s;
 }
 
-long peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss * 1024L;  // Linux reports KiB
-}
-
 void run_engine_bench(const EngineArgs& args) {
   if (args.prompt < 0 || args.gen < 0 || (args.prompt == 0 && args.gen == 0))
     fail("bench engine: -p and -n must be >= 0 and not both 0 (got -p {} -n {})", args.prompt, args.gen);
@@ -216,7 +210,7 @@ void run_engine_bench(const EngineArgs& args) {
   const auto load_start = Clock::now();
   std::unique_ptr<Model> model = Model::load(args.model, options);
   const double load_seconds = seconds_since(load_start);
-  const long rss_after_load = peak_rss_bytes();
+  const int64_t rss_after_load = peak_resident_bytes();
   const ModelConfig& c = model->config();
   const int context = args.prompt + args.gen;
   if (c.max_position_embeddings > 0 && context > c.max_position_embeddings)
@@ -267,7 +261,7 @@ void run_engine_bench(const EngineArgs& args) {
 
   const std::string format = args.weights;
   const double params = decode_weight_params(c);
-  const long peak = peak_rss_bytes();
+  const int64_t peak = peak_resident_bytes();
   json doc;
   doc["model"] = args.model;
   doc["architecture"] = c.architecture;

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "inferlab/chat_template.h"
-#include "inferlab/error.h"
-#include "inferlab/tokenizer.h"
+#include "inferlab/tokenizer/chat_template.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 namespace {
 

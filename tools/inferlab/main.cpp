@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "command.h"
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::cli {
 

@@ -1,8 +1,8 @@
-#include "inferlab/fast/activations.h"
+#include "inferlab/tensor/fast/activations.h"
 
 #include <cmath>
 
-#include "inferlab/fast/cpu.h"
+#include "inferlab/tensor/fast/cpu.h"
 #include "tensor/fast/simd_math.h"
 #include "tensor/fast/isa_target.h"
 

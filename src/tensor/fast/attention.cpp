@@ -1,4 +1,4 @@
-#include "inferlab/fast/attention.h"
+#include "inferlab/tensor/fast/attention.h"
 
 #include <immintrin.h>
 
@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
-#include "inferlab/error.h"
-#include "inferlab/fast/cpu.h"
-#include "inferlab/fast/thread_pool.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/thread_pool.h"
 #include "tensor/fast/simd_math.h"
 #include "tensor/fast/isa_target.h"
 

@@ -1,11 +1,11 @@
-#include "inferlab/fast/cpu.h"
+#include "inferlab/tensor/fast/cpu.h"
 
 #include <cpuid.h>
 
 #include <atomic>
 #include <cstdlib>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::fast {
 

@@ -1,6 +1,6 @@
 // Between the dispatcher (matmul.cpp) and the per-instruction-set kernel files.
 #pragma once
-#include "inferlab/fast/packed.h"
+#include "inferlab/tensor/fast/packed.h"
 
 namespace inferlab::fast::detail {
 

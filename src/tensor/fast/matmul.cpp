@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "inferlab/error.h"
-#include "inferlab/fast/cpu.h"
-#include "inferlab/fast/packed.h"
-#include "inferlab/fast/thread_pool.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/packed.h"
+#include "inferlab/tensor/fast/thread_pool.h"
 #include "tensor/fast/kernels_internal.h"
 
 namespace inferlab::fast {

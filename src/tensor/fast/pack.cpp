@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "inferlab/error.h"
-#include "inferlab/fast/packed.h"
-#include "inferlab/fast/thread_pool.h"
+#include "inferlab/util/error.h"
+#include "inferlab/tensor/fast/packed.h"
+#include "inferlab/tensor/fast/thread_pool.h"
 #include "tensor/fast/kernels_internal.h"
 
 #include <type_traits>

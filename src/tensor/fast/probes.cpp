@@ -1,4 +1,4 @@
-#include "inferlab/fast/probes.h"
+#include "inferlab/tensor/fast/probes.h"
 
 #include <cblas.h>
 #include <immintrin.h>
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <vector>
 
-#include "inferlab/fast/cpu.h"
-#include "inferlab/fast/packed.h"
-#include "inferlab/fast/thread_pool.h"
+#include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/packed.h"
+#include "inferlab/tensor/fast/thread_pool.h"
 #include "tensor/fast/isa_target.h"
 
 extern "C" char* openblas_get_corename(void);

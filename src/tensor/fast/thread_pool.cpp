@@ -1,11 +1,11 @@
-#include "inferlab/fast/thread_pool.h"
+#include "inferlab/tensor/fast/thread_pool.h"
 
 #include <immintrin.h>
 
 #include <memory>
 #include <mutex>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::fast {
 

@@ -1,4 +1,4 @@
-#include "inferlab/fast/weights.h"
+#include "inferlab/tensor/fast/weights.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "inferlab/error.h"
+#include "inferlab/util/error.h"
 
 namespace inferlab::fast {
 

@@ -1,0 +1,173 @@
+// Continuous batching: one engine thread owns the model and the paged KV cache. Every step it
+// admits waiting requests while KV blocks allow, runs one Model::forward over the prompt chunks of
+// new sequences and the next token of every running one, samples, streams tokens to each
+// request's RequestStream and drops the finished. Shared prompt prefixes reuse full KV blocks.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "inferlab/util/error.h"
+#include "inferlab/model/kv_cache.h"
+#include "inferlab/model/model.h"
+#include "inferlab/generation/sampler.h"
+#include "inferlab/util/stats.h"
+
+namespace inferlab {
+
+using Clock = std::chrono::steady_clock;
+
+struct SchedulerOptions {
+  int max_batch = 32;              // sequences running at once
+  std::size_t kv_tokens = 0;       // KV cache capacity in tokens; 0: default_kv_tokens()
+  int block_size = 16;             // KV positions per block (also the prefix-caching granularity)
+  int step_token_budget = 512;     // prompt tokens per step beyond decode (chunked prefill)
+  int max_waiting = 1024;          // queued requests beyond this are refused (OverloadedError)
+  bool prefix_caching = true;
+};
+
+// The KV capacity used when none is given: enough for max_batch full contexts, capped near 1 GiB
+// (but always at least one full context).
+std::size_t default_kv_tokens(const ModelConfig& config, int max_batch);
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  SamplingParams sampling;
+  std::vector<int32_t> stop_token_ids;  // finish with reason stop (the model's EOS unless ignore_eos)
+  std::optional<Clock::time_point> deadline;  // finish with reason timeout after this
+};
+
+enum class FinishReason { stop, length, cancelled, timeout, error };
+const char* to_string(FinishReason reason);
+
+struct StreamEvent {
+  std::optional<SampledToken> token;
+  std::optional<FinishReason> finish;  // the last event of a stream
+  std::string error;                   // with FinishReason::error / timeout
+};
+
+// Queue full: the caller should answer 503 with Retry-After.
+class OverloadedError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The engine thread pushes, one HTTP worker pulls.
+class RequestStream {
+ public:
+  // Up to `timeout` for at least one event; returns them all (empty on timeout).
+  std::vector<StreamEvent> wait(std::chrono::milliseconds timeout);
+  // The client went away or has what it needs (stop string): the engine frees the sequence's
+  // slot and KV blocks before its next step.
+  void cancel();
+  bool cancelled() const { return cancelled_.load(); }
+  int cached_prompt_tokens() const { return cached_prompt_tokens_.load(); }
+
+ private:
+  friend class Scheduler;
+  void push(StreamEvent event);
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<StreamEvent> events_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<int> cached_prompt_tokens_{0};
+  std::function<void()> wake_engine_;
+};
+
+struct SchedulerStats {
+  int waiting = 0;
+  int running = 0;
+  int kv_blocks_total = 0;
+  int kv_blocks_in_use = 0;  // held by queued or running sequences
+  int kv_blocks_cached = 0;  // held only by the prefix cache (reusable, evicted when needed)
+  int block_size = 0;
+  uint64_t requests_submitted = 0;
+  uint64_t requests_rejected = 0;
+  uint64_t requests_finished[5] = {};  // by FinishReason
+  uint64_t prompt_tokens = 0;          // submitted prompt tokens
+  uint64_t prefill_tokens = 0;         // prompt tokens actually computed
+  uint64_t prefix_cache_hit_tokens = 0;
+  uint64_t generation_tokens = 0;
+  uint64_t steps = 0;
+  uint64_t decode_steps = 0;          // steps that decoded at least one sequence
+  uint64_t batched_decode_steps = 0;  // ... and more than one
+  uint64_t preemptions = 0;
+  Histogram decode_batch_size{{1, 2, 4, 8, 16, 32, 64, 128, 256}};
+  Histogram time_to_first_token{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
+  Histogram inter_token_latency{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};
+  Histogram e2e_latency{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}};
+};
+
+class Scheduler {
+ public:
+  Scheduler(Model& model, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Throws Error when it could never fit (prompt + max_tokens beyond the KV
+  // cache or the context), OverloadedError when the queue is full or the scheduler stopped.
+  std::shared_ptr<RequestStream> submit(GenerationRequest request);
+
+  // Ends every queued and running request with a FinishReason::error event carrying `reason`,
+  // then stops the engine thread. Later submits are refused.
+  void shutdown(const std::string& reason);
+
+  bool idle() const;  // nothing queued or running
+  SchedulerStats stats() const;
+  std::size_t capacity_tokens() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Sequence;
+  struct CachedBlock {
+    int block;
+    uint64_t parent;
+    std::vector<int32_t> tokens;
+    uint64_t last_used;
+  };
+
+  void engine_loop();
+  bool step();  // false when there was nothing to do
+  void drop_cancelled_and_expired();
+  void admit();
+  bool make_room(int blocks);  // evict prefix-cache-only blocks until `blocks` are free
+  Sequence* preempt_newest();  // back to the front of the queue; returns it
+  void finish(Sequence& seq, FinishReason reason, const std::string& error = "");
+  void match_prefix(Sequence& seq);
+  void register_full_blocks(Sequence& seq);
+  void publish_stats();
+
+  Model& model_;
+  SchedulerOptions options_;
+  KVCache cache_;
+  std::thread engine_;
+
+  mutable std::mutex mutex_;  // guards incoming_, stopping_, stats_
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Sequence>> incoming_;
+  bool stopping_ = false;
+  std::string stop_reason_;
+  std::atomic<bool> has_work_{false};
+  SchedulerStats stats_;
+
+  // Engine thread only.
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::unordered_map<uint64_t, CachedBlock> prefix_cache_;
+  uint64_t clock_ = 0;  // LRU stamp for the prefix cache
+  uint64_t next_arrival_ = 0;
+};
+
+}  // namespace inferlab

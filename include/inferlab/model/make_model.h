@@ -1,0 +1,33 @@
+// Random-weight models in the exact HF layout (make-model): real shapes for benchmarks and tests
+// without downloading anything.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferlab/loading/safetensors.h"
+
+namespace inferlab {
+
+struct MakeModelOptions {
+  DType dtype = DType::F32;
+  uint64_t seed = 0;
+  float init_std = 0.02f;
+  std::optional<std::filesystem::path> tokenizer_dir;  // tokenizer files copied from here
+  std::optional<nlohmann::json> generation_config;     // written as generation_config.json
+};
+
+// Writes config.json, model.safetensors (deterministic random weights, HF names and shapes of
+// the config's architecture), generation_config.json and tokenizer files.
+void write_random_model(const nlohmann::json& config, const std::filesystem::path& out_dir,
+                        const MakeModelOptions& options);
+
+// Named configs for make-model --preset: "demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny".
+std::vector<std::string> model_preset_names();
+// config.json and generation_config.json of a preset; Error listing the names when unknown.
+std::pair<nlohmann::json, nlohmann::json> model_preset(const std::string& name);
+
+}  // namespace inferlab

@@ -1,0 +1,47 @@
+// A loaded causal language model: config + weights + one batched forward step over a paged KV cache.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "inferlab/model/config.h"
+#include "inferlab/model/kv_cache.h"
+
+namespace inferlab {
+
+struct LoadOptions {
+  int threads = 0;  // 0: all cores
+  // Matmul weights: "auto" keeps the checkpoint's dtype (bf16 stays bf16, f32/f16 run as f32);
+  // "f32", "bf16", "int8" (q8_0-like), "q4" (q4_0-like) convert or quantize at load.
+  std::string weights = "auto";
+};
+
+// One sequence's part of a batched forward step: `tokens` are appended at kv->length.
+struct BatchEntry {
+  std::span<const int32_t> tokens;
+  SequenceKV* kv = nullptr;
+  bool all_logits = false;  // logits for every token (parity tests), not only the last
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // A folder (HF layout or llama2.c .bin) or an HF repo id resolved through resolve_model_path().
+  static std::unique_ptr<Model> load(const std::string& model, const LoadOptions& options = {});
+
+  virtual const ModelConfig& config() const = 0;
+  virtual const std::filesystem::path& path() const = 0;
+
+  // Runs every entry through the network in one step (weights read once for the whole batch).
+  // The caller has reserved KV room for each entry's tokens; kv->length advances by tokens.size().
+  // Returns row-major logits [rows][vocab_size]: per entry in order, 1 row (its last token) or
+  // tokens.size() rows when all_logits.
+  virtual std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) = 0;
+};
+
+}  // namespace inferlab

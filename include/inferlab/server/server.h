@@ -1,0 +1,62 @@
+// OpenAI-compatible HTTP server (cpp-httplib): /v1/models, /v1/chat/completions, /v1/completions,
+// /health, /metrics, /tokenize, /detokenize, served from one continuous-batching Scheduler.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "inferlab/generation/scheduler.h"
+
+namespace inferlab {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 30000;                // 0: any free port (see Server::port())
+  std::string served_model_name;   // empty: the model folder's name (or the repo id given)
+  SchedulerOptions scheduler;
+  int threads = 0;                 // model compute threads (0: all cores)
+  std::string weights = "auto";    // matmul weights: auto (as stored), f32, bf16, int8, q4
+  double request_timeout_s = 600;  // per request, from arrival; 0: none
+  int http_threads = 128;          // workers serving connections (each open stream holds one)
+  int max_connections = 0;         // connections admitted at once, served or waiting for a worker;
+                                   // beyond: 503 + Retry-After and the connection closed (0: http_threads)
+  int max_n = 16;                  // largest `n` (choices per request)
+  bool log_requests = false;
+  // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
+  std::string api_key;                  // non-empty: all but /health need "Authorization: Bearer KEY" (401)
+  std::size_t max_body_bytes = 32u << 20;  // larger request bodies: 413
+  int max_messages = 1024;              // more chat messages: 400
+  int max_prompt_tokens = 0;            // longer prompts: 400 (0: the context length)
+  int max_tokens_limit = 0;             // larger max_tokens: 400; the default is capped to it (0: the context)
+  double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
+  int send_buffer_bytes = 0;            // SO_SNDBUF of each connection (0: the OS default, autotuned up
+                                        // to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian)
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and starts answering in the background (/health says 503 until load() is done).
+  // Throws Error when the address cannot be bound. Returns the port.
+  int start();
+  int port() const;
+
+  // Loads the model and tokenizer and starts the scheduler; then /health says 200.
+  void load(const std::string& model);
+
+  // Graceful stop: refuse new requests, let in-flight ones finish for up to `drain`, end the
+  // rest with an error event, close the listener.
+  void shutdown(std::chrono::milliseconds drain);
+
+  const std::string& model_name() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace inferlab

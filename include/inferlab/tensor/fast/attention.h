@@ -1,0 +1,46 @@
+// Causal attention over the paged KV cache, fused: scores, an online (streaming) softmax and the
+// weighted sum of values in one pass per block of cached positions, never materialising the
+// score row. Threaded over (row, kv head); each kv head's query group shares its K/V loads (GQA).
+#pragma once
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "inferlab/model/kv_cache.h"
+
+namespace inferlab::fast {
+
+// One layer's K/V blocks of one sequence, in order (built by the caller: KVCache lives in the
+// engine library, the kernels here only read memory).
+struct KVBlocks {
+  std::vector<const float*> keys, values;
+  int block_size = 0;
+};
+inline KVBlocks kv_blocks(const KVCache& cache, int layer, const SequenceKV& seq) {
+  KVBlocks b;
+  b.block_size = cache.block_size();
+  for (int block : seq.blocks) b.keys.push_back(cache.keys(layer, block)), b.values.push_back(cache.values(layer, block));
+  return b;
+}
+
+struct AttentionRow {
+  const KVBlocks* kv = nullptr;
+  int position = 0;  // this row attends to cached positions 0..position
+};
+
+struct AttentionShape {
+  int heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
+};
+
+// q: row r, head h at q[r * q_stride + h * head_dim]; out likewise with out_stride.
+// K/V of position j of a row: kv->keys/values[j / block_size] + (j % block_size) * kv_heads *
+// head_dim + kv_head * head_dim (the KVCache layout).
+void causal_attention(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
+                      std::span<const AttentionRow> rows, const AttentionShape& shape);
+
+// The same with plain loops and an exact two-pass softmax in double precision (test oracle).
+void causal_attention_reference(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
+                                std::span<const AttentionRow> rows, const AttentionShape& shape);
+
+}  // namespace inferlab::fast

@@ -1,0 +1,115 @@
+// Weights in the dtype they are computed in, laid out for the kernels.
+//
+// Every format stores output rows in panels of 16 (padded with zero rows), interleaved along the
+// input dimension so that one 64-byte load feeds 16 output lanes:
+//   bf16: per k-pair [16 rows][2 bf16]                (vdpbf16ps operand; 2 bytes/weight)
+//   q8:   per block of 32 k, per k-quad [16 rows][4 u8] holding q+128, q in [-127,127], plus one
+//         fp16 scale per (row, block)                 (vpdpbusd operand; 34 bytes per 32 weights)
+//   q4:   per block of 32 k, 4 groups of [16 rows][4 bytes]: low nibble = k-quad g, high
+//         nibble = k-quad g+4, value q in [0,15] meaning (q-8)*scale
+//                                                     (18 bytes per 32 weights, like q4_0)
+//   f32:  plain row-major [out][in] (OpenBLAS sgemm)
+// Quantization follows llama.cpp's q8_0 / q4_0 (block 32, scale from the block's largest |w|).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inferlab/tensor/float16.h"
+
+namespace inferlab::fast {
+
+enum class WeightFormat { F32, BF16, Q8, Q4 };
+
+const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4"
+WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
+// Bytes one weight takes in this format, scales included (for bandwidth figures).
+double bytes_per_weight(WeightFormat format);
+
+constexpr int kPanel = 16;  // output rows per panel
+constexpr int kBlock = 32;  // input elements per quantization block
+
+
+// 64-byte aligned, zero-initialised bytes.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(std::size_t bytes);
+  ~AlignedBuffer();
+  AlignedBuffer(AlignedBuffer&& other) noexcept;
+  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+class PackedMatrix {
+ public:
+  // W is [out][in] row-major (nn.Linear layout), given as fp32 or as raw bf16 bits.
+  static PackedMatrix from_f32(const float* w, int out, int in, WeightFormat format);
+  static PackedMatrix from_bf16(const uint16_t* w, int out, int in, WeightFormat format);
+  // The rows of each part in order (q | k | v, gate | up), same format and input width. Panels are
+  // copied as they are when every part but the last fills whole panels, else rows are repacked.
+  static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
+
+  WeightFormat format() const { return format_; }
+  int out() const { return out_; }
+  int in() const { return in_; }
+  int panels() const { return panels_; }
+  int in_padded() const { return in_padded_; }  // k rounded up to 2 (bf16) or to 32 (q8, q4)
+  int blocks() const { return in_padded_ / kBlock; }
+  std::size_t bytes() const { return data_.size() + scales_.size(); }  // memory held
+
+  // Row r as fp32 exactly as the kernels see it (dequantized): out[in].
+  void dequantize_row(int r, float* out) const;
+
+  // Raw storage, for the kernels.
+  const uint8_t* panel_data(int panel) const { return data_.data() + static_cast<std::size_t>(panel) * panel_bytes_; }
+  std::size_t panel_bytes() const { return panel_bytes_; }
+  // q8/q4: fp16 scales [panel][block][16].
+  const uint16_t* panel_scales(int panel) const {
+    return reinterpret_cast<const uint16_t*>(scales_.data()) + static_cast<std::size_t>(panel) * blocks() * kPanel;
+  }
+  const float* f32_data() const { return reinterpret_cast<const float*>(data_.data()); }
+
+ private:
+  template <typename Source>
+  static PackedMatrix pack(const Source& source, int out, int in, WeightFormat format);
+
+  WeightFormat format_ = WeightFormat::F32;
+  int out_ = 0, in_ = 0, panels_ = 0, in_padded_ = 0;
+  std::size_t panel_bytes_ = 0;
+  AlignedBuffer data_, scales_;
+};
+
+// Activations prepared once per matmul for the format's kernels (shared by every output panel).
+struct PreparedInput {
+  int rows = 0, in_padded = 0, blocks = 0;
+  std::vector<uint16_t> bf16;    // [rows][in_padded], rounded to nearest even
+  std::vector<float> bf16_f32;   // the same values as fp32, for kernels without a bf16 dot product (AVX2)
+  std::vector<int8_t> q8;        // [rows][in_padded], per block q = round(x / d), d = max|x| / 127
+  std::vector<float> scale;      // [rows][blocks] d
+  std::vector<int32_t> sum;      // [rows][blocks] sum of q over the block
+};
+
+// Rounds / quantizes x[rows][in] the way the kernels of `format` consume it.
+void prepare_input(const float* x, int rows, int in, const PackedMatrix& w, PreparedInput& prepared);
+
+// y[rows][out] = x[rows][in] * W^T (+ bias[out] when given). Uses the kernel pool; GEMV-style
+// kernels for few rows, cache-blocked tiles for many. Each row's result does not depend on how
+// many rows are computed together.
+void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, float* y);
+
+// The same arithmetic in plain scalar code on the packed data (the test oracle for the SIMD paths,
+// and the fallback on CPUs without AVX2).
+void matmul_scalar(const float* x, int rows, const PackedMatrix& w, const float* bias, float* y);
+
+}  // namespace inferlab::fast

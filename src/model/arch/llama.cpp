@@ -1,0 +1,121 @@
+// Llama (LlamaForCausalLM): RoPE (rotate_half), GQA, RMSNorm, SwiGLU; biases only when
+// attention_bias / mlp_bias say so. The llama-style helpers here are shared with qwen2.cpp.
+#include "inferlab/util/error.h"
+#include "inferlab/loading/json_config.h"
+#include "model/transformer.h"
+
+namespace inferlab {
+
+ModelConfig parse_llama_style_config(const nlohmann::json& j, const std::string& where, const std::string& arch,
+                                     bool tie_default) {
+  ModelConfig c;
+  c.architecture = arch;
+  c.hidden_size = config_int(j, "hidden_size", where);
+  c.num_layers = config_int(j, "num_hidden_layers", where);
+  c.num_heads = config_int(j, "num_attention_heads", where);
+  c.num_kv_heads = config_int_or(j, "num_key_value_heads", c.num_heads, where);
+  c.intermediate_size = config_int(j, "intermediate_size", where);
+  c.vocab_size = config_int(j, "vocab_size", where);
+  c.max_position_embeddings = config_int(j, "max_position_embeddings", where);
+  c.rope_theta = config_double_or(j, "rope_theta", 10000.0, where);
+  c.norm_eps = config_double_or(j, "rms_norm_eps", 1e-6, where);
+  c.tie_word_embeddings = config_bool_or(j, "tie_word_embeddings", tie_default, where);
+  if (c.hidden_size % c.num_heads != 0 && !j.contains("head_dim"))
+    fail("{}: hidden_size {} is not divisible by num_attention_heads {}", where, c.hidden_size, c.num_heads);
+  c.head_dim = config_int_or(j, "head_dim", c.hidden_size / c.num_heads, where);
+  if (c.num_heads % c.num_kv_heads != 0)
+    fail("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", where, c.num_heads, c.num_kv_heads);
+  if (c.head_dim % 2 != 0) fail("{}: head_dim {} must be even for RoPE", where, c.head_dim);
+  const std::string act = j.value("hidden_act", std::string("silu"));
+  if (act != "silu") fail("{}: hidden_act '{}' is not supported (silu)", where, act);
+  rope_inv_freq(c.head_dim, c.rope_theta, j.value("rope_scaling", nlohmann::json()), where);  // rejects unknown types now
+  return c;
+}
+
+TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
+                                    const LlamaStyle& style, const LoadOptions& options) {
+  WeightLoader w(source, options.weights);
+  const int H = c.hidden_size, I = c.intermediate_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  TransformerWeights t;
+  t.norm = NormKind::RMSNorm;
+  t.mlp = MlpKind::SwiGLU;
+  t.positions = PositionKind::Rope;
+  t.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, raw.value("rope_scaling", nlohmann::json()), "config.json");
+  w.embedding("model.embed_tokens.weight", c.vocab_size, H, t);
+  auto bias = [](bool on, const std::string& name) { return on ? name : std::string(); };
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerWeights L;
+    L.norm1_weight = w.tensor(p + "input_layernorm.weight", {H});
+    L.qkv = fuse_rows({w.linear(p + "self_attn.q_proj.weight", q, H, bias(style.qkv_bias, p + "self_attn.q_proj.bias")),
+                       w.linear(p + "self_attn.k_proj.weight", kv, H, bias(style.qkv_bias, p + "self_attn.k_proj.bias")),
+                       w.linear(p + "self_attn.v_proj.weight", kv, H, bias(style.qkv_bias, p + "self_attn.v_proj.bias"))});
+    L.out = w.linear(p + "self_attn.o_proj.weight", H, q, bias(style.out_bias, p + "self_attn.o_proj.bias"));
+    L.norm2_weight = w.tensor(p + "post_attention_layernorm.weight", {H});
+    L.up = fuse_rows({w.linear(p + "mlp.gate_proj.weight", I, H, bias(style.mlp_bias, p + "mlp.gate_proj.bias")),
+                      w.linear(p + "mlp.up_proj.weight", I, H, bias(style.mlp_bias, p + "mlp.up_proj.bias"))});
+    L.down = w.linear(p + "mlp.down_proj.weight", H, I, bias(style.mlp_bias, p + "mlp.down_proj.bias"));
+    t.layers.push_back(std::move(L));
+  }
+  t.final_norm_weight = w.tensor("model.norm.weight", {H});
+  t.lm_head = c.tie_word_embeddings ? tied_head(t, c.vocab_size, H) : w.linear("lm_head.weight", c.vocab_size, H);
+  return t;
+}
+
+std::vector<TensorSpec> llama_style_layout(const ModelConfig& c, const LlamaStyle& style) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  std::vector<TensorSpec> specs{{"model.embed_tokens.weight", {c.vocab_size, H}}};
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    specs.push_back({p + "input_layernorm.weight", {H}, Init::Ones});
+    specs.push_back({p + "self_attn.q_proj.weight", {q, H}});
+    specs.push_back({p + "self_attn.k_proj.weight", {kv, H}});
+    specs.push_back({p + "self_attn.v_proj.weight", {kv, H}});
+    if (style.qkv_bias) {
+      specs.push_back({p + "self_attn.q_proj.bias", {q}});
+      specs.push_back({p + "self_attn.k_proj.bias", {kv}});
+      specs.push_back({p + "self_attn.v_proj.bias", {kv}});
+    }
+    specs.push_back({p + "self_attn.o_proj.weight", {H, q}});
+    if (style.out_bias) specs.push_back({p + "self_attn.o_proj.bias", {H}, Init::Zeros});
+    specs.push_back({p + "post_attention_layernorm.weight", {H}, Init::Ones});
+    specs.push_back({p + "mlp.gate_proj.weight", {I, H}});
+    specs.push_back({p + "mlp.up_proj.weight", {I, H}});
+    specs.push_back({p + "mlp.down_proj.weight", {H, I}});
+    if (style.mlp_bias) {
+      specs.push_back({p + "mlp.gate_proj.bias", {I}, Init::Zeros});
+      specs.push_back({p + "mlp.up_proj.bias", {I}, Init::Zeros});
+      specs.push_back({p + "mlp.down_proj.bias", {H}, Init::Zeros});
+    }
+  }
+  specs.push_back({"model.norm.weight", {H}, Init::Ones});
+  if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {c.vocab_size, H}});
+  return specs;
+}
+
+namespace {
+
+LlamaStyle style_of(const nlohmann::json& j) {
+  LlamaStyle s;
+  s.qkv_bias = s.out_bias = j.value("attention_bias", false);
+  s.mlp_bias = j.value("mlp_bias", false);
+  return s;
+}
+
+ModelConfig parse(const nlohmann::json& j, const std::string& where) {
+  return parse_llama_style_config(j, where, "llama", false);
+}
+TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
+                        const LoadOptions& options) {
+  return load_llama_style(c, raw, source, style_of(raw), options);
+}
+std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json& raw) { return llama_style_layout(c, style_of(raw)); }
+
+}  // namespace
+
+const Architecture& llama_architecture() {
+  static const Architecture arch{"llama", {"llama"}, {"LlamaForCausalLM"}, parse, load, layout};
+  return arch;
+}
+
+}  // namespace inferlab

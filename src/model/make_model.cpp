@@ -1,0 +1,163 @@
+// make-model: random-weight checkpoints in the exact HF layout, so any real shape can be run and
+// measured without downloading weights.
+#include <cmath>
+#include <fstream>
+
+#include "inferlab/util/error.h"
+#include "inferlab/model/make_model.h"
+#include "model/transformer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace inferlab {
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Each tensor gets its own stream from (seed, name): values do not depend on tensor order.
+void fill_normal(std::vector<float>& out, uint64_t seed, const std::string& name, float stddev) {
+  uint64_t state = seed ^ 0xcbf29ce484222325ull;
+  for (unsigned char ch : name) state = (state ^ ch) * 0x100000001b3ull;
+  for (std::size_t i = 0; i < out.size(); i += 2) {
+    const double u1 = (static_cast<double>(splitmix64(state) >> 11) + 1.0) / 9007199254740993.0;
+    const double u2 = static_cast<double>(splitmix64(state) >> 11) / 9007199254740992.0;
+    const double r = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
+    out[i] = static_cast<float>(r * std::cos(angle) * stddev);
+    if (i + 1 < out.size()) out[i + 1] = static_cast<float>(r * std::sin(angle) * stddev);
+  }
+}
+
+void write_json(const fs::path& file, const json& j) {
+  std::ofstream out(file);
+  out << j.dump(2) << "\n";
+  if (!out) fail("cannot write {}", file.string());
+}
+
+}  // namespace
+
+void write_random_model(const json& config_in, const fs::path& out_dir, const MakeModelOptions& options) {
+  json config = config_in;
+  const std::string where = "config";
+  const Architecture& arch = find_architecture(config, where);
+  const ModelConfig parsed = arch.parse_config(config, where);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) fail("cannot create {}: {}", out_dir.string(), ec.message());
+  config["torch_dtype"] = options.dtype == DType::F32 ? "float32" : options.dtype == DType::BF16 ? "bfloat16" : "float16";
+  write_json(out_dir / "config.json", config);
+
+  std::vector<TensorToWrite> tensors;
+  for (const TensorSpec& spec : arch.tensor_layout(parsed, config)) {
+    TensorToWrite t;
+    t.name = spec.name;
+    t.dtype = options.dtype;
+    t.shape = spec.shape;
+    const Init init = spec.init;
+    const uint64_t seed = options.seed;
+    const float stddev = options.init_std;
+    const std::string name = spec.name;
+    t.fill = [init, seed, stddev, name](std::vector<float>& out) {
+      if (init == Init::Ones) std::fill(out.begin(), out.end(), 1.0f);
+      else if (init == Init::Zeros) std::fill(out.begin(), out.end(), 0.0f);
+      else fill_normal(out, seed, name, stddev);
+    };
+    tensors.push_back(std::move(t));
+  }
+  write_safetensors(out_dir / "model.safetensors", tensors, {{"format", "pt"}});
+
+  bool wrote_generation_config = false;
+  if (options.tokenizer_dir) {
+    const fs::path& dir = *options.tokenizer_dir;
+    if (!fs::is_directory(dir)) fail("--tokenizer {}: no such folder", dir.string());
+    bool any = false;
+    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+                             "special_tokens_map.json", "generation_config.json"}) {
+      if (!fs::exists(dir / name)) continue;
+      fs::copy_file(dir / name, out_dir / name, fs::copy_options::overwrite_existing, ec);
+      if (ec) fail("cannot copy {} to {}: {}", (dir / name).string(), out_dir.string(), ec.message());
+      any = true;
+      if (std::string(name) == "generation_config.json") wrote_generation_config = true;
+    }
+    if (!any) fail("--tokenizer {}: no tokenizer.json or vocab.json/merges.txt there", dir.string());
+  }
+  if (options.generation_config) {
+    write_json(out_dir / "generation_config.json", *options.generation_config);
+  } else if (!wrote_generation_config && (config.contains("eos_token_id") || config.contains("bos_token_id"))) {
+    json g = json::object();
+    if (config.contains("bos_token_id")) g["bos_token_id"] = config["bos_token_id"];
+    if (config.contains("eos_token_id")) g["eos_token_id"] = config["eos_token_id"];
+    write_json(out_dir / "generation_config.json", g);
+  }
+}
+
+std::vector<std::string> model_preset_names() { return {"demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny"}; }
+
+std::pair<json, json> model_preset(const std::string& name) {
+  if (name == "demo" || name == "qwen2.5-0.5b") {
+    const bool demo = name == "demo";
+    json config = {{"architectures", {"Qwen2ForCausalLM"}},
+                   {"model_type", "qwen2"},
+                   {"hidden_size", demo ? 64 : 896},
+                   {"num_hidden_layers", demo ? 2 : 24},
+                   {"num_attention_heads", demo ? 4 : 14},
+                   {"num_key_value_heads", 2},
+                   {"intermediate_size", demo ? 128 : 4864},
+                   {"vocab_size", 151936},
+                   {"max_position_embeddings", demo ? 4096 : 32768},
+                   {"rope_theta", 1000000.0},
+                   {"rms_norm_eps", 1e-6},
+                   {"hidden_act", "silu"},
+                   {"tie_word_embeddings", true},
+                   {"use_sliding_window", false},
+                   {"bos_token_id", 151643},
+                   {"eos_token_id", 151645}};
+    json generation = {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"do_sample", false}};
+    return {config, generation};
+  }
+  if (name == "distilgpt2") {
+    json config = {{"architectures", {"GPT2LMHeadModel"}},
+                   {"model_type", "gpt2"},
+                   {"n_embd", 768},
+                   {"n_layer", 6},
+                   {"n_head", 12},
+                   {"n_positions", 1024},
+                   {"n_ctx", 1024},
+                   {"vocab_size", 50257},
+                   {"activation_function", "gelu_new"},
+                   {"layer_norm_epsilon", 1e-5},
+                   {"bos_token_id", 50256},
+                   {"eos_token_id", 50256}};
+    json generation = {{"bos_token_id", 50256}, {"eos_token_id", 50256}};
+    return {config, generation};
+  }
+  if (name == "llama-tiny") {
+    json config = {{"architectures", {"LlamaForCausalLM"}},
+                   {"model_type", "llama"},
+                   {"hidden_size", 64},
+                   {"num_hidden_layers", 2},
+                   {"num_attention_heads", 4},
+                   {"num_key_value_heads", 2},
+                   {"intermediate_size", 176},
+                   {"vocab_size", 512},
+                   {"max_position_embeddings", 512},
+                   {"rope_theta", 10000.0},
+                   {"rms_norm_eps", 1e-5},
+                   {"hidden_act", "silu"},
+                   {"tie_word_embeddings", false},
+                   {"bos_token_id", 1},
+                   {"eos_token_id", 2}};
+    json generation = {{"bos_token_id", 1}, {"eos_token_id", 2}};
+    return {config, generation};
+  }
+  std::string names;
+  for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
+  fail("unknown preset '{}' (known: {})", name, names);
+}
+
+}  // namespace inferlab

@@ -1,0 +1,130 @@
+// Model::load: find the format and architecture of a model folder and build the network.
+// Adding an architecture: write src/model/arch/<name>.cpp returning an Architecture, list it here.
+#include <algorithm>
+
+#include "inferlab/util/error.h"
+#include "inferlab/tensor/kernels.h"
+#include "inferlab/loading/llama2c.h"
+#include "inferlab/loading/json_config.h"
+#include "inferlab/util/model_path.h"
+#include "model/transformer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace inferlab {
+namespace {
+
+const std::vector<const Architecture*>& architectures() {
+  static const std::vector<const Architecture*> all{&gpt2_architecture(), &qwen2_architecture(), &llama_architecture()};
+  return all;
+}
+
+std::string supported_list() {
+  std::string s;
+  for (const auto* a : architectures()) s += (s.empty() ? "" : ", ") + a->name;
+  return s;
+}
+
+// What a model argument points at, once resolved.
+struct ModelFiles {
+  fs::path folder;
+  fs::path llama2c;  // set for a llama2.c checkpoint
+};
+
+ModelFiles locate(const std::string& model) {
+  fs::path path = resolve_model_path(model);
+  if (fs::is_regular_file(path)) {
+    if (path.filename() == "config.json") return {path.parent_path(), {}};
+    if (!looks_like_llama2c(path))
+      fail("{} is neither a model folder, a config.json nor a llama2.c checkpoint (its size does not match a llama2.c "
+           "header)",
+           path.string());
+    return {path.parent_path(), path};
+  }
+  if (fs::exists(path / "config.json")) return {path, {}};
+  std::vector<fs::path> bins;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path, ec))
+    if (entry.path().extension() == ".bin" && looks_like_llama2c(entry.path())) bins.push_back(entry.path());
+  if (bins.size() == 1) return {path, bins[0]};
+  fail("{} has no config.json{}", path.string(),
+       bins.empty() ? " (and no llama2.c .bin checkpoint)" : " and several llama2.c checkpoints: pass one file");
+}
+
+void read_special_ids(ModelConfig& config, const json& raw, const fs::path& folder) {
+  const std::string where = (folder / "config.json").string();
+  config.eos_token_ids = token_id_list(raw.value("eos_token_id", json()), "eos_token_id", where);
+  auto bos = token_id_list(raw.value("bos_token_id", json()), "bos_token_id", where);
+  if (!bos.empty()) config.bos_token_id = bos[0];
+  const fs::path generation = folder / "generation_config.json";
+  if (fs::exists(generation)) {
+    json g = read_json_file(generation);
+    if (g.contains("eos_token_id")) config.eos_token_ids = token_id_list(g["eos_token_id"], "eos_token_id", generation.string());
+    if (g.contains("bos_token_id")) {
+      auto ids = token_id_list(g["bos_token_id"], "bos_token_id", generation.string());
+      if (!ids.empty()) config.bos_token_id = ids[0];
+    }
+  }
+}
+
+struct ParsedConfig {
+  json raw;
+  const Architecture* arch;
+  ModelConfig config;
+};
+
+ParsedConfig parse_config(const ModelFiles& files) {
+  ParsedConfig p;
+  std::string where;
+  if (!files.llama2c.empty()) {
+    p.raw = read_llama2c_config(files.llama2c);
+    where = files.llama2c.string();
+  } else {
+    where = (files.folder / "config.json").string();
+    p.raw = read_json_file(files.folder / "config.json");
+    if (!p.raw.is_object()) fail("{}: must be a JSON object", where);
+  }
+  p.arch = &find_architecture(p.raw, where);
+  p.config = p.arch->parse_config(p.raw, where);
+  if (files.llama2c.empty()) read_special_ids(p.config, p.raw, files.folder);
+  else p.config.bos_token_id = 1;
+  return p;
+}
+
+}  // namespace
+
+const Architecture& find_architecture(const json& config, const std::string& where) {
+  if (config.contains("model_type") && config["model_type"].is_string()) {
+    const std::string type = config["model_type"].get<std::string>();
+    for (const auto* a : architectures())
+      if (std::find(a->model_types.begin(), a->model_types.end(), type) != a->model_types.end()) return *a;
+    fail("{}: unknown model_type '{}' (supported: {})", where, type, supported_list());
+  }
+  if (config.contains("architectures") && config["architectures"].is_array()) {
+    for (const auto& cls : config["architectures"])
+      for (const auto* a : architectures())
+        if (cls.is_string() && std::find(a->classes.begin(), a->classes.end(), cls.get<std::string>()) != a->classes.end())
+          return *a;
+    fail("{}: unknown architectures {} (supported model types: {})", where, config["architectures"].dump(), supported_list());
+  }
+  fail("{}: missing key \"model_type\" (supported: {})", where, supported_list());
+}
+
+ModelConfig read_model_config(const std::string& model) { return parse_config(locate(model)).config; }
+
+std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& options) {
+  set_kernel_threads(options.threads);
+  const ModelFiles files = locate(model);
+  ParsedConfig parsed = parse_config(files);
+  if (!files.llama2c.empty()) {
+    Llama2cCheckpoint checkpoint = read_llama2c(files.llama2c);
+    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *checkpoint.tensors, options);
+    return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.llama2c);
+  }
+  auto source = open_safetensors_folder(files.folder);
+  auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *source, options);
+  return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.folder);
+}
+
+}  // namespace inferlab

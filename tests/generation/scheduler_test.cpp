@@ -1,0 +1,222 @@
+// The continuous-batching scheduler on a real (small, random-weight) model: batched output equals
+// one-sequence greedy generation; admission control, prefix caching, cancellation, timeouts.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "inferlab/generation/generate.h"
+#include "inferlab/model/model.h"
+#include "inferlab/model/make_model.h"
+#include "inferlab/generation/scheduler.h"
+
+namespace fs = std::filesystem;
+using namespace inferlab;
+
+namespace {
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / fmt::format("inferlab_scheduler_test_{}", ::getpid());
+    auto [config, generation] = model_preset("llama-tiny");
+    MakeModelOptions options;
+    options.seed = 3;
+    options.init_std = 0.5f;  // peaked logits: greedy ties are unlikely
+    options.generation_config = generation;
+    write_random_model(config, dir_, options);
+    model_ = Model::load(dir_.string(), LoadOptions{1}).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    fs::remove_all(dir_);
+  }
+
+  static std::vector<int32_t> prompt(int length, int salt) {
+    std::vector<int32_t> ids;
+    for (int i = 0; i < length; ++i) ids.push_back(3 + (i * 7 + salt * 13) % 500);
+    return ids;
+  }
+  static std::vector<int32_t> reference(const std::vector<int32_t>& ids, int max_tokens) {
+    GenerateOptions options;
+    options.max_new_tokens = max_tokens;
+    options.ignore_eos = true;
+    return generate_greedy(*model_, ids, options).tokens;
+  }
+  static GenerationRequest greedy(std::vector<int32_t> ids, int max_tokens) {
+    GenerationRequest r;
+    r.prompt = std::move(ids);
+    r.max_tokens = max_tokens;
+    r.sampling.temperature = 0.0f;
+    return r;
+  }
+  struct Outcome {
+    std::vector<int32_t> tokens;
+    FinishReason finish = FinishReason::error;
+  };
+  static Outcome collect(RequestStream& stream) {
+    Outcome out;
+    for (;;)
+      for (auto& event : stream.wait(std::chrono::milliseconds(100))) {
+        if (event.token) out.tokens.push_back(event.token->token);
+        if (event.finish) {
+          out.finish = *event.finish;
+          return out;
+        }
+      }
+  }
+
+  // Stats are published after each engine step; a finished stream can be seen a moment before.
+  static void wait_idle(Scheduler& scheduler) {
+    for (int i = 0; i < 200 && !scheduler.idle(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  static fs::path dir_;
+  static Model* model_;
+};
+fs::path SchedulerTest::dir_;
+Model* SchedulerTest::model_ = nullptr;
+
+TEST_F(SchedulerTest, BatchedGreedyEqualsOneSequenceAtATime) {
+  SchedulerOptions options;
+  options.max_batch = 8;
+  options.kv_tokens = 2048;
+  options.step_token_budget = 24;  // forces chunked prefill of the longer prompts
+  Scheduler scheduler(*model_, options);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 8; ++i) prompts.push_back(prompt(5 + i * 9, i));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (auto& p : prompts) streams.push_back(scheduler.submit(greedy(p, 12)));
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    Outcome out = collect(*streams[i]);
+    EXPECT_EQ(out.finish, FinishReason::length);
+    EXPECT_EQ(out.tokens, reference(prompts[i], 12)) << "prompt " << i;
+  }
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_GT(stats.batched_decode_steps, 0u);
+  EXPECT_EQ(stats.generation_tokens, 8u * 12);
+}
+
+TEST_F(SchedulerTest, RequestsWaitForKVBlocksInsteadOfFailing) {
+  SchedulerOptions options;
+  options.max_batch = 8;
+  options.kv_tokens = 64;  // 4 blocks of 16: two of these sequences at most at once
+  options.prefix_caching = false;
+  Scheduler scheduler(*model_, options);
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) {
+    prompts.push_back(prompt(20, 100 + i));
+    streams.push_back(scheduler.submit(greedy(prompts.back(), 20)));
+  }
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    Outcome out = collect(*streams[i]);
+    EXPECT_EQ(out.finish, FinishReason::length);
+    EXPECT_EQ(out.tokens, reference(prompts[i], 20)) << "prompt " << i;
+  }
+  wait_idle(scheduler);
+  EXPECT_EQ(scheduler.stats().kv_blocks_in_use, 0);
+}
+
+TEST_F(SchedulerTest, RefusesOnlyWhatCouldNeverFit) {
+  SchedulerOptions options;
+  options.kv_tokens = 64;
+  Scheduler scheduler(*model_, options);
+  EXPECT_THROW(scheduler.submit(greedy(prompt(60, 1), 10)), Error);
+  EXPECT_THROW(scheduler.submit(greedy({}, 10)), Error);
+  EXPECT_THROW(scheduler.submit(greedy({1, 100000}, 10)), Error);
+  EXPECT_NO_THROW(collect(*scheduler.submit(greedy(prompt(50, 1), 10))));
+}
+
+TEST_F(SchedulerTest, SharedPrefixReusesBlocksAndGivesTheSameTokens) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  std::vector<int32_t> shared = prompt(40, 5);
+  std::vector<int32_t> first = shared, second = shared;
+  first.push_back(7);
+  second.push_back(9);
+  second.push_back(11);
+  Outcome a = collect(*scheduler.submit(greedy(first, 8)));
+  auto stream = scheduler.submit(greedy(second, 8));
+  Outcome b = collect(*stream);
+  EXPECT_EQ(stream->cached_prompt_tokens(), 32);  // two full blocks of 16
+  wait_idle(scheduler);
+  EXPECT_EQ(a.tokens, reference(first, 8));
+  EXPECT_EQ(b.tokens, reference(second, 8));
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.prefix_cache_hit_tokens, 32u);
+  EXPECT_EQ(stats.prefill_tokens, first.size() + second.size() - 32);
+  EXPECT_EQ(stats.kv_blocks_in_use, 0);
+  EXPECT_GT(stats.kv_blocks_cached, 0);
+}
+
+TEST_F(SchedulerTest, CancelFreesTheSlotAndBlocks) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  auto stream = scheduler.submit(greedy(prompt(30, 2), 400));
+  // Wait for the first token, then go away.
+  for (bool got = false; !got;)
+    for (auto& e : stream->wait(std::chrono::milliseconds(100))) got = got || e.token.has_value();
+  stream->cancel();
+  Outcome out = collect(*stream);
+  EXPECT_EQ(out.finish, FinishReason::cancelled);
+  EXPECT_LT(out.tokens.size(), 400u);
+  wait_idle(scheduler);
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.running, 0);
+  EXPECT_EQ(stats.kv_blocks_in_use, 0);
+  EXPECT_EQ(stats.requests_finished[static_cast<int>(FinishReason::cancelled)], 1u);
+}
+
+TEST_F(SchedulerTest, DeadlineEndsARequestWithTimeout) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  GenerationRequest r = greedy(prompt(10, 3), 400);
+  r.deadline = Clock::now();  // already due: no timing race with a fast model
+
+  Outcome out = collect(*scheduler.submit(std::move(r)));
+  EXPECT_EQ(out.finish, FinishReason::timeout);
+}
+
+TEST_F(SchedulerTest, StopTokenFinishesWithStop) {
+  SchedulerOptions options;
+  Scheduler scheduler(*model_, options);
+  std::vector<int32_t> p = prompt(12, 4);
+  std::vector<int32_t> expected = reference(p, 6);
+  GenerationRequest r = greedy(p, 20);
+  r.stop_token_ids = {expected[3]};
+  Outcome out = collect(*scheduler.submit(std::move(r)));
+  EXPECT_EQ(out.finish, FinishReason::stop);
+  auto first = std::find(expected.begin(), expected.end(), expected[3]);
+  EXPECT_EQ(out.tokens, std::vector<int32_t>(expected.begin(), first + 1));
+}
+
+TEST_F(SchedulerTest, SeededSamplingIsReproducibleInABatch) {
+  SchedulerOptions options;
+  Scheduler scheduler(*model_, options);
+  auto sampled = [&](uint64_t seed) {
+    GenerationRequest r = greedy(prompt(9, 6), 16);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    return scheduler.submit(std::move(r));
+  };
+  auto a = sampled(11), b = sampled(11), c = sampled(12);
+  auto ta = collect(*a).tokens, tb = collect(*b).tokens, tc = collect(*c).tokens;
+  EXPECT_EQ(ta, tb);
+  EXPECT_NE(ta, tc);
+}
+
+TEST_F(SchedulerTest, ShutdownEndsEverythingWithAnError) {
+  SchedulerOptions options;
+  auto scheduler = std::make_unique<Scheduler>(*model_, options);
+  auto stream = scheduler->submit(greedy(prompt(10, 8), 400));
+  scheduler->shutdown("going away");
+  Outcome out = collect(*stream);
+  EXPECT_EQ(out.finish, FinishReason::error);
+  EXPECT_THROW(scheduler->submit(greedy(prompt(10, 8), 4)), OverloadedError);
+}
+
+}  // namespace

@@ -1,0 +1,392 @@
+// Engine unit tests: KV cache bookkeeping, batched forward == each sequence alone, prefix-shared
+// blocks, greedy generation stop rules, and the errors bad model files must produce.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "inferlab/util/error.h"
+#include "inferlab/generation/generate.h"
+#include "inferlab/loading/llama2c.h"
+#include "inferlab/model/model.h"
+#include "inferlab/loading/json_config.h"
+#include "inferlab/model/make_model.h"
+#include "inferlab/loading/safetensors.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace inferlab;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("inferlab_engine_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+json tiny_config(const std::string& type) {
+  if (type == "gpt2")
+    return {{"model_type", "gpt2"}, {"n_embd", 32}, {"n_layer", 2}, {"n_head", 4}, {"n_positions", 128}, {"vocab_size", 64}};
+  json c = {{"model_type", type},         {"hidden_size", 32},      {"num_hidden_layers", 2},
+            {"num_attention_heads", 4},   {"num_key_value_heads", 2}, {"intermediate_size", 48},
+            {"vocab_size", 64},           {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-6},
+            {"tie_word_embeddings", type == "qwen2"}};
+  return c;
+}
+
+fs::path make_tiny(const std::string& type, DType dtype = DType::F32, uint64_t seed = 7) {
+  fs::path dir = temp_dir(type + "_" + dtype_name(dtype) + "_" + std::to_string(seed));
+  MakeModelOptions options;
+  options.dtype = dtype;
+  options.seed = seed;
+  options.init_std = 0.3f;  // larger than real init so greedy choices are far from ties
+  write_random_model(tiny_config(type), dir, options);
+  return dir;
+}
+
+std::vector<int32_t> ids(int n, int seed, int vocab = 64) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> v(n);
+  for (auto& x : v) x = static_cast<int32_t>(rng() % vocab);
+  return v;
+}
+
+float max_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void write_file(const fs::path& file, const std::string& bytes) {
+  std::ofstream out(file, std::ios::binary);
+  out << bytes;
+}
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A safetensors file whose header is `header` (data appended as given).
+std::string safetensors_bytes(const std::string& header, const std::string& data) {
+  std::string out(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(n >> (8 * i));
+  return out + header + data;
+}
+
+}  // namespace
+
+TEST(KVCache, AllocatesReleasesAndCountsReferences) {
+  ModelConfig config;
+  config.num_layers = 2, config.num_kv_heads = 2, config.head_dim = 8;
+  KVCache cache(config, 40, 16);  // rounds up to 3 blocks
+  EXPECT_EQ(cache.num_blocks(), 3);
+  EXPECT_EQ(cache.bytes_per_token(), 2u * 2 * 2 * 8 * 4);
+  EXPECT_EQ(cache.bytes(), 3u * 16 * cache.bytes_per_token());
+  SequenceKV a, b;
+  ASSERT_TRUE(a.reserve(cache, 20));  // 2 blocks
+  EXPECT_EQ(a.blocks.size(), 2u);
+  EXPECT_EQ(cache.free_blocks(), 1);
+  EXPECT_FALSE(b.reserve(cache, 33));  // needs 3, only 1 free: nothing kept
+  EXPECT_TRUE(b.blocks.empty());
+  EXPECT_EQ(cache.free_blocks(), 1);
+  // Share a's first block with b (prefix caching), then release a: the block survives for b.
+  cache.retain(a.blocks[0]);
+  b.blocks.push_back(a.blocks[0]);
+  b.length = 16;
+  EXPECT_EQ(cache.refcount(a.blocks[0]), 2);
+  a.release(cache);
+  EXPECT_EQ(a.length, 0);
+  EXPECT_EQ(cache.free_blocks(), 2);
+  EXPECT_EQ(cache.refcount(b.blocks[0]), 1);
+  b.release(cache);
+  EXPECT_EQ(cache.free_blocks(), 3);
+  EXPECT_THROW(cache.release(0), Error);  // double free is an error, not corruption
+  EXPECT_FALSE(cache.allocate() == std::nullopt);
+}
+
+class Architectures : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Architectures, BatchedForwardEqualsEachSequenceAlone) {
+  auto model = Model::load(make_tiny(GetParam()).string());
+  KVCache cache(model->config(), 1024, 16);
+  const auto p1 = ids(37, 1), p2 = ids(5, 2), p3 = ids(18, 3), more3 = ids(4, 4);
+
+  // Alone: each sequence in its own forward; sequence 3 gets its prompt then 4 more tokens.
+  auto alone = [&](std::span<const int32_t> tokens, bool all) {
+    SequenceKV s;
+    EXPECT_TRUE(s.reserve(cache, static_cast<int>(tokens.size())));
+    BatchEntry e{tokens, &s, all};
+    auto out = model->forward(std::span<const BatchEntry>(&e, 1), cache);
+    s.release(cache);
+    return out;
+  };
+  std::vector<int32_t> full3(p3);
+  full3.insert(full3.end(), more3.begin(), more3.end());
+  auto a1 = alone(p1, false), a2 = alone(p2, true), a3 = alone(full3, true);
+
+  // Together: sequence 3 already holds its prompt (decode/chunked prefill mixed with new prompts).
+  SequenceKV s1, s2, s3;
+  ASSERT_TRUE(s3.reserve(cache, static_cast<int>(p3.size())));
+  BatchEntry pre{p3, &s3, false};
+  model->forward(std::span<const BatchEntry>(&pre, 1), cache);
+  ASSERT_TRUE(s1.reserve(cache, 37) && s2.reserve(cache, 5) && s3.reserve(cache, 4));
+  std::vector<BatchEntry> batch{{p1, &s1, false}, {p2, &s2, true}, {more3, &s3, true}};
+  auto together = model->forward(batch, cache);
+  const int V = model->config().vocab_size;
+  ASSERT_EQ(together.size(), static_cast<std::size_t>(V) * (1 + 5 + 4));
+  EXPECT_EQ(s1.length, 37);
+  EXPECT_EQ(s3.length, 22);
+  EXPECT_LE(max_diff(std::span(together).subspan(0, V), a1), 1e-4);
+  EXPECT_LE(max_diff(std::span(together).subspan(V, 5 * V), a2), 1e-4);
+  EXPECT_LE(max_diff(std::span(together).subspan(6 * V, 4 * V), std::span(a3).subspan(18 * V, 4 * V)), 1e-4);
+}
+
+TEST_P(Architectures, SharedPrefixBlocksGiveTheSameLogits) {
+  auto model = Model::load(make_tiny(GetParam()).string());
+  KVCache cache(model->config(), 512, 16);
+  const auto prefix = ids(32, 5), tail = ids(7, 6);
+  SequenceKV first;
+  ASSERT_TRUE(first.reserve(cache, 32));
+  BatchEntry e{prefix, &first, false};
+  model->forward(std::span<const BatchEntry>(&e, 1), cache);
+  // Second sequence maps the two full prefix blocks instead of recomputing them.
+  SequenceKV second;
+  for (int b : first.blocks) cache.retain(b), second.blocks.push_back(b);
+  second.length = 32;
+  first.release(cache);
+  ASSERT_TRUE(second.reserve(cache, 7));
+  BatchEntry cont{tail, &second, true};
+  auto shared = model->forward(std::span<const BatchEntry>(&cont, 1), cache);
+
+  std::vector<int32_t> full(prefix);
+  full.insert(full.end(), tail.begin(), tail.end());
+  auto reference = prompt_logits(*model, full);
+  const int V = model->config().vocab_size;
+  EXPECT_LE(max_diff(shared, std::span(reference).subspan(32 * V)), 1e-4);
+}
+
+TEST_P(Architectures, GreedyWithAndWithoutCacheAgree) {
+  auto model = Model::load(make_tiny(GetParam(), DType::BF16).string());
+  GenerateOptions options;
+  options.max_new_tokens = 24;
+  options.ignore_eos = true;
+  auto cached = generate_greedy(*model, ids(9, 8), options);
+  options.use_cache = false;
+  auto uncached = generate_greedy(*model, ids(9, 8), options);
+  EXPECT_EQ(cached.tokens, uncached.tokens);
+  EXPECT_EQ(cached.positions_fed.front(), 9);
+  EXPECT_EQ(cached.positions_fed.back(), 1);
+  EXPECT_EQ(uncached.positions_fed.back(), 9 + 23);
+  EXPECT_EQ(cached.finish_reason, "length");
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, Architectures, ::testing::Values("gpt2", "qwen2", "llama"));
+
+TEST(Generate, StopsAtAnyEosIdFromGenerationConfig) {
+  fs::path dir = make_tiny("qwen2");
+  auto probe = Model::load(dir.string());
+  GenerateOptions options;
+  options.max_new_tokens = 10;
+  options.ignore_eos = true;
+  auto free_run = generate_greedy(*probe, ids(6, 9), options);
+  ASSERT_GE(free_run.tokens.size(), 3u);
+  const int third = free_run.tokens[2];
+  // Stop only at the first occurrence of `third`.
+  std::size_t expected = 0;
+  while (free_run.tokens[expected] != third) ++expected;
+  write_file(dir / "generation_config.json", json{{"eos_token_id", {9999, third}}}.dump());
+  auto model = Model::load(dir.string());
+  EXPECT_EQ(model->config().eos_token_ids, (std::vector<int>{9999, third}));
+  options.ignore_eos = false;
+  auto stopped = generate_greedy(*model, ids(6, 9), options);
+  EXPECT_EQ(stopped.finish_reason, "stop");
+  EXPECT_EQ(stopped.tokens.size(), expected + 1);
+  EXPECT_EQ(stopped.tokens.back(), third);
+  write_file(dir / "generation_config.json", json{{"eos_token_id", third}}.dump());  // int form
+  EXPECT_EQ(Model::load(dir.string())->config().eos_token_ids, std::vector<int>{third});
+}
+
+TEST(Forward, RejectsUnreservedKvAndUnknownTokens) {
+  auto model = Model::load(make_tiny("llama").string());
+  KVCache cache(model->config(), 64, 16);
+  SequenceKV s;
+  std::vector<int32_t> tokens{1, 2, 3};
+  BatchEntry e{tokens, &s, false};
+  EXPECT_NE(error_of([&] { model->forward(std::span<const BatchEntry>(&e, 1), cache); }).find("reserve"), std::string::npos);
+  ASSERT_TRUE(s.reserve(cache, 3));
+  tokens[1] = 64;
+  EXPECT_NE(error_of([&] { model->forward(std::span<const BatchEntry>(&e, 1), cache); }).find("token id 64"),
+            std::string::npos);
+  EXPECT_EQ(s.length, 0);  // a rejected batch changes nothing
+}
+
+TEST(MakeModel, SameSeedSameBytesOtherSeedOtherBytes) {
+  auto a = read_file(make_tiny("gpt2", DType::F16, 1) / "model.safetensors");
+  auto b = read_file(make_tiny("gpt2", DType::F16, 1) / "model.safetensors");
+  auto c = read_file(make_tiny("gpt2", DType::F16, 2) / "model.safetensors");
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(Safetensors, HalfConversionsRoundTrip) {
+  for (float v : {0.0f, 1.0f, -2.5f, 65504.0f, 1e-5f, 3.14159f}) {
+    EXPECT_NEAR(f16_to_f32(f32_to_f16(v)), v, std::abs(v) * 1e-3 + 1e-7) << v;
+    EXPECT_NEAR(bf16_to_f32(f32_to_bf16(v)), v, std::abs(v) * 8e-3) << v;
+  }
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
+}
+
+// ---- bad inputs: each gets an Error naming the problem ----
+
+TEST(BadModels, MissingFolder) {
+  auto msg = error_of([] { Model::load("/nonexistent/model/folder"); });
+  EXPECT_NE(msg.find("/nonexistent/model/folder"), std::string::npos) << msg;
+}
+
+TEST(BadModels, FolderWithoutConfig) {
+  fs::path dir = temp_dir("no_config");
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("no config.json"), std::string::npos) << msg;
+}
+
+TEST(BadModels, ConfigMissingKey) {
+  fs::path dir = make_tiny("qwen2");
+  json c = read_json_file(dir / "config.json");
+  c.erase("num_hidden_layers");
+  write_file(dir / "config.json", c.dump());
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("num_hidden_layers"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("config.json"), std::string::npos) << msg;
+}
+
+TEST(BadModels, ConfigNotJson) {
+  fs::path dir = make_tiny("qwen2");
+  write_file(dir / "config.json", "{\"model_type\": ");
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
+}
+
+TEST(BadModels, UnknownModelType) {
+  fs::path dir = make_tiny("llama");
+  json c = read_json_file(dir / "config.json");
+  c["model_type"] = "mamba";
+  write_file(dir / "config.json", c.dump());
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("unknown model_type 'mamba'"), std::string::npos) << msg;
+}
+
+TEST(BadModels, TruncatedSafetensors) {
+  fs::path dir = make_tiny("llama");
+  std::string bytes = read_file(dir / "model.safetensors");
+  write_file(dir / "model.safetensors", bytes.substr(0, bytes.size() - 100));
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
+  write_file(dir / "model.safetensors", bytes.substr(0, 5));
+  msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+}
+
+TEST(BadModels, HeaderLengthBeyondFile) {
+  fs::path dir = make_tiny("llama");
+  std::string bytes = read_file(dir / "model.safetensors");
+  bytes[6] = 0x7f;  // header length ~ 2^54
+  write_file(dir / "model.safetensors", bytes);
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("beyond the end of the file"), std::string::npos) << msg;
+}
+
+TEST(BadModels, TensorShapeMismatch) {
+  fs::path dir = make_tiny("qwen2");
+  json c = read_json_file(dir / "config.json");
+  c["intermediate_size"] = 40;  // the weights were written for 48
+  write_file(dir / "config.json", c.dump());
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("mlp.gate_proj.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[48, 32]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[40, 32]"), std::string::npos) << msg;
+}
+
+TEST(BadModels, UnsupportedDtypeAndMissingTensor) {
+  fs::path dir = make_tiny("gpt2");
+  write_file(dir / "model.safetensors",
+             safetensors_bytes(R"({"transformer.wte.weight":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", "abcd"));
+  auto msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("unsupported dtype I8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("transformer.wte.weight"), std::string::npos) << msg;
+
+  write_file(dir / "model.safetensors",
+             safetensors_bytes(R"({"other":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcd"));
+  msg = error_of([&] { Model::load(dir.string()); });
+  EXPECT_NE(msg.find("tensor 'wte.weight' not found"), std::string::npos) << msg;
+}
+
+TEST(BadModels, SizeDisagreesWithShape) {
+  fs::path dir = temp_dir("bad_size");
+  write_file(dir / "x.safetensors", safetensors_bytes(R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678"));
+  auto msg = error_of([&] { SafetensorsFile file(dir / "x.safetensors"); });
+  EXPECT_NE(msg.find("needs 12"), std::string::npos) << msg;
+}
+
+TEST(BadModels, TruncatedLlama2c) {
+  fs::path dir = temp_dir("llama2c");
+  int32_t header[7] = {64, 172, 5, 8, 4, 512, 512};
+  write_file(dir / "model.bin", std::string(reinterpret_cast<char*>(header), sizeof(header)) + std::string(1000, '\0'));
+  auto msg = error_of([&] { read_llama2c(dir / "model.bin"); });
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  msg = error_of([&] { Model::load((dir / "model.bin").string()); });
+  EXPECT_NE(msg.find("llama2.c"), std::string::npos) << msg;
+}
+
+TEST(Stories260K, LoadsAsLlamaAndGeneratesDeterministically) {
+  const fs::path file = fs::path(INFERLAB_SHARED_DIR) / "data/stories260K/stories260K.bin";
+  if (!fs::exists(file)) GTEST_SKIP() << file << " not found (shared data missing)";
+  auto model = Model::load(file.string());
+  EXPECT_EQ(model->config().architecture, "llama");
+  EXPECT_EQ(model->config().vocab_size, 512);
+  EXPECT_EQ(model->config().num_kv_heads, 4);
+  GenerateOptions options;
+  options.max_new_tokens = 40;
+  std::vector<int32_t> bos{1};
+  auto a = generate_greedy(*model, bos, options);
+  auto b = generate_greedy(*model, bos, options);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.tokens.size(), 40u);
+}
+
+TEST(Argmax, FirstMaximumLikeTorch) {
+  using inferlab::argmax;
+  const std::vector<float> ties{1, 3, 2, 3, -1};
+  EXPECT_EQ(argmax(ties), 1);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> all_minus_inf(7, -inf);
+  EXPECT_EQ(argmax(all_minus_inf), 0);
+  std::vector<float> big(151936);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>((i * 7919) % 1000) * 0.001f;
+  big[150001] = 5.0f;
+  big[151935] = 5.0f;
+  EXPECT_EQ(argmax(big), 150001);
+  std::vector<float> with_nan{0.5f, std::nanf(""), 2.0f, 1.0f};
+  EXPECT_EQ(argmax(with_nan), static_cast<int32_t>(std::max_element(with_nan.begin(), with_nan.end()) - with_nan.begin()));
+  std::vector<float> nan_first{std::nanf(""), 2.0f};
+  EXPECT_EQ(argmax(nan_first), 0);
+  EXPECT_THROW(argmax(std::vector<float>{}), inferlab::Error);
+}
