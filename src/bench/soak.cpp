@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "bench/http_client.h"
+#include "bench/timing.h"
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/sse.h"
 #include "inferlab/util/error.h"
@@ -38,8 +39,6 @@ const std::vector<std::string>& soak_prompts() {
 }
 
 namespace {
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // One blocking request (baseline, /metrics): transport failures are Errors naming the URL.
 HttpResponse http(const std::string& url, const std::string* post_body, const std::string& api_key, double timeout_s) {

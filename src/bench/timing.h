@@ -1,4 +1,4 @@
-// Wall-clock timing of the in-process benchmarks.
+// Elapsed wall-clock time, as the benchmarks and the soak measure it.
 #pragma once
 #include <chrono>
 
