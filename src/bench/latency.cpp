@@ -8,6 +8,7 @@
 #include "inferlab/util/error.h"
 #include "inferlab/generation/generate.h"
 #include "inferlab/model/model.h"
+#include "inferlab/util/stats.h"
 
 namespace inferlab::bench {
 namespace {
@@ -15,12 +16,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double median(std::vector<double> v) {  // numpy.median: the mean of the middle two for even n
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Python's f"{s:<width}" pads by code points, not bytes or display columns.
 std::string pad_right(const std::string& s, std::size_t width) {

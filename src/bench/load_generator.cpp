@@ -1,9 +1,5 @@
 #include "inferlab/bench/load_generator.h"
 
-#include <curl/curl.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -11,8 +7,10 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <nlohmann/json.hpp>
 #include <set>
 
+#include "bench/http_client.h"
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/sse.h"
 #include "inferlab/util/error.h"
@@ -155,28 +153,34 @@ std::string request_body(const ServeOptions& options, const BenchPrompt& prompt)
   return body.dump();
 }
 
-// ---------------------------------------------------------------- the event loop
+// ---------------------------------------------------------------- the scenario over the stream pool
 
 namespace {
 
-struct Transfer {
-  std::size_t index = 0;
-  CURL* easy = nullptr;
-  curl_slist* headers = nullptr;
-  std::string body;
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  Clock::time_point start, now;
+// What one streamed request received, stamped with the steady clock as each chunk arrives.
+struct StreamTiming {
+  Clock::time_point start;
   std::optional<Clock::time_point> first_content, last_content, done_at;
   std::vector<double> itl_ms;
   std::string text;
   int64_t content_chunks = 0;
   std::optional<int64_t> prompt_tokens, completion_tokens;
   std::optional<std::string> stream_error;
-  long status = 0;
-  bool status_known = false;
   std::string error_body;
   bool done = false;
-  std::unique_ptr<SseParser> parser;
+  SseParser parser{[this](const SseEvent& e) { on_event(e); }};
+  Clock::time_point now;
+
+  // An unreadable stream throws, which hangs the transfer up.
+  bool on_body(long status, std::string_view bytes) {
+    now = Clock::now();
+    if (status >= 300) {
+      if (error_body.size() < 65536) error_body.append(bytes.substr(0, 65536));
+      return true;
+    }
+    parser.feed(bytes);
+    return true;
+  }
 
   void on_event(const SseEvent& event) {
     if (done) return;  // anything after [DONE] is not part of the answer
@@ -202,27 +206,6 @@ struct Transfer {
   }
 };
 
-size_t on_transfer_write(char* data, size_t size, size_t count, void* raw) {
-  auto& t = *static_cast<Transfer*>(raw);
-  size_t n = size * count;
-  t.now = Clock::now();
-  if (!t.status_known) {
-    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
-    t.status_known = true;
-  }
-  if (t.status >= 300) {
-    if (t.error_body.size() < 65536) t.error_body.append(data, std::min<size_t>(n, 65536));
-    return n;
-  }
-  try {
-    t.parser->feed(std::string_view(data, n));
-  } catch (const std::exception& e) {
-    t.stream_error = e.what();
-    return 0;  // abort this transfer: the stream is unreadable
-  }
-  return n;
-}
-
 // Ctrl-C ends a run early but keeps what it measured: in-flight requests become "cancelled" rows,
 // requests not yet sent are left out, and the CSV and report are still written. A second
 // Ctrl-C kills as usual.
@@ -230,16 +213,6 @@ std::atomic<bool> g_interrupted{false};
 extern "C" void on_interrupt(int) {
   g_interrupted = true;
   std::signal(SIGINT, SIG_DFL);
-}
-
-void raise_open_file_limit(std::size_t wanted) {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  rlim_t target = std::min<rlim_t>(limit.rlim_max, static_cast<rlim_t>(wanted + 64));
-  if (limit.rlim_cur < target) {
-    limit.rlim_cur = target;
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
 }
 
 // Milliseconds rounded to the microsecond: what requests.csv holds, so `inferlab report` of the
@@ -263,83 +236,53 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
     fail("--endpoint must be chat or completions, got '{}'", options.endpoint);
   if (options.concurrency < 0) fail("--concurrency must be positive, got {}", options.concurrency);
   if (!(options.timeout_s > 0)) fail("--timeout must be positive, got {}", options.timeout_s);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
   const std::size_t total = prompts.size();
   const std::string url = api_root(options.base_url) + (options.endpoint == "chat" ? "/chat/completions" : "/completions");
   const std::vector<double> arrivals = arrival_offsets(static_cast<int>(total), options.request_rate,
                                                        options.burstiness, options.seed);
   const std::size_t cap = options.concurrency > 0 ? static_cast<std::size_t>(options.concurrency) : total;
-  raise_open_file_limit(std::min(cap, total) * 2);
+  StreamPool pool(std::min(cap, total));
 
-  std::signal(SIGPIPE, SIG_IGN);  // a server that resets a socket must not kill the run
   g_interrupted = false;
   auto previous_sigint = std::signal(SIGINT, on_interrupt);
   struct RestoreSigint {
     void (*handler)(int);
     ~RestoreSigint() { std::signal(SIGINT, handler); }
   } restore{previous_sigint};
-  CURLM* multi = curl_multi_init();
-  if (!multi) fail("libcurl: cannot create a multi handle");
-  curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(std::clamp<std::size_t>(cap, 16, 100000)));
-  std::vector<std::unique_ptr<Transfer>> transfers(total);
 
   ServeRun run;
   run.records.resize(total);
   std::set<std::string> token_sources;
   const Clock::time_point run_start = Clock::now();
   std::size_t next = 0, finished = 0, failed = 0;
-  int in_flight = 0;
   auto last_progress = run_start - std::chrono::seconds(1);
+  const auto in_flight = [&] { return static_cast<int>(pool.in_flight()); };
 
-  auto start_request = [&](std::size_t i) {
-    auto t = std::make_unique<Transfer>();
-    t->index = i;
-    t->body = request_body(options, prompts[i]);
-    t->parser = std::make_unique<SseParser>([raw = t.get()](const SseEvent& e) { raw->on_event(e); });
-    t->easy = new_json_post(url, t->body, options.api_key, static_cast<long>(std::ceil(options.timeout_s * 1000)),
-                            /*event_stream=*/true, t->headers, t->errbuf);
-    CURL* e = t->easy;
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_transfer_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::ceil(std::min(options.timeout_s, 30.0) * 1000)));
-    t->start = Clock::now();
-    CURLMcode rc = curl_multi_add_handle(multi, e);
-    if (rc != CURLM_OK) fail("libcurl: cannot start request {}: {}", i, curl_multi_strerror(rc));
-    transfers[i] = std::move(t);
-    ++in_flight;
-    run.max_in_flight = std::max(run.max_in_flight, in_flight);
-  };
-
-  auto finish_request = [&](Transfer& t, CURLcode result) {
+  auto record = [&](std::size_t i, StreamTiming& t, const TransferOutcome& outcome) {
+    using End = TransferOutcome::End;
     Clock::time_point end = t.done_at.value_or(Clock::now());
-    RequestRecord& r = run.records[t.index];
-    r.request_id = fmt::format("r{:0{}}", t.index + 1, std::max<std::size_t>(2, std::to_string(total).size()));
+    RequestRecord& r = run.records[i];
+    r.request_id = fmt::format("r{:0{}}", i + 1, std::max<std::size_t>(2, std::to_string(total).size()));
     r.start_ms = ms_between(run_start, t.start);
     r.end_ms = ms_between(run_start, end);
-    r.input_tokens = t.prompt_tokens ? t.prompt_tokens : prompts[t.index].input_tokens;
-    if (t.status == 0) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
-    if (result == CURLE_OPERATION_TIMEDOUT) {
+    r.input_tokens = t.prompt_tokens ? t.prompt_tokens : prompts[i].input_tokens;
+    if (outcome.end == End::timed_out) {
       r.status = "timeout";
-      r.error = t.errbuf[0] ? t.errbuf : curl_easy_strerror(result);
-    } else if (result == CURLE_ABORTED_BY_CALLBACK) {
+      r.error = outcome.error;
+    } else if (outcome.end == End::cancelled) {
       r.status = "cancelled";
       r.error = "the run was interrupted (Ctrl-C) before this request finished";
-    } else if (result == CURLE_WRITE_ERROR && t.stream_error) {
+    } else if (outcome.end != End::answered) {
       r.status = "error";
-      r.error = *t.stream_error;
-    } else if (result != CURLE_OK) {
-      r.status = "error";
-      r.error = t.errbuf[0] ? t.errbuf : curl_easy_strerror(result);
-    } else if (t.status >= 300) {
-      r.status = fmt::format("http_{}", t.status);
+      r.error = outcome.error;
+    } else if (outcome.status >= 300) {
+      r.status = fmt::format("http_{}", outcome.status);
       r.error = error_message_from_body(t.error_body);
     } else if (t.stream_error) {
       r.status = "error";
       r.error = "the server reported an error in the stream: " + *t.stream_error;
     } else if (!t.done) {
-      t.parser->finish();
+      t.parser.finish();
       r.status = "error";
       r.error = "the stream ended without data: [DONE]";
     } else {
@@ -364,64 +307,49 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
       ++failed;
     }
     r.has_itl = true;
-    curl_multi_remove_handle(multi, t.easy);
-    curl_easy_cleanup(t.easy);
-    curl_slist_free_all(t.headers);
-    transfers[t.index].reset();
-    --in_flight;
     ++finished;
   };
 
-  try {
-    while (finished < total) {
-      if (g_interrupted) {
-        for (auto& t : transfers)
-          if (t) finish_request(*t, CURLE_ABORTED_BY_CALLBACK);
-        break;
-      }
-      Clock::time_point now = Clock::now();
-      while (next < total && static_cast<std::size_t>(in_flight) < cap &&
-             run_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[next])) <= now)
-        start_request(next++);
-      int running = 0;
-      curl_multi_perform(multi, &running);
-      int queued = 0;
-      bool any_done = false;
-      while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
-        if (msg->msg != CURLMSG_DONE) continue;
-        Transfer* t = nullptr;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
-        finish_request(*t, msg->data.result);
-        any_done = true;
-      }
-      if (options.progress && (Clock::now() - last_progress > std::chrono::milliseconds(100) || finished == total)) {
-        last_progress = Clock::now();
-        print_progress(finished, total, failed, in_flight, ms_between(run_start, last_progress) / 1000);
-      }
-      if (finished == total) break;
-      if (any_done) continue;  // a slot may have opened: start the next request before waiting
-      long wait_ms = 1000;
-      if (next < total && static_cast<std::size_t>(in_flight) < cap) {
-        double until = arrivals[next] * 1000 - ms_between(run_start, Clock::now());
-        wait_ms = std::clamp<long>(static_cast<long>(std::ceil(until)), 0, 1000);
-      }
-      long curl_wait = -1;
-      curl_multi_timeout(multi, &curl_wait);
-      if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
-      if (wait_ms > 0) curl_multi_poll(multi, nullptr, 0, static_cast<int>(wait_ms), nullptr);
+  auto start_request = [&](std::size_t i) {
+    auto timing = std::make_shared<StreamTiming>();
+    HttpRequest request{.url = url,
+                        .api_key = options.api_key,
+                        .timeout_ms = static_cast<long>(std::ceil(options.timeout_s * 1000)),
+                        .body = request_body(options, prompts[i]),
+                        .connect_timeout_ms = static_cast<long>(std::ceil(std::min(options.timeout_s, 30.0) * 1000)),
+                        .accept_event_stream = true,
+                        .http_1_1 = true};
+    timing->start = Clock::now();
+    pool.start(request, {.on_header = {},
+                         .on_body = [timing](long status, std::string_view bytes) { return timing->on_body(status, bytes); },
+                         .on_done = [&, i, timing](const TransferOutcome& outcome) { record(i, *timing, outcome); }});
+    run.max_in_flight = std::max(run.max_in_flight, in_flight());
+  };
+
+  while (finished < total) {
+    if (g_interrupted) {
+      pool.cancel_all();
+      break;
     }
-  } catch (...) {
-    for (auto& t : transfers)
-      if (t) {
-        curl_multi_remove_handle(multi, t->easy);
-        curl_easy_cleanup(t->easy);
-        curl_slist_free_all(t->headers);
-      }
-    curl_multi_cleanup(multi);
-    throw;
+    Clock::time_point now = Clock::now();
+    while (next < total && pool.in_flight() < cap &&
+           run_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[next])) <= now)
+      start_request(next++);
+    const bool any_done = pool.perform() > 0;
+    if (options.progress && (Clock::now() - last_progress > std::chrono::milliseconds(100) || finished == total)) {
+      last_progress = Clock::now();
+      print_progress(finished, total, failed, in_flight(), ms_between(run_start, last_progress) / 1000);
+    }
+    if (finished == total) break;
+    if (any_done) continue;  // a slot may have opened: start the next request before waiting
+    long wait_ms = 1000;
+    if (next < total && pool.in_flight() < cap) {
+      double until = arrivals[next] * 1000 - ms_between(run_start, Clock::now());
+      wait_ms = std::clamp<long>(static_cast<long>(std::ceil(until)), 0, 1000);
+    }
+    pool.wait(wait_ms);
   }
   if (options.progress) std::fputc('\n', stderr);
-  curl_multi_cleanup(multi);
   run.duration_s = ms_between(run_start, Clock::now()) / 1000;
   if (g_interrupted) {
     std::erase_if(run.records, [](const RequestRecord& r) { return r.request_id.empty(); });

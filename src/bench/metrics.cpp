@@ -5,10 +5,11 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
-#include <numeric>
+#include <nlohmann/json.hpp>
 
 #include "inferlab/bench/csv.h"
 #include "inferlab/util/error.h"
+#include "inferlab/util/stats.h"
 
 namespace inferlab::bench {
 
@@ -193,18 +194,12 @@ Slo parse_slo(const std::string& text) {
   return slo;
 }
 
-double nearest_rank(const std::vector<double>& sorted, double p) {
-  // Same float arithmetic as the course's ceil(p * len(ttft)) - 1.
-  auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
-}
-
 Distribution distribution(std::vector<double> values) {
   Distribution d;
   d.n = values.size();
   if (values.empty()) return d;
   std::sort(values.begin(), values.end());
-  d.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  d.mean = mean(values);
   d.min = values.front();
   d.max = values.back();
   d.p50 = nearest_rank(values, 0.50);

@@ -1,9 +1,8 @@
 #include "inferlab/bench/openai_client.h"
 
-#include <curl/curl.h>
+#include <nlohmann/json.hpp>
 
-#include <memory>
-
+#include "bench/http_client.h"
 #include "inferlab/bench/sse.h"
 #include "inferlab/util/error.h"
 
@@ -65,108 +64,16 @@ StreamChunk parse_stream_chunk(std::string_view data) {
   return chunk;
 }
 
-CURL* new_json_post(const std::string& url, const std::string& body, const std::string& api_key, long timeout_ms,
-                    bool event_stream, curl_slist*& headers, char* errbuf) {
-  CURL* e = curl_easy_init();
-  if (!e) fail("libcurl: cannot create a handle");
-  headers = curl_slist_append(headers, "Content-Type: application/json");
-  if (event_stream) headers = curl_slist_append(headers, "Accept: text/event-stream");
-  headers = curl_slist_append(headers, "Expect:");
-  const std::string auth = "Authorization: Bearer " + (api_key.empty() ? std::string("EMPTY") : api_key);
-  headers = curl_slist_append(headers, auth.c_str());
-  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-  return e;
-}
-
-namespace {
-
-struct CurlGlobal {
-  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
-};
-void ensure_curl() { static CurlGlobal once; }
-
-struct EasyDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
-};
-
-struct Exchange {
-  std::string body;  // non-stream body, or an error body
-  std::function<void(std::string_view)> on_stream;  // set: 2xx bodies go here instead
-  CURL* easy = nullptr;
-  bool status_known = false;
-  long status = 0;
-};
-
-size_t on_write(char* data, size_t size, size_t count, void* raw) {
-  auto& ex = *static_cast<Exchange*>(raw);
-  size_t n = size * count;
-  if (!ex.status_known) {
-    curl_easy_getinfo(ex.easy, CURLINFO_RESPONSE_CODE, &ex.status);
-    ex.status_known = true;
-  }
-  try {
-    if (ex.on_stream && ex.status < 300) ex.on_stream(std::string_view(data, n));
-    else if (ex.body.size() < (64u << 20)) ex.body.append(data, n);
-  } catch (...) {
-    return 0;  // aborts the transfer; the caller rethrows what it recorded
-  }
-  return n;
-}
-
-// One blocking request; returns the HTTP status. Throws Error on transport failure.
-long perform(const std::string& url, const std::string& api_key, double timeout_s, const std::string* post_body,
-             Exchange& ex) {
-  ensure_curl();
-  std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
-  if (!easy) fail("libcurl: cannot create a handle");
-  ex.easy = easy.get();
-  curl_slist* raw = nullptr;
-  raw = curl_slist_append(raw, "Content-Type: application/json");
-  raw = curl_slist_append(raw, "Expect:");  // no 100-continue round trip on large bodies
-  std::string auth = "Authorization: Bearer " + (api_key.empty() ? std::string("EMPTY") : api_key);
-  raw = curl_slist_append(raw, auth.c_str());
-  std::unique_ptr<curl_slist, SlistDeleter> headers(raw);
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(easy.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(easy.get(), CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &ex);
-  curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(easy.get(), CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
-  curl_easy_setopt(easy.get(), CURLOPT_TCP_NODELAY, 1L);
-  if (post_body) {
-    curl_easy_setopt(easy.get(), CURLOPT_POSTFIELDS, post_body->c_str());
-    curl_easy_setopt(easy.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
-  }
-  CURLcode rc = curl_easy_perform(easy.get());
-  if (rc == CURLE_WRITE_ERROR && ex.on_stream) return -1;  // the stream handler threw; caller knows why
-  if (rc != CURLE_OK)
-    fail("{} {}: {}", post_body ? "POST" : "GET", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-  curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &ex.status);
-  return ex.status;
-}
-
-}  // namespace
-
 std::string first_model_id(const std::string& base_url, const std::string& api_key, double timeout_s) {
   std::string url = api_root(base_url) + "/models";
-  Exchange ex;
-  long status = perform(url, api_key, timeout_s, nullptr, ex);
-  if (status < 200 || status >= 300) fail("GET {}: HTTP {}: {}", url, status, error_message_from_body(ex.body));
-  auto j = nlohmann::json::parse(ex.body, nullptr, false);
+  HttpResponse response = fetch({.url = url, .api_key = api_key, .timeout_ms = static_cast<long>(timeout_s * 1000)});
+  require_answer(response, "GET " + url);
+  const long status = response.outcome.status;
+  const std::string& body = response.body;
+  if (status < 200 || status >= 300) fail("GET {}: HTTP {}: {}", url, status, error_message_from_body(body));
+  auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array())
-    fail("GET {}: expected {{\"data\": [{{\"id\": ...}}]}}, got: {}", url, ex.body.substr(0, 200));
+    fail("GET {}: expected {{\"data\": [{{\"id\": ...}}]}}, got: {}", url, body.substr(0, 200));
   if (j["data"].empty() || !j["data"][0].is_object() || !j["data"][0].contains("id") || !j["data"][0]["id"].is_string())
     fail("GET {}: the server lists no model; pass --model", url);
   return j["data"][0]["id"];
@@ -186,7 +93,6 @@ ChatResult chat(const ChatOptions& options, const std::string& message,
   std::string body = request.dump();
   std::string url = api_root(options.base_url) + "/chat/completions";
 
-  Exchange ex;
   std::optional<std::string> stream_error;
   bool done = false;
   auto started = Clock::now();
@@ -209,32 +115,31 @@ ChatResult chat(const ChatOptions& options, const std::string& message,
     if (chunk.prompt_tokens) result.prompt_tokens = chunk.prompt_tokens;
     if (chunk.completion_tokens) result.completion_tokens = chunk.completion_tokens;
   });
-  std::optional<std::string> handler_error;
+  std::function<bool(std::string_view)> on_stream;
   if (options.stream)
-    ex.on_stream = [&](std::string_view bytes) {
-      try {
-        parser.feed(bytes);
-      } catch (const std::exception& e) {
-        handler_error = e.what();
-        throw;
-      }
+    on_stream = [&](std::string_view bytes) {
+      parser.feed(bytes);  // an unreadable stream throws: the request is hung up, the message kept
+      return true;
     };
-  long status = perform(url, options.api_key, options.timeout_s, &body, ex);
-  if (status == -1) fail("POST {}: {}", url, handler_error.value_or("stream aborted"));
+  HttpResponse response = fetch(
+      {.url = url, .api_key = options.api_key, .timeout_ms = static_cast<long>(options.timeout_s * 1000), .body = body},
+      on_stream);
+  require_answer(response, "POST " + url);
+  const long status = response.outcome.status;
   result.e2e_ms = ms_since_start();
-  if (status < 200 || status >= 300) fail("POST {}: HTTP {}: {}", url, status, error_message_from_body(ex.body));
+  if (status < 200 || status >= 300) fail("POST {}: HTTP {}: {}", url, status, error_message_from_body(response.body));
   if (options.stream) {
     parser.finish();
     if (stream_error) fail("the server reported an error during the stream: {}", *stream_error);
     if (!done) fail("POST {}: the stream ended without data: [DONE]", url);
     return result;
   }
-  auto j = nlohmann::json::parse(ex.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) fail("POST {}: the response is not JSON: {}", url, ex.body.substr(0, 200));
+  auto j = nlohmann::json::parse(response.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail("POST {}: the response is not JSON: {}", url, response.body.substr(0, 200));
   try {
     result.text = j.at("choices").at(0).at("message").at("content").get<std::string>();
   } catch (const nlohmann::json::exception&) {
-    fail("POST {}: the response has no choices[0].message.content: {}", url, ex.body.substr(0, 200));
+    fail("POST {}: the response has no choices[0].message.content: {}", url, response.body.substr(0, 200));
   }
   if (j.contains("usage") && j["usage"].is_object()) {
     const auto& u = j["usage"];

@@ -1,13 +1,11 @@
 #include "inferlab/bench/soak.h"
 
-#include <curl/curl.h>
-#include <sys/resource.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -15,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/http_client.h"
+#include "bench/timing.h"
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/sse.h"
 #include "inferlab/util/error.h"
@@ -40,45 +40,13 @@ const std::vector<std::string>& soak_prompts() {
 
 namespace {
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-size_t append_to_string(char* data, size_t size, size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
-
-struct HttpAnswer {
-  long status = 0;
-  std::string body;
-};
-
 // One blocking request (baseline, /metrics): transport failures are Errors naming the URL.
-HttpAnswer http(const std::string& url, const std::string* post_body, const std::string& api_key, double timeout_s) {
-  CURL* easy = curl_easy_init();
-  if (!easy) fail("libcurl: cannot create a handle");
-  HttpAnswer answer;
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  std::string auth = "Authorization: Bearer " + (api_key.empty() ? std::string("EMPTY") : api_key);
-  headers = curl_slist_append(headers, auth.c_str());
-  headers = curl_slist_append(headers, "Expect:");
-  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-  if (post_body) {
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, post_body->c_str());
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
-  }
-  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, append_to_string);
-  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &answer.body);
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
-  CURLcode rc = curl_easy_perform(easy);
-  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer.status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(easy);
-  if (rc != CURLE_OK) fail("{}: {}", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-  return answer;
+HttpResponse http(const std::string& url, const std::string* post_body, const std::string& api_key, double timeout_s) {
+  HttpRequest request{.url = url, .api_key = api_key, .timeout_ms = static_cast<long>(timeout_s * 1000)};
+  if (post_body) request.body = *post_body;
+  HttpResponse response = fetch(request);
+  require_answer(response, url);
+  return response;
 }
 
 // The server's root (for /metrics, /health): the API root without its /v1.
@@ -109,7 +77,7 @@ struct RssReader {
     }
     try {
       auto answer = http(metrics_url, nullptr, options.api_key, 10);
-      if (answer.status == 200)
+      if (answer.outcome.status == 200)
         if (auto v = metric_value(answer.body, "process_resident_memory_bytes")) {
           source = "/metrics process_resident_memory_bytes";
           return static_cast<int64_t>(*v);
@@ -155,21 +123,18 @@ struct Baseline {
 
 enum class Kind { stream, plain, malformed };
 
-struct Transfer {
+// One request of the mix and what came back.
+struct SoakTransfer {
   int64_t number = 0;
   Kind kind = Kind::plain;
   std::size_t prompt = 0;
   int malformed_variant = 0;
-  int cancel_after_chunks = -1;  // streams: abort once this many content chunks arrived
-  std::optional<Clock::time_point> cancel_at;  // non-streams: abort at this time
+  int cancel_after_chunks = -1;  // streams: hang up once this many content chunks arrived
+  std::optional<Clock::time_point> cancel_at;  // non-streams: hang up at this time
   bool cancelled = false;
+  StreamPool::TransferId id = 0;
 
-  CURL* easy = nullptr;
-  curl_slist* headers = nullptr;
-  std::string body;
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  long status = 0;
-  std::string response;   // non-stream body, or an error body
+  std::string response;  // non-stream body, or an error body
   bool retry_after = false;
 
   std::unique_ptr<SseParser> parser;
@@ -212,45 +177,29 @@ struct Transfer {
     }
     if (chunk.finish_reason) finish_reason = chunk.finish_reason;
   }
+
+  bool on_body(long status, std::string_view bytes) {
+    if (kind != Kind::stream || status != 200) {
+      if (response.size() < (4u << 20)) response.append(bytes);
+      return true;
+    }
+    try {
+      parser->feed(bytes);
+    } catch (const Error& e) {
+      parse_problem = e.what();
+      return false;
+    }
+    if (cancel_after_chunks >= 0 && content_chunks >= cancel_after_chunks && !done) {
+      cancelled = true;
+      return false;  // the client hangs up mid-stream
+    }
+    return true;
+  }
+
+  void on_header(std::string_view line) {
+    if (line.size() >= 12 && strncasecmp(line.data(), "retry-after:", 12) == 0) retry_after = true;
+  }
 };
-
-size_t on_write(char* data, size_t size, size_t count, void* raw) {
-  auto& t = *static_cast<Transfer*>(raw);
-  size_t n = size * count;
-  if (t.status == 0) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
-  if (t.kind != Kind::stream || t.status != 200) {
-    if (t.response.size() < (4u << 20)) t.response.append(data, n);
-    return n;
-  }
-  try {
-    t.parser->feed(std::string_view(data, n));
-  } catch (const Error& e) {
-    t.parse_problem = e.what();
-    return 0;
-  }
-  if (t.cancel_after_chunks >= 0 && t.content_chunks >= t.cancel_after_chunks && !t.done) {
-    t.cancelled = true;
-    return 0;  // abort the transfer: the client hangs up mid-stream
-  }
-  return n;
-}
-
-size_t on_header(char* data, size_t size, size_t count, void* raw) {
-  auto& t = *static_cast<Transfer*>(raw);
-  std::string_view line(data, size * count);
-  if (line.size() >= 12 && strncasecmp(line.data(), "retry-after:", 12) == 0) t.retry_after = true;
-  return size * count;
-}
-
-void raise_open_file_limit(std::size_t wanted) {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  rlim_t target = std::min<rlim_t>(limit.rlim_max, static_cast<rlim_t>(wanted + 64));
-  if (limit.rlim_cur < target) {
-    limit.rlim_cur = target;
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
-}
 
 }  // namespace
 
@@ -304,7 +253,6 @@ SoakReport run_soak(const SoakOptions& o) {
     if (!(p >= 0 && p <= 1)) fail("{} must be between 0 and 1, got {}", name, p);
   if (o.cancel_rate + o.malformed_rate > 1) fail("--cancel-rate + --malformed-rate must not exceed 1");
   if (o.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", o.max_tokens);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
 
   SoakReport report;
   const std::string api = api_root(o.base_url);
@@ -312,7 +260,8 @@ SoakReport run_soak(const SoakOptions& o) {
   report.model = o.model.empty() ? first_model_id(o.base_url, o.api_key, 30) : o.model;
   const auto& prompts = soak_prompts();
   report.prompts = static_cast<int>(prompts.size());
-  RssReader rss{o, server_root(o.base_url) + "/metrics", ""};
+  const std::string metrics_url = server_root(o.base_url) + "/metrics";
+  RssReader rss{o, metrics_url, ""};
   auto problem = [&](const std::string& message, const std::string& example) {
     if (++report.problems[message] == 1 && report.examples.size() < 8) report.examples.push_back(example);
   };
@@ -321,9 +270,9 @@ SoakReport run_soak(const SoakOptions& o) {
   std::vector<Baseline> baselines;
   for (const auto& prompt : prompts) {
     std::string body = chat_body(o, report.model, prompt, false).dump();
-    HttpAnswer answer = http(url, &body, o.api_key, o.request_timeout_s);
-    if (answer.status != 200)
-      fail("baseline request failed with HTTP {}: {}", answer.status, error_message_from_body(answer.body));
+    HttpResponse answer = http(url, &body, o.api_key, o.request_timeout_s);
+    if (answer.outcome.status != 200)
+      fail("baseline request failed with HTTP {}: {}", answer.outcome.status, error_message_from_body(answer.body));
     auto j = json::parse(answer.body, nullptr, false);
     if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
       fail("baseline answer is not a chat completion: {}", answer.body.substr(0, 300));
@@ -335,92 +284,46 @@ SoakReport run_soak(const SoakOptions& o) {
 
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> unit(0, 1);
-  raise_open_file_limit(static_cast<std::size_t>(o.concurrency) * 2);
-  CURLM* multi = curl_multi_init();
-  if (!multi) fail("libcurl: cannot create a multi handle");
-  std::vector<std::unique_ptr<Transfer>> in_flight_list;
+  StreamPool pool(static_cast<std::size_t>(o.concurrency));
+  std::map<StreamPool::TransferId, std::shared_ptr<SoakTransfer>> running;
   std::set<std::string> seen_ids;
-  int in_flight = 0;
   int64_t number = 0;
 
-  auto start_one = [&] {
-    auto t = std::make_unique<Transfer>();
-    t->number = ++number;
-    t->prompt = static_cast<std::size_t>(rng() % prompts.size());
-    double pick = unit(rng);
-    bool stream = unit(rng) < o.stream_fraction;
-    if (pick < o.malformed_rate) {
-      t->kind = Kind::malformed;
-      t->malformed_variant = static_cast<int>(rng() % 10);
-      t->body = malformed_body(t->malformed_variant, report.model, prompts[t->prompt]);
-    } else {
-      t->kind = stream ? Kind::stream : Kind::plain;
-      t->body = chat_body(o, report.model, prompts[t->prompt], stream).dump();
-      if (pick < o.malformed_rate + o.cancel_rate) {
-        if (stream) t->cancel_after_chunks = static_cast<int>(rng() % (o.max_tokens / 2 + 1));
-        else t->cancel_at = Clock::now() + std::chrono::milliseconds(rng() % 300);
-      }
-    }
-    if (t->kind == Kind::stream)
-      t->parser = std::make_unique<SseParser>([raw = t.get()](const SseEvent& e) { raw->on_event(e); });
-    t->easy = new_json_post(url, t->body, o.api_key, static_cast<long>(o.request_timeout_s * 1000),
-                            /*event_stream=*/false, t->headers, t->errbuf);
-    CURL* e = t->easy;
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    CURLMcode rc = curl_multi_add_handle(multi, e);
-    if (rc != CURLM_OK) fail("libcurl: cannot start a request: {}", curl_multi_strerror(rc));
-    in_flight_list.push_back(std::move(t));
-    ++in_flight;
-    ++report.started;
-  };
-
-  auto release = [&](Transfer* t) {
-    curl_multi_remove_handle(multi, t->easy);
-    curl_easy_cleanup(t->easy);
-    curl_slist_free_all(t->headers);
-    --in_flight;
-    std::erase_if(in_flight_list, [t](const auto& p) { return p.get() == t; });
-  };
-
-  auto describe = [&](const Transfer& t) {
+  auto describe = [&](const SoakTransfer& t) {
     return fmt::format("request {} ({}, prompt {})", t.number,
                        t.kind == Kind::stream ? "stream" : t.kind == Kind::plain ? "non-stream" : "malformed", t.prompt);
   };
 
   // Classifies one finished transfer into exactly one count.
-  auto judge = [&](Transfer& t, CURLcode result) {
-    if (t.status == 0) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
-    if (t.cancelled && result == CURLE_WRITE_ERROR) return void(++report.cancelled);
-    if (result != CURLE_OK) {
+  auto judge = [&](SoakTransfer& t, const TransferOutcome& outcome) {
+    using End = TransferOutcome::End;
+    const long status = outcome.status;
+    if (outcome.end == End::cancelled || (t.cancelled && outcome.end == End::hung_up)) return void(++report.cancelled);
+    if (outcome.end != End::answered) {
       ++report.lost;
-      return problem(fmt::format("transport: {}", curl_easy_strerror(result)),
-                     describe(t) + ": " + (t.errbuf[0] ? t.errbuf : curl_easy_strerror(result)));
+      return problem(fmt::format("transport: {}", outcome.error_kind), describe(t) + ": " + outcome.error);
     }
-    if (t.status == 503) {
+    if (status == 503) {
       ++report.overload_503;
       if (!t.retry_after) problem("503 without Retry-After", describe(t));
       return;
     }
-    if (t.status >= 500) {
+    if (status >= 500) {
       ++report.http_5xx;
-      return problem(fmt::format("HTTP {}", t.status), describe(t) + ": " + error_message_from_body(t.response));
+      return problem(fmt::format("HTTP {}", status), describe(t) + ": " + error_message_from_body(t.response));
     }
     if (t.kind == Kind::malformed) {
       auto j = json::parse(t.response, nullptr, false);
       bool shaped = j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message");
-      if (t.status >= 400 && t.status < 500 && shaped) return void(++report.malformed_4xx);
+      if (status >= 400 && status < 500 && shaped) return void(++report.malformed_4xx);
       ++report.unexpected_status;
-      return problem(fmt::format("malformed request #{} answered HTTP {}{}", t.malformed_variant, t.status,
+      return problem(fmt::format("malformed request #{} answered HTTP {}{}", t.malformed_variant, status,
                                  shaped ? "" : " without an OpenAI error body"),
                      describe(t) + ": " + t.response.substr(0, 200));
     }
-    if (t.status != 200) {
+    if (status != 200) {
       ++report.unexpected_status;
-      return problem(fmt::format("valid request answered HTTP {}", t.status), describe(t) + ": " + error_message_from_body(t.response));
+      return problem(fmt::format("valid request answered HTTP {}", status), describe(t) + ": " + error_message_from_body(t.response));
     }
     const Baseline& expected = baselines[t.prompt];
     std::string id, model, text, finish;
@@ -482,35 +385,56 @@ SoakReport run_soak(const SoakOptions& o) {
     if (t.kind == Kind::stream) ++report.completed_stream;
   };
 
+  auto start_one = [&] {
+    auto t = std::make_shared<SoakTransfer>();
+    std::string body;
+    t->number = ++number;
+    t->prompt = static_cast<std::size_t>(rng() % prompts.size());
+    double pick = unit(rng);
+    bool stream = unit(rng) < o.stream_fraction;
+    if (pick < o.malformed_rate) {
+      t->kind = Kind::malformed;
+      t->malformed_variant = static_cast<int>(rng() % 10);
+      body = malformed_body(t->malformed_variant, report.model, prompts[t->prompt]);
+    } else {
+      t->kind = stream ? Kind::stream : Kind::plain;
+      body = chat_body(o, report.model, prompts[t->prompt], stream).dump();
+      if (pick < o.malformed_rate + o.cancel_rate) {
+        if (stream) t->cancel_after_chunks = static_cast<int>(rng() % (o.max_tokens / 2 + 1));
+        else t->cancel_at = Clock::now() + std::chrono::milliseconds(rng() % 300);
+      }
+    }
+    if (t->kind == Kind::stream)
+      t->parser = std::make_unique<SseParser>([raw = t.get()](const SseEvent& e) { raw->on_event(e); });
+    t->id = pool.start(
+        {.url = url, .api_key = o.api_key, .timeout_ms = static_cast<long>(o.request_timeout_s * 1000), .body = std::move(body)},
+        {.on_header = [t](std::string_view line) { t->on_header(line); },
+         .on_body = [t](long status, std::string_view bytes) { return t->on_body(status, bytes); },
+         .on_done =
+             [&, t](const TransferOutcome& outcome) {
+               running.erase(t->id);
+               judge(*t, outcome);
+             }});
+    running.emplace(t->id, t);
+    ++report.started;
+  };
+
   auto run_phase = [&](double seconds) {
-  const Clock::time_point start = Clock::now();
-  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  auto next_rss = start + std::chrono::seconds(1);
-  auto last_progress = start;
-  try {
+    const Clock::time_point start = Clock::now();
+    const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    auto next_rss = start + std::chrono::seconds(1);
+    auto last_progress = start;
     for (;;) {
       const bool launching = Clock::now() < end;
-      while (launching && in_flight < o.concurrency) start_one();
-      if (!launching && in_flight == 0) break;
-      int running = 0;
-      curl_multi_perform(multi, &running);
-      int queued = 0;
-      while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
-        if (msg->msg != CURLMSG_DONE) continue;
-        Transfer* t = nullptr;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
-        judge(*t, msg->data.result);
-        release(t);
-      }
+      while (launching && pool.in_flight() < static_cast<std::size_t>(o.concurrency)) start_one();
+      if (!launching && pool.in_flight() == 0) break;
+      pool.perform();
       // Time-based cancellations of non-streaming requests: hang up before the answer came.
       const auto now = Clock::now();
-      std::vector<Transfer*> to_cancel;
-      for (auto& t : in_flight_list)
-        if (t->cancel_at && *t->cancel_at <= now) to_cancel.push_back(t.get());
-      for (Transfer* t : to_cancel) {
-        ++report.cancelled;
-        release(t);
-      }
+      std::vector<StreamPool::TransferId> to_cancel;
+      for (const auto& [id, t] : running)
+        if (t->cancel_at && *t->cancel_at <= now) to_cancel.push_back(id);
+      for (StreamPool::TransferId id : to_cancel) pool.cancel(id);
       if (now >= next_rss) {
         next_rss = now + std::chrono::seconds(1);
         if (auto r = rss.read(); r && (!report.rss_peak_bytes || *r > *report.rss_peak_bytes)) report.rss_peak_bytes = r;
@@ -524,54 +448,44 @@ SoakReport run_soak(const SoakOptions& o) {
                      static_cast<long long>(report.lost + report.mixed_up + report.http_5xx + report.unexpected_status));
         std::fflush(stderr);
       }
-      curl_multi_poll(multi, nullptr, 0, 50, nullptr);
+      pool.wait(50);
     }
-  } catch (...) {
-    for (auto& t : in_flight_list) {
-      curl_multi_remove_handle(multi, t->easy);
-      curl_easy_cleanup(t->easy);
-      curl_slist_free_all(t->headers);
-    }
-    curl_multi_cleanup(multi);
-    throw;
-  }
-  if (o.progress) std::fputc('\n', stderr);
-  return seconds_since(start);
+    if (o.progress) std::fputc('\n', stderr);
+    return seconds_since(start);
   };
 
   // Back to idle: nothing running, queued or streaming, no KV blocks held by sequences.
-  const std::string metrics_url = server_root(o.base_url) + "/metrics";
   auto wait_idle = [&] {
-  const auto settle_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.settle_s));
-  for (;;) {
-    std::string detail;
-    bool idle = false;
-    try {
-      HttpAnswer m = http(metrics_url, nullptr, o.api_key, 10);
-      if (m.status != 200) {
-        detail = fmt::format("GET /metrics: HTTP {}", m.status);
-      } else {
-        idle = true;
-        for (const char* name : {"inferlab_running_requests", "inferlab_queue_length", "inferlab_active_streams",
-                                 "inferlab_kv_cache_blocks_used"}) {
-          auto v = metric_value(m.body, name);
-          if (!v) continue;  // a server without this gauge: nothing to check
-          if (*v != 0) {
-            idle = false;
-            detail += fmt::format("{}{} = {}", detail.empty() ? "" : ", ", name, *v);
+    const auto settle_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.settle_s));
+    for (;;) {
+      std::string detail;
+      bool idle = false;
+      try {
+        HttpResponse m = http(metrics_url, nullptr, o.api_key, 10);
+        if (m.outcome.status != 200) {
+          detail = fmt::format("GET /metrics: HTTP {}", m.outcome.status);
+        } else {
+          idle = true;
+          for (const char* name : {"inferlab_running_requests", "inferlab_queue_length", "inferlab_active_streams",
+                                   "inferlab_kv_cache_blocks_used"}) {
+            auto v = metric_value(m.body, name);
+            if (!v) continue;  // a server without this gauge: nothing to check
+            if (*v != 0) {
+              idle = false;
+              detail += fmt::format("{}{} = {}", detail.empty() ? "" : ", ", name, *v);
+            }
           }
         }
+      } catch (const Error& e) {
+        detail = e.what();
       }
-    } catch (const Error& e) {
-      detail = e.what();
+      if (idle || Clock::now() > settle_end) {
+        report.server_idle = idle;
+        report.idle_detail = idle ? "" : detail + fmt::format(" after {:.0f} s", o.settle_s);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
-    if (idle || Clock::now() > settle_end) {
-      report.server_idle = idle;
-      report.idle_detail = idle ? "" : detail + fmt::format(" after {:.0f} s", o.settle_s);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
   };
 
   // The idle level is taken after a warm-up at full concurrency: the allocator's arenas and the
@@ -587,7 +501,6 @@ SoakReport run_soak(const SoakOptions& o) {
   if (report.rss_idle_bytes && (!report.rss_peak_bytes || *report.rss_idle_bytes > *report.rss_peak_bytes))
     report.rss_peak_bytes = report.rss_idle_bytes;
   report.duration_s = run_phase(o.duration_s) + warmup;
-  curl_multi_cleanup(multi);
   wait_idle();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   report.rss_end_bytes = rss.read();

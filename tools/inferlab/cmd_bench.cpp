@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "command.h"
 #include "inferlab/bench/latency.h"

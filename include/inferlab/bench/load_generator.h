@@ -1,5 +1,5 @@
 // `inferlab bench serve`: an asynchronous load generator. One thread drives every request through
-// libcurl's multi interface (an event loop over non-blocking sockets), so thousands of concurrent
+// the bench's stream pool (an event loop over non-blocking sockets), so thousands of concurrent
 // streams cost file descriptors, not threads. Every received chunk is stamped with the steady
 // clock as it arrives.
 #pragma once

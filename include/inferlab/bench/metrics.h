@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,8 +53,6 @@ struct Distribution {
   double p50 = 0, p90 = 0, p95 = 0, p99 = 0;  // sorted[ceil(p * n) - 1], as the course does
 };
 Distribution distribution(std::vector<double> values);
-// The course's nearest rank on sorted values: sorted[ceil(p * n) - 1].
-double nearest_rank(const std::vector<double>& sorted, double p);
 
 struct Summary {
   std::size_t requests = 0, successful = 0;

@@ -1,12 +1,9 @@
-// Talking to an OpenAI-compatible server over libcurl: the API root from a base URL, the model
-// list, what one streamed chunk carries, and the course's streaming chat client.
+// Talking to an OpenAI-compatible server: the API root from a base URL, the model list, what one
+// streamed chunk carries, and the course's streaming chat client.
 #pragma once
-#include <curl/curl.h>
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,13 +18,6 @@ std::string api_root(std::string base_url);
 
 // GET {root}/models; the first model's id. Throws Error when unreachable, non-2xx or empty.
 std::string first_model_id(const std::string& base_url, const std::string& api_key, double timeout_s);
-
-// A new easy handle for one JSON POST, with what every request here sends: Content-Type, Accept
-// (event_stream), no 100-continue round trip, the bearer key ("EMPTY" when none), no signals,
-// TCP_NODELAY, the timeout. `body` and `errbuf` must outlive the handle; `headers` gets the list to
-// free with curl_slist_free_all. The caller sets the write callback and anything else.
-CURL* new_json_post(const std::string& url, const std::string& body, const std::string& api_key, long timeout_ms,
-                    bool event_stream, curl_slist*& headers, char* errbuf);
 
 // The message of an OpenAI-shaped error body ({"error":{"message":...}}, or {"message"}, {"detail"}),
 // else the body itself, shortened.

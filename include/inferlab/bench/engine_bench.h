@@ -1,0 +1,44 @@
+// `inferlab bench engine`, llama-bench style: prompt processing (pp: the whole prompt in one
+// forward) and token generation (tg: one token at a time from an empty cache) in tokens/s, the
+// mean and sample standard deviation over repetitions after a warm-up, and the peak RSS.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace inferlab::bench {
+
+struct EngineBenchOptions {
+  std::string model;  // folder or HF repo id in the local cache
+  int prompt = 512, gen = 128;  // 0 skips pp / tg
+  int threads = 0, repeats = 5;
+  std::string weights = "auto";
+};
+
+struct EngineTest {
+  std::string name;  // "pp512", "tg128"
+  int n_prompt = 0, n_gen = 0;
+  double mean_ts = 0, stddev_ts = 0;
+  std::vector<double> samples_ts;
+};
+
+struct EngineBench {
+  EngineBenchOptions options;
+  std::string architecture;
+  int threads = 0;
+  std::string kernels;           // the CPU features line
+  double matmul_params = 0;      // weights read per decoded token
+  double lm_head_params = 0;
+  double load_seconds = 0;
+  int64_t rss_after_load_bytes = 0, peak_rss_bytes = 0;
+  std::size_t kv_cache_bytes = 0;
+  std::vector<EngineTest> tests;
+};
+
+// Throws Error on bad options or a context the model does not have.
+EngineBench run_engine_bench(const EngineBenchOptions& options);
+std::string engine_bench_text(const EngineBench& bench);
+nlohmann::json engine_bench_json(const EngineBench& bench);
+
+}  // namespace inferlab::bench

@@ -1,0 +1,143 @@
+#include "inferlab/bench/engine_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "bench/timing.h"
+#include "inferlab/generation/generate.h"
+#include "inferlab/model/kv_cache.h"
+#include "inferlab/model/model.h"
+#include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/thread_pool.h"
+#include "inferlab/util/error.h"
+#include "inferlab/util/process_memory.h"
+#include "inferlab/util/stats.h"
+
+namespace inferlab::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Matmul weights read from memory per decoded token (every layer's projections and the lm_head):
+// what bounds decode speed. Norms and biases are negligible and left out.
+double decode_weight_params(const ModelConfig& c) {
+  const double H = c.hidden_size, q = static_cast<double>(c.num_heads) * c.head_dim,
+               kv = static_cast<double>(c.num_kv_heads) * c.head_dim;
+  const double I = c.intermediate_size > 0 ? c.intermediate_size : 4 * H;
+  const double per_layer = c.architecture == "gpt2" ? H * 3 * H + H * H + 2 * H * I : H * (q + 2 * kv) + q * H + 3 * H * I;
+  return per_layer * c.num_layers + static_cast<double>(c.vocab_size) * H;
+}
+
+EngineTest summarize_test(std::string name, int n_prompt, int n_gen, std::vector<double> samples) {
+  return {std::move(name), n_prompt, n_gen, mean(samples), sample_stddev(samples), std::move(samples)};
+}
+
+}  // namespace
+
+EngineBench run_engine_bench(const EngineBenchOptions& args) {
+  if (args.prompt < 0 || args.gen < 0 || (args.prompt == 0 && args.gen == 0))
+    fail("bench engine: -p and -n must be >= 0 and not both 0 (got -p {} -n {})", args.prompt, args.gen);
+  if (args.repeats <= 0) fail("bench engine: -r must be positive, got {}", args.repeats);
+  if (args.threads < 0) fail("bench engine: -t must be 0 (all cores) or positive, got {}", args.threads);
+  LoadOptions options;
+  options.threads = args.threads;
+  options.weights = args.weights;
+  EngineBench bench;
+  bench.options = args;
+  const auto load_start = Clock::now();
+  std::unique_ptr<Model> model = Model::load(args.model, options);
+  bench.load_seconds = seconds_since(load_start);
+  bench.rss_after_load_bytes = peak_resident_bytes();
+  const ModelConfig& c = model->config();
+  const int context = args.prompt + args.gen;
+  if (c.max_position_embeddings > 0 && context > c.max_position_embeddings)
+    fail("bench engine: -p {} + -n {} exceeds the model's context of {} positions", args.prompt, args.gen,
+         c.max_position_embeddings);
+  KVCache cache(c, static_cast<std::size_t>(std::max(args.prompt, args.gen)) + 16);
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> token(0, c.vocab_size - 1);
+  std::vector<int32_t> prompt(args.prompt);
+  for (auto& t : prompt) t = token(rng);
+
+  auto run_pp = [&] {
+    SequenceKV seq;
+    if (!seq.reserve(cache, args.prompt)) fail("bench engine: KV cache too small for {} positions", args.prompt);
+    const BatchEntry entry{prompt, &seq, false};
+    const auto start = Clock::now();
+    model->forward(std::span(&entry, 1), cache);
+    const double t = seconds_since(start);
+    seq.release(cache);
+    return args.prompt / t;
+  };
+  auto run_tg = [&](int n) {
+    SequenceKV seq;
+    int32_t next = prompt.empty() ? 0 : prompt[0];
+    const auto start = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      if (!seq.reserve(cache, 1)) fail("bench engine: KV cache too small for {} positions", n);
+      const BatchEntry entry{std::span(&next, 1), &seq, false};
+      next = argmax(model->forward(std::span(&entry, 1), cache));
+    }
+    const double t = seconds_since(start);
+    seq.release(cache);
+    return n / t;
+  };
+  if (args.prompt > 0) {
+    run_pp();  // warm-up: page in weights, grow scratch buffers
+    std::vector<double> samples;
+    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_pp());
+    bench.tests.push_back(summarize_test(fmt::format("pp{}", args.prompt), args.prompt, 0, std::move(samples)));
+  }
+  if (args.gen > 0) {
+    run_tg(std::min(args.gen, 8));
+    std::vector<double> samples;
+    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_tg(args.gen));
+    bench.tests.push_back(summarize_test(fmt::format("tg{}", args.gen), 0, args.gen, std::move(samples)));
+  }
+  bench.architecture = c.architecture;
+  bench.threads = fast::threads();
+  bench.kernels = fast::cpu_features_line();
+  bench.matmul_params = decode_weight_params(c);
+  bench.lm_head_params = static_cast<double>(c.vocab_size) * c.hidden_size;  // once per prompt, not per prompt token
+  bench.peak_rss_bytes = peak_resident_bytes();
+  bench.kv_cache_bytes = cache.bytes();
+  return bench;
+}
+
+std::string engine_bench_text(const EngineBench& b) {
+  std::string text = "| model | matmul params | weights | threads | test | t/s |\n|---|---|---|---|---|---|\n";
+  for (const EngineTest& t : b.tests)
+    text += fmt::format("| {} | {:.2f} M | {} | {} | {} | {:.2f} ± {:.2f} |\n", b.architecture, b.matmul_params / 1e6,
+                        b.options.weights, b.threads, t.name, t.mean_ts, t.stddev_ts);
+  text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB; KV cache {:.1f} MiB); kernels: {}\n",
+                      b.load_seconds, b.peak_rss_bytes / 1048576.0, b.rss_after_load_bytes / 1048576.0,
+                      b.kv_cache_bytes / 1048576.0, b.kernels);
+  return text;
+}
+
+nlohmann::json engine_bench_json(const EngineBench& b) {
+  nlohmann::json doc;
+  doc["model"] = b.options.model;
+  doc["architecture"] = b.architecture;
+  doc["weights"] = b.options.weights;
+  doc["threads"] = b.threads;
+  doc["kernels"] = b.kernels;
+  doc["matmul_params"] = b.matmul_params;
+  doc["lm_head_params"] = b.lm_head_params;
+  doc["load_seconds"] = b.load_seconds;
+  doc["rss_after_load_bytes"] = b.rss_after_load_bytes;
+  doc["peak_rss_bytes"] = b.peak_rss_bytes;
+  doc["kv_cache_bytes"] = b.kv_cache_bytes;
+  nlohmann::json tests = nlohmann::json::array();
+  for (const EngineTest& t : b.tests)
+    tests.push_back({{"test", t.name}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.mean_ts},
+                     {"stddev_ts", t.stddev_ts}, {"samples_ts", t.samples_ts}});
+  doc["results"] = tests;
+  return doc;
+}
+
+}  // namespace inferlab::bench

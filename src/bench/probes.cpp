@@ -1,0 +1,65 @@
+#include "inferlab/bench/probes.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/qwen_shapes.h"
+#include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/thread_pool.h"
+
+namespace inferlab::bench {
+
+MachineProbes run_probes(int threads, bool quick) {
+  fast::set_threads(threads);
+  MachineProbes probes;
+  probes.bandwidth = fast::measure_bandwidth(quick ? std::size_t(256) << 20 : std::size_t(1) << 30, quick ? 3 : 5);
+  probes.peaks = fast::measure_peaks(quick ? 0.15 : 0.3);
+  probes.threads = fast::threads();
+  probes.cpu = fast::cpu_features_line();
+  probes.openblas_core = fast::openblas_core();
+  probes.openblas_config = fast::openblas_config();
+  for (const MatmulShape& s : kQwenShapes) {
+    if (!is_prefill_shape(s.name)) continue;
+    const auto g = fast::measure_sgemm(512, s.out, s.in, fast::threads(), quick ? 0.15 : 0.3);
+    probes.sgemm.push_back({s.name, 512, s.out, s.in, g.gflops});
+  }
+  return probes;
+}
+
+std::string probes_text(const MachineProbes& p) {
+  std::string text;
+  text += fmt::format("CPU kernels: {}\n", p.cpu);
+  text += fmt::format("OpenBLAS: core {} ({})\n", p.openblas_core, p.openblas_config);
+  text += fmt::format("threads: {}\n", p.threads);
+  text += fmt::format("memory read bandwidth (sum over {} MiB): {:.1f} GB/s; STREAM triad {:.1f} GB/s\n",
+                      p.bandwidth.bytes >> 20, p.bandwidth.read_gbs, p.bandwidth.triad_gbs);
+  if (p.peaks.isa == "avx2")
+    text += fmt::format("peak (AVX2): fp32 FMA {:.0f} GFLOP/s (bf16 weights run on it), int8 (vpmaddubsw+vpmaddwd) {:.0f} GOP/s\n",
+                        p.peaks.fp32_gflops, p.peaks.int8_gops);
+  else
+    text += fmt::format("peak: bf16 dot (vdpbf16ps) {:.0f} GFLOP/s, fp32 FMA {:.0f} GFLOP/s, int8 (vpdpbusd) {:.0f} GOP/s\n",
+                        p.peaks.bf16_gflops, p.peaks.fp32_gflops, p.peaks.int8_gops);
+  for (const SgemmProbe& g : p.sgemm)
+    text += fmt::format("OpenBLAS sgemm {}x{}x{} ({}): {:.0f} GFLOP/s\n", g.m, g.n, g.k, g.shape, g.gflops);
+  return text;
+}
+
+nlohmann::json probes_json(const MachineProbes& p) {
+  nlohmann::json doc;
+  doc["threads"] = p.threads;
+  doc["cpu"] = p.cpu;
+  doc["bandwidth"] = {{"read_gbs", p.bandwidth.read_gbs}, {"triad_gbs", p.bandwidth.triad_gbs}, {"array_bytes", p.bandwidth.bytes}};
+  doc["peaks"] = {{"isa", p.peaks.isa},
+                  {"bf16_gflops", p.peaks.bf16_gflops},
+                  {"fp32_gflops", p.peaks.fp32_gflops},
+                  {"int8_gops", p.peaks.int8_gops}};
+  doc["openblas"] = {{"core", p.openblas_core}, {"config", p.openblas_config}};
+  nlohmann::json gemms = nlohmann::json::array();
+  for (const SgemmProbe& g : p.sgemm)
+    gemms.push_back({{"shape", g.shape}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"gflops", g.gflops}});
+  doc["sgemm"] = gemms;
+  return doc;
+}
+
+}  // namespace inferlab::bench
