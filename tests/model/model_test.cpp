@@ -1,4 +1,4 @@
-// Engine unit tests: KV cache bookkeeping, batched forward == each sequence alone, prefix-shared
+// Engine unit tests: batched forward == each sequence alone, prefix-shared
 // blocks, greedy generation stop rules, and the errors bad model files must produce.
 #include <gtest/gtest.h>
 
@@ -91,35 +91,6 @@ std::string safetensors_bytes(const std::string& header, const std::string& data
 }
 
 }  // namespace
-
-TEST(KVCache, AllocatesReleasesAndCountsReferences) {
-  ModelConfig config;
-  config.num_layers = 2, config.num_kv_heads = 2, config.head_dim = 8;
-  KVCache cache(config, 40, 16);  // rounds up to 3 blocks
-  EXPECT_EQ(cache.num_blocks(), 3);
-  EXPECT_EQ(cache.bytes_per_token(), 2u * 2 * 2 * 8 * 4);
-  EXPECT_EQ(cache.bytes(), 3u * 16 * cache.bytes_per_token());
-  SequenceKV a, b;
-  ASSERT_TRUE(a.reserve(cache, 20));  // 2 blocks
-  EXPECT_EQ(a.blocks.size(), 2u);
-  EXPECT_EQ(cache.free_blocks(), 1);
-  EXPECT_FALSE(b.reserve(cache, 33));  // needs 3, only 1 free: nothing kept
-  EXPECT_TRUE(b.blocks.empty());
-  EXPECT_EQ(cache.free_blocks(), 1);
-  // Share a's first block with b (prefix caching), then release a: the block survives for b.
-  cache.retain(a.blocks[0]);
-  b.blocks.push_back(a.blocks[0]);
-  b.length = 16;
-  EXPECT_EQ(cache.refcount(a.blocks[0]), 2);
-  a.release(cache);
-  EXPECT_EQ(a.length, 0);
-  EXPECT_EQ(cache.free_blocks(), 2);
-  EXPECT_EQ(cache.refcount(b.blocks[0]), 1);
-  b.release(cache);
-  EXPECT_EQ(cache.free_blocks(), 3);
-  EXPECT_THROW(cache.release(0), Error);  // double free is an error, not corruption
-  EXPECT_FALSE(cache.allocate() == std::nullopt);
-}
 
 class Architectures : public ::testing::TestWithParam<std::string> {};
 
