@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "inferlab/util/error.h"
@@ -321,7 +322,7 @@ TEST(BadModels, TruncatedLlama2c) {
   fs::path dir = temp_dir("llama2c");
   int32_t header[7] = {64, 172, 5, 8, 4, 512, 512};
   write_file(dir / "model.bin", std::string(reinterpret_cast<char*>(header), sizeof(header)) + std::string(1000, '\0'));
-  auto msg = error_of([&] { read_llama2c(dir / "model.bin"); });
+  auto msg = error_of([&] { read_llama2c_weights(dir / "model.bin"); });
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   msg = error_of([&] { Model::load((dir / "model.bin").string()); });
   EXPECT_NE(msg.find("llama2.c"), std::string::npos) << msg;

@@ -229,13 +229,13 @@ void run_make_model(const MakeModelArgs& args) {
   if (!args.preset.empty()) {
     auto [preset_config, generation] = model_preset(args.preset);
     config = preset_config;
-    options.generation_config = generation;
+    options.generation_config = std::make_shared<const json>(std::move(generation));
   } else {
     fs::path file = args.config;
     if (fs::is_directory(file)) file /= "config.json";
     config = read_json_file(file);
     if (fs::exists(file.parent_path() / "generation_config.json") && !options.tokenizer_dir)
-      options.generation_config = read_json_file(file.parent_path() / "generation_config.json");
+      options.generation_config = std::make_shared<const json>(read_json_file(file.parent_path() / "generation_config.json"));
   }
   write_random_model(config, args.out, options);
   std::printf("wrote %s (%s, %s, seed %llu)\n", args.out.c_str(), config.value("model_type", std::string("?")).c_str(),
