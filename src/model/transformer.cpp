@@ -10,12 +10,20 @@
 #include "inferlab/tensor/fast/weights.h"
 
 namespace inferlab {
+namespace {
 
-std::vector<float> WeightLoader::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
-  TensorView view = source_.require(name);
+// config.json fixes every tensor's shape: a checkpoint that disagrees is an error naming both.
+void check_shape(const TensorView& view, const std::string& name, const std::vector<int64_t>& shape) {
   if (view.shape != shape)
     fail("tensor '{}' in {} has shape {} but config.json implies {}", name, view.origin, shape_string(view.shape),
          shape_string(shape));
+}
+
+}  // namespace
+
+std::vector<float> WeightLoader::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+  TensorView view = source_.require(name);
+  check_shape(view, name, shape);
   return view.to_f32();
 }
 
@@ -25,9 +33,7 @@ LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int i
   layer.out = out;
   const TensorView view = source_.require(weight_name);
   if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
-    if (view.shape != std::vector<int64_t>{out, in})
-      fail("tensor '{}' in {} has shape {} but config.json implies {}", weight_name, view.origin, shape_string(view.shape),
-           shape_string({out, in}));
+    check_shape(view, weight_name, {out, in});
     layer.packed = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, out, in, format));
     if (!bias_name.empty()) layer.bias = tensor(bias_name, {out});
     return layer;
@@ -40,9 +46,7 @@ LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int i
 LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name) const {
   const TensorView view = source_.require(weight_name);
   if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
-    if (view.shape != std::vector<int64_t>{in, out})
-      fail("tensor '{}' in {} has shape {} but config.json implies {}", weight_name, view.origin, shape_string(view.shape),
-           shape_string({in, out}));
+    check_shape(view, weight_name, {in, out});
     LinearWeight layer;
     layer.in = in;
     layer.out = out;
@@ -65,9 +69,7 @@ LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int ou
 void WeightLoader::embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t) const {
   const TensorView view = source_.require(name);
   if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
-    if (view.shape != std::vector<int64_t>{vocab, hidden})
-      fail("tensor '{}' in {} has shape {} but config.json implies {}", name, view.origin, shape_string(view.shape),
-           shape_string({vocab, hidden}));
+    check_shape(view, name, {vocab, hidden});
     t.packed_embedding = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, vocab, hidden, format));
     return;
   }
