@@ -7,7 +7,7 @@
 
 #include "inferlab/util/error.h"
 #include "inferlab/tensor/fast/attention.h"
-#include "inferlab/tensor/fast/weights.h"
+#include "model/weights.h"
 
 namespace inferlab {
 namespace {
