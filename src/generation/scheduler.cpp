@@ -35,8 +35,7 @@ const char* to_string(FinishReason reason) {
 }
 
 std::size_t default_kv_tokens(const ModelConfig& config, int max_batch) {
-  const std::size_t per_token =
-      2ull * config.num_layers * config.num_kv_heads * config.head_dim * sizeof(float);
+  const std::size_t per_token = kv_bytes_per_token(config);
   const std::size_t context = std::max(config.max_position_embeddings, 1);
   const std::size_t budget = per_token ? (std::size_t{1} << 30) / per_token : context;
   const std::size_t wanted = context * static_cast<std::size_t>(std::max(max_batch, 1));

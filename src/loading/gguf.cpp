@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "inferlab/util/error.h"
 
@@ -83,6 +84,12 @@ class Reader {
 
 }  // namespace
 
+const nlohmann::json* GgufFile::find(const std::string& key) const {
+  if (!metadata_) return nullptr;
+  auto it = metadata_->find(key);
+  return it == metadata_->end() ? nullptr : &it->second;
+}
+
 GgufFile read_gguf(const std::filesystem::path& file) {
   Reader reader(file);
   if (reader.size() < 4 || reader.get<uint32_t>() != 0x46554747u)  // "GGUF" little-endian
@@ -93,11 +100,13 @@ GgufFile read_gguf(const std::filesystem::path& file) {
   uint64_t tensor_count = reader.get<uint64_t>();
   uint64_t kv_count = reader.get<uint64_t>();
   if (kv_count > reader.size() || tensor_count > reader.size()) fail("GGUF file {}: corrupt header counts", file.string());
+  auto metadata = std::make_shared<std::map<std::string, nlohmann::json>>();
   for (uint64_t i = 0; i < kv_count; ++i) {
     std::string key = reader.string();
     uint32_t type = reader.get<uint32_t>();
-    gguf.metadata[key] = reader.value(type);
+    (*metadata)[key] = reader.value(type);
   }
+  gguf.metadata_ = std::move(metadata);
   if (auto* alignment = gguf.find("general.alignment"); alignment && alignment->is_number_unsigned())
     gguf.alignment = alignment->get<uint64_t>();
   if (gguf.alignment == 0) fail("GGUF file {}: general.alignment is 0", file.string());

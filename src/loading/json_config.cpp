@@ -1,7 +1,9 @@
+#include "inferlab/loading/json_config.h"
+
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "inferlab/util/error.h"
-#include "inferlab/loading/json_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "inferlab/util/error.h"
 
@@ -92,7 +93,7 @@ json read_llama2c_config(const fs::path& file) {
   return config_of(read_header(file, &size));
 }
 
-Llama2cCheckpoint read_llama2c(const fs::path& file) {
+std::unique_ptr<MemoryTensorSource> read_llama2c_weights(const fs::path& file) {
   uint64_t size = 0;
   const Header h = read_header(file, &size);
   const uint64_t expected = sizeof(Header) + 4 * h.weight_floats();
@@ -106,9 +107,7 @@ Llama2cCheckpoint read_llama2c(const fs::path& file) {
   in.read(reinterpret_cast<char*>(all.data()), static_cast<std::streamsize>(all.size() * 4));
   if (!in) fail("{}: read failed", file.string());
 
-  Llama2cCheckpoint ck;
-  ck.config = config_of(h);
-  ck.tensors = std::make_unique<MemoryTensorSource>(file.string());
+  auto tensors = std::make_unique<MemoryTensorSource>(file.string());
   const int64_t d = h.dim, hd = h.hidden_dim, L = h.n_layers, V = h.vocab(), kv = h.kv_dim(), hs = h.head_size();
   const float* p = all.data();
   auto take = [&](int64_t n) {
@@ -118,7 +117,7 @@ Llama2cCheckpoint read_llama2c(const fs::path& file) {
   };
   auto copy = [](const float* at, int64_t n) { return std::vector<float>(at, at + n); };
   const float* embedding = take(V * d);
-  ck.tensors->add("model.embed_tokens.weight", {V, d}, copy(embedding, V * d));
+  tensors->add("model.embed_tokens.weight", {V, d}, copy(embedding, V * d));
   const float* rms_att = take(L * d);
   const float* wq = take(L * d * d);
   const float* wk = take(L * kv * d);
@@ -132,21 +131,21 @@ Llama2cCheckpoint read_llama2c(const fs::path& file) {
   take(h.seq_len * hs);  // freq_cis_real/imag: recomputed from rope_theta instead
   for (int64_t l = 0; l < L; ++l) {
     const std::string prefix = "model.layers." + std::to_string(l) + ".";
-    ck.tensors->add(prefix + "input_layernorm.weight", {d}, copy(rms_att + l * d, d));
-    ck.tensors->add(prefix + "self_attn.q_proj.weight", {d, d},
+    tensors->add(prefix + "input_layernorm.weight", {d}, copy(rms_att + l * d, d));
+    tensors->add(prefix + "self_attn.q_proj.weight", {d, d},
                     permute_for_rotate_half(wq + l * d * d, h.n_heads, hs, h.dim));
-    ck.tensors->add(prefix + "self_attn.k_proj.weight", {kv, d},
+    tensors->add(prefix + "self_attn.k_proj.weight", {kv, d},
                     permute_for_rotate_half(wk + l * kv * d, h.n_kv_heads, hs, h.dim));
-    ck.tensors->add(prefix + "self_attn.v_proj.weight", {kv, d}, copy(wv + l * kv * d, kv * d));
-    ck.tensors->add(prefix + "self_attn.o_proj.weight", {d, d}, copy(wo + l * d * d, d * d));
-    ck.tensors->add(prefix + "post_attention_layernorm.weight", {d}, copy(rms_ffn + l * d, d));
-    ck.tensors->add(prefix + "mlp.gate_proj.weight", {hd, d}, copy(w1 + l * hd * d, hd * d));
-    ck.tensors->add(prefix + "mlp.down_proj.weight", {d, hd}, copy(w2 + l * d * hd, d * hd));
-    ck.tensors->add(prefix + "mlp.up_proj.weight", {hd, d}, copy(w3 + l * hd * d, hd * d));
+    tensors->add(prefix + "self_attn.v_proj.weight", {kv, d}, copy(wv + l * kv * d, kv * d));
+    tensors->add(prefix + "self_attn.o_proj.weight", {d, d}, copy(wo + l * d * d, d * d));
+    tensors->add(prefix + "post_attention_layernorm.weight", {d}, copy(rms_ffn + l * d, d));
+    tensors->add(prefix + "mlp.gate_proj.weight", {hd, d}, copy(w1 + l * hd * d, hd * d));
+    tensors->add(prefix + "mlp.down_proj.weight", {d, hd}, copy(w2 + l * d * hd, d * hd));
+    tensors->add(prefix + "mlp.up_proj.weight", {hd, d}, copy(w3 + l * hd * d, hd * d));
   }
-  ck.tensors->add("model.norm.weight", {d}, copy(rms_final, d));
-  if (!h.shared_classifier()) ck.tensors->add("lm_head.weight", {V, d}, copy(take(V * d), V * d));
-  return ck;
+  tensors->add("model.norm.weight", {d}, copy(rms_final, d));
+  if (!h.shared_classifier()) tensors->add("lm_head.weight", {V, d}, copy(take(V * d), V * d));
+  return tensors;
 }
 
 }  // namespace inferlab

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "inferlab/util/error.h"
@@ -105,10 +106,7 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file) {
     const std::size_t data_start = 8 + header_len;
     const std::size_t data_size = size_ - data_start;
     for (auto& [name, info] : header.items()) {
-      if (name == "__metadata__") {
-        metadata_ = info;
-        continue;
-      }
+      if (name == "__metadata__") continue;  // free-form strings, not a tensor
       if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets") ||
           !info["dtype"].is_string() || !info["shape"].is_array() || !info["data_offsets"].is_array() ||
           info["data_offsets"].size() != 2)

@@ -1,7 +1,10 @@
 #include "inferlab/model/kv_cache.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "inferlab/util/error.h"
-#include "inferlab/model/model.h"
+#include "inferlab/model/config.h"
 
 namespace inferlab {
 
@@ -34,9 +37,15 @@ KVCache::KVCache(const ModelConfig& config, std::size_t capacity_tokens, int blo
 
 std::size_t KVCache::bytes() const { return (keys_.size() + values_.size()) * sizeof(float); }
 
-std::size_t KVCache::bytes_per_token() const {
-  return 2 * static_cast<std::size_t>(layers_) * kv_heads_ * head_dim_ * sizeof(float);
+std::size_t kv_bytes_per_token(int layers, int kv_heads, int head_dim, std::size_t bytes_per_element) {
+  return 2 * static_cast<std::size_t>(layers) * kv_heads * head_dim * bytes_per_element;
 }
+
+std::size_t kv_bytes_per_token(const ModelConfig& config, std::size_t bytes_per_element) {
+  return kv_bytes_per_token(config.num_layers, config.num_kv_heads, config.head_dim, bytes_per_element);
+}
+
+std::size_t KVCache::bytes_per_token() const { return kv_bytes_per_token(layers_, kv_heads_, head_dim_, sizeof(float)); }
 
 std::optional<int> KVCache::allocate() {
   if (free_list_.empty()) return std::nullopt;
@@ -59,17 +68,35 @@ void KVCache::release(int block) {
 }
 
 // Layout: [layer][block][block_size][kv_heads][head_dim] so one layer's blocks are near each other.
-float* KVCache::keys(int layer, int block) {
-  return keys_.data() + (static_cast<std::size_t>(layer) * num_blocks_ + block) * block_stride_;
+std::size_t KVCache::block_offset(int layer, int block) const {
+  return (static_cast<std::size_t>(layer) * num_blocks_ + block) * block_stride_;
 }
-float* KVCache::values(int layer, int block) {
-  return values_.data() + (static_cast<std::size_t>(layer) * num_blocks_ + block) * block_stride_;
+
+void KVCache::write(int layer, const SequenceKV& seq, int position, const float* key, const float* value) {
+  const std::size_t kv_dim = static_cast<std::size_t>(kv_heads_) * head_dim_;
+  const std::size_t at = block_offset(layer, seq.blocks[position / block_size_]) + (position % block_size_) * kv_dim;
+  std::memcpy(keys_.data() + at, key, sizeof(float) * kv_dim);
+  std::memcpy(values_.data() + at, value, sizeof(float) * kv_dim);
 }
-const float* KVCache::keys(int layer, int block) const {
-  return keys_.data() + (static_cast<std::size_t>(layer) * num_blocks_ + block) * block_stride_;
+
+void KVCache::layer_blocks(int layer, const SequenceKV& seq, fast::KVBlocks& view) const {
+  view.block_size = block_size_;
+  view.keys.clear();
+  view.values.clear();
+  for (int block : seq.blocks) {
+    view.keys.push_back(keys_.data() + block_offset(layer, block));
+    view.values.push_back(values_.data() + block_offset(layer, block));
+  }
 }
-const float* KVCache::values(int layer, int block) const {
-  return values_.data() + (static_cast<std::size_t>(layer) * num_blocks_ + block) * block_stride_;
+
+void KVCache::gather(int layer, const SequenceKV& seq, int positions, float* keys, float* values) const {
+  const std::size_t kv_dim = static_cast<std::size_t>(kv_heads_) * head_dim_;
+  for (int b = 0; b * block_size_ < positions; ++b) {
+    const std::size_t count = std::min(block_size_, positions - b * block_size_) * kv_dim;
+    const std::size_t from = block_offset(layer, seq.blocks[b]);
+    std::memcpy(keys + b * block_stride_, keys_.data() + from, sizeof(float) * count);
+    std::memcpy(values + b * block_stride_, values_.data() + from, sizeof(float) * count);
+  }
 }
 
 bool SequenceKV::reserve(KVCache& cache, int extra) {

@@ -2,6 +2,7 @@
 // measured without downloading weights.
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "inferlab/util/error.h"
 #include "inferlab/model/make_model.h"

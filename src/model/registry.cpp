@@ -118,8 +118,8 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
   const ModelFiles files = locate(model);
   ParsedConfig parsed = parse_config(files);
   if (!files.llama2c.empty()) {
-    Llama2cCheckpoint checkpoint = read_llama2c(files.llama2c);
-    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *checkpoint.tensors, options);
+    const auto source = read_llama2c_weights(files.llama2c);
+    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *source, options);
     return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.llama2c);
   }
   auto source = open_safetensors_folder(files.folder);

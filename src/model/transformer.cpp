@@ -7,15 +7,23 @@
 
 #include "inferlab/util/error.h"
 #include "inferlab/tensor/fast/attention.h"
-#include "inferlab/tensor/fast/weights.h"
+#include "model/weights.h"
 
 namespace inferlab {
+namespace {
 
-std::vector<float> WeightLoader::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
-  TensorView view = source_.require(name);
+// config.json fixes every tensor's shape: a checkpoint that disagrees is an error naming both.
+void check_shape(const TensorView& view, const std::string& name, const std::vector<int64_t>& shape) {
   if (view.shape != shape)
     fail("tensor '{}' in {} has shape {} but config.json implies {}", name, view.origin, shape_string(view.shape),
          shape_string(shape));
+}
+
+}  // namespace
+
+std::vector<float> WeightLoader::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+  TensorView view = source_.require(name);
+  check_shape(view, name, shape);
   return view.to_f32();
 }
 
@@ -25,9 +33,7 @@ LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int i
   layer.out = out;
   const TensorView view = source_.require(weight_name);
   if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
-    if (view.shape != std::vector<int64_t>{out, in})
-      fail("tensor '{}' in {} has shape {} but config.json implies {}", weight_name, view.origin, shape_string(view.shape),
-           shape_string({out, in}));
+    check_shape(view, weight_name, {out, in});
     layer.packed = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, out, in, format));
     if (!bias_name.empty()) layer.bias = tensor(bias_name, {out});
     return layer;
@@ -40,9 +46,7 @@ LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int i
 LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name) const {
   const TensorView view = source_.require(weight_name);
   if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
-    if (view.shape != std::vector<int64_t>{in, out})
-      fail("tensor '{}' in {} has shape {} but config.json implies {}", weight_name, view.origin, shape_string(view.shape),
-           shape_string({in, out}));
+    check_shape(view, weight_name, {in, out});
     LinearWeight layer;
     layer.in = in;
     layer.out = out;
@@ -65,9 +69,7 @@ LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int ou
 void WeightLoader::embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t) const {
   const TensorView view = source_.require(name);
   if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
-    if (view.shape != std::vector<int64_t>{vocab, hidden})
-      fail("tensor '{}' in {} has shape {} but config.json implies {}", name, view.origin, shape_string(view.shape),
-           shape_string({vocab, hidden}));
+    check_shape(view, name, {vocab, hidden});
     t.packed_embedding = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, vocab, hidden, format));
     return;
   }
@@ -232,8 +234,8 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
   std::vector<float> scores, gathered_k, gathered_v;
   // Packed (bf16/int8/q4) models use the fused kernel; f32 keeps the BLAS path its parity tests pin.
   const bool fused_attention = !w_.layers.empty() && w_.layers[0].qkv.packed != nullptr;
-  std::vector<fast::KVBlocks> kv_views;
-  kv_views.reserve(batch.size());
+  // One view per sequence, refilled in place each layer (KVCache::layer_blocks).
+  std::vector<fast::KVBlocks> kv_views(fused_attention ? batch.size() : 0);
   std::vector<fast::AttentionRow> attention_rows(fused_attention ? rows : 0);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
@@ -258,18 +260,13 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
         for (int h = 0; h < heads; ++h) rope_rotate_half(q + h * hd, hd, cs, sn);
         for (int h = 0; h < kv_heads; ++h) rope_rotate_half(k + h * hd, hd, cs, sn);
       }
-      const SequenceKV& seq = *batch[row_entry[r]].kv;
-      const int p = row_pos[r];
-      const int block = seq.blocks[p / bs];
-      std::memcpy(cache.keys(layer, block) + static_cast<std::size_t>(p % bs) * kv_dim, k, sizeof(float) * kv_dim);
-      std::memcpy(cache.values(layer, block) + static_cast<std::size_t>(p % bs) * kv_dim, v, sizeof(float) * kv_dim);
+      cache.write(layer, *batch[row_entry[r]].kv, row_pos[r], k, v);
     }
 
     if (fused_attention) {
       // One pass over each sequence's cache blocks per (row, kv head): scores, online softmax and
       // the weighted values fused (src/tensor/fast/attention.cpp), threaded on the kernel pool.
-      kv_views.clear();
-      for (const auto& e : batch) kv_views.push_back(fast::kv_blocks(cache, layer, *e.kv));
+      for (std::size_t e = 0; e < batch.size(); ++e) cache.layer_blocks(layer, *batch[e].kv, kv_views[e]);
       for (int r = 0; r < rows; ++r) attention_rows[r] = {&kv_views[row_entry[r]], row_pos[r]};
       fast::causal_attention(qkv.data(), qkv_dim, attn.data(), q_dim, attention_rows, {heads, kv_heads, hd, scale});
     } else {
@@ -281,13 +278,7 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
         const int start = seq.length, ctx = start + n;
         gathered_k.resize(static_cast<std::size_t>(ctx) * kv_dim);
         gathered_v.resize(gathered_k.size());
-        for (int b = 0; b * bs < ctx; ++b) {
-          const int count = std::min(bs, ctx - b * bs);
-          std::memcpy(&gathered_k[static_cast<std::size_t>(b) * bs * kv_dim], cache.keys(layer, seq.blocks[b]),
-                      sizeof(float) * count * kv_dim);
-          std::memcpy(&gathered_v[static_cast<std::size_t>(b) * bs * kv_dim], cache.values(layer, seq.blocks[b]),
-                      sizeof(float) * count * kv_dim);
-        }
+        cache.gather(layer, seq, ctx, gathered_k.data(), gathered_v.data());
         for (int h = 0; h < heads; ++h) {
           const int kvh = h / group;
           causal_attention(&qkv[static_cast<std::size_t>(first_row) * qkv_dim + h * hd], qkv_dim, n, start,

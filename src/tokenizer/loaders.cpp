@@ -1,6 +1,7 @@
 // Builds BpeTokenizer from the three on-disk forms: tokenizer.json, vocab.json + merges.txt, GGUF.
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "inferlab/generation/generate.h"
@@ -23,7 +24,7 @@ class SchedulerTest : public ::testing::Test {
     MakeModelOptions options;
     options.seed = 3;
     options.init_std = 0.5f;  // peaked logits: greedy ties are unlikely
-    options.generation_config = generation;
+    options.generation_config = std::make_shared<const nlohmann::json>(generation);
     write_random_model(config, dir_, options);
     model_ = Model::load(dir_.string(), LoadOptions{1}).release();
   }

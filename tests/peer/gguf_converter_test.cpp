@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "inferlab/tensor/float16.h"
 #include "inferlab/loading/gguf.h"

@@ -8,7 +8,6 @@
 #include "inferlab/tensor/fast/attention.h"
 #include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/thread_pool.h"
-#include "inferlab/model/model.h"
 
 using namespace inferlab;
 using namespace inferlab::fast;
@@ -25,28 +24,26 @@ struct Case {
 TEST(Attention, FusedKernelMatchesTwoPassReference) {
   const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8}, {8, 2, 128, 16}, {2, 2, 80, 64}};
   for (const Case& c : cases) {
-    ModelConfig config;
-    config.num_layers = 2;
-    config.num_heads = c.heads;
-    config.num_kv_heads = c.kv_heads;
-    config.head_dim = c.head_dim;
-    config.hidden_size = c.heads * c.head_dim;
-    KVCache cache(config, 160, c.block_size);
     std::mt19937 rng(c.head_dim);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     const int kv_dim = c.kv_heads * c.head_dim;
-    SequenceKV a, b;
-    ASSERT_TRUE(a.reserve(cache, 70));
-    ASSERT_TRUE(b.reserve(cache, 33));
-    for (const SequenceKV* seq : {&a, &b})
-      for (int layer = 0; layer < 2; ++layer)
-        for (int block : seq->blocks)
-          for (int i = 0; i < c.block_size * kv_dim; ++i) {
-            cache.keys(layer, block)[i] = dist(rng) * 2;  // wide scores exercise the running max
-            cache.values(layer, block)[i] = dist(rng);
-          }
-    const int layer = 1;
-    const KVBlocks kva = kv_blocks(cache, layer, a), kvb = kv_blocks(cache, layer, b);
+    // Two sequences of 70 and 33 positions in blocks of their own, as plain memory (no KVCache).
+    std::vector<std::vector<float>> storage;  // a vector moved in keeps its buffer: the views stay valid
+    auto blocks_for = [&](int positions) {
+      KVBlocks view;
+      view.block_size = c.block_size;
+      for (int b = 0; b * c.block_size < positions; ++b) {
+        std::vector<float> keys(static_cast<std::size_t>(c.block_size) * kv_dim), values(keys.size());
+        for (auto& k : keys) k = dist(rng) * 2;  // wide scores exercise the running max
+        for (auto& v : values) v = dist(rng);
+        storage.push_back(std::move(keys));
+        view.keys.push_back(storage.back().data());
+        storage.push_back(std::move(values));
+        view.values.push_back(storage.back().data());
+      }
+      return view;
+    };
+    const KVBlocks kva = blocks_for(70), kvb = blocks_for(33);
     std::vector<AttentionRow> rows;
     for (int p : {0, 1, 15, 16, 17, 31, 32, 69}) rows.push_back({&kva, p});
     for (int p : {0, 7, 32}) rows.push_back({&kvb, p});
@@ -68,8 +65,6 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
       }
     }
     set_isa_limit(Isa::Avx512);
-    a.release(cache);
-    b.release(cache);
   }
   set_threads(0);
 }

@@ -1,6 +1,8 @@
 // GPT-2 vocabulary from GGUF against llama.cpp's test vectors (ids from Hugging Face tokenizers).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "inferlab/util/error.h"
 #include "inferlab/loading/gguf.h"
 #include "inferlab/tokenizer/tokenizer.h"

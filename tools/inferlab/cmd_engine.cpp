@@ -206,7 +206,7 @@ void run_kv_size(const KvSizeArgs& args) {
   if (dtype == "fp8" || dtype == "int8" || dtype == "i8" || dtype == "f8") element = 1;
   else if (auto d = parse_dtype(dtype)) element = static_cast<int>(dtype_size(*d));
   else fail("--dtype '{}' is not one of f32, bf16, f16, fp8, int8", args.dtype);
-  const uint64_t per_token = 2ull * layers * kv_heads * head_dim * element;
+  const uint64_t per_token = kv_bytes_per_token(layers, kv_heads, head_dim, element);
   std::printf("%s bytes / token\n", with_commas(per_token).c_str());
   for (int32_t t : parse_id_list(args.tokens, "--tokens"))
     std::printf("%s tokens: %s MiB\n", with_commas(t).c_str(), mib_text(per_token * static_cast<uint64_t>(t)).c_str());
@@ -229,13 +229,13 @@ void run_make_model(const MakeModelArgs& args) {
   if (!args.preset.empty()) {
     auto [preset_config, generation] = model_preset(args.preset);
     config = preset_config;
-    options.generation_config = generation;
+    options.generation_config = std::make_shared<const json>(std::move(generation));
   } else {
     fs::path file = args.config;
     if (fs::is_directory(file)) file /= "config.json";
     config = read_json_file(file);
     if (fs::exists(file.parent_path() / "generation_config.json") && !options.tokenizer_dir)
-      options.generation_config = read_json_file(file.parent_path() / "generation_config.json");
+      options.generation_config = std::make_shared<const json>(read_json_file(file.parent_path() / "generation_config.json"));
   }
   write_random_model(config, args.out, options);
   std::printf("wrote %s (%s, %s, seed %llu)\n", args.out.c_str(), config.value("model_type", std::string("?")).c_str(),

@@ -4,7 +4,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -17,21 +18,24 @@ struct GgufTensorInfo {
   uint64_t offset = 0;  // relative to GgufFile::data_offset
 };
 
+struct GgufFile;
+// Throws Error naming the file and what is wrong (bad magic, truncated, unknown value type...).
+GgufFile read_gguf(const std::filesystem::path& file);
+
 struct GgufFile {
   uint32_t version = 0;
-  // Values as JSON: integers, floats, bools, strings, arrays of those (uint8 arrays stay numbers).
-  std::map<std::string, nlohmann::json> metadata;
   std::vector<GgufTensorInfo> tensors;
   uint64_t alignment = 32;
   uint64_t data_offset = 0;  // file offset where tensor data starts
 
-  const nlohmann::json* find(const std::string& key) const {
-    auto it = metadata.find(key);
-    return it == metadata.end() ? nullptr : &it->second;
-  }
-};
+  // A metadata value as JSON (integers, floats, bools, strings, arrays of those; uint8 arrays
+  // stay numbers), or nullptr when the file has no such key.
+  const nlohmann::json* find(const std::string& key) const;
 
-// Throws Error naming the file and what is wrong (bad magic, truncated, unknown value type...).
-GgufFile read_gguf(const std::filesystem::path& file);
+ private:
+  friend GgufFile read_gguf(const std::filesystem::path& file);
+  // Shared and immutable once read: copies are cheap and json stays out of this header.
+  std::shared_ptr<const std::map<std::string, nlohmann::json>> metadata_;
+};
 
 }  // namespace inferlab

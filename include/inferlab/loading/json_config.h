@@ -2,7 +2,7 @@
 // reading them, and typed keys with errors that name the key and the file.
 #pragma once
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

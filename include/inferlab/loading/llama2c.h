@@ -5,21 +5,17 @@
 #pragma once
 #include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "inferlab/loading/safetensors.h"
 
 namespace inferlab {
 
-struct Llama2cCheckpoint {
-  nlohmann::json config;  // model_type "llama", bos_token_id 1
-  std::unique_ptr<MemoryTensorSource> tensors;
-};
-
 // True when the file is plausibly a llama2.c checkpoint (size matches its header).
 bool looks_like_llama2c(const std::filesystem::path& file);
-// Only the header -> config (no weights read).
+// Only the header -> config.json equivalent (model_type "llama", bos_token_id 1; no weights read).
 nlohmann::json read_llama2c_config(const std::filesystem::path& file);
-Llama2cCheckpoint read_llama2c(const std::filesystem::path& file);
+// The weights under HF names; Error when the file size disagrees with the header.
+std::unique_ptr<MemoryTensorSource> read_llama2c_weights(const std::filesystem::path& file);
 
 }  // namespace inferlab

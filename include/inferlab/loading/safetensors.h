@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,14 +49,12 @@ class SafetensorsFile {
   const std::filesystem::path& path() const { return path_; }
   std::vector<std::string> names() const;
   std::optional<TensorView> find(const std::string& name) const;
-  const nlohmann::json& metadata() const { return metadata_; }
 
  private:
   std::filesystem::path path_;
   void* map_ = nullptr;
   std::size_t size_ = 0;
   std::map<std::string, TensorView> tensors_;
-  nlohmann::json metadata_;
 };
 
 // Where weights come from: the safetensors files of an HF folder, or tensors built in memory

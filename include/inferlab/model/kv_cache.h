@@ -7,9 +7,18 @@
 #include <optional>
 #include <vector>
 
+#include "inferlab/tensor/fast/attention.h"
+
 namespace inferlab {
 
 struct ModelConfig;
+struct SequenceKV;
+
+// K and V of every layer for one token: 2 * layers * kv_heads * head_dim elements. The one formula
+// behind the cache's size, the scheduler's default capacity and `inferlab kv-size`.
+std::size_t kv_bytes_per_token(int layers, int kv_heads, int head_dim, std::size_t bytes_per_element);
+// The same for a model's shape, with the cache's fp32 elements unless told otherwise.
+std::size_t kv_bytes_per_token(const ModelConfig& config, std::size_t bytes_per_element = sizeof(float));
 
 class KVCache {
  public:
@@ -21,20 +30,27 @@ class KVCache {
   int free_blocks() const { return static_cast<int>(free_list_.size()); }
   int used_blocks() const { return num_blocks_ - free_blocks(); }
   std::size_t bytes() const;            // memory held by the pool
-  std::size_t bytes_per_token() const;  // 2 * layers * kv_heads * head_dim * sizeof(element)
+  std::size_t bytes_per_token() const;  // kv_bytes_per_token of this cache's shape
 
   std::optional<int> allocate();  // a block with refcount 1, or nullopt when the pool is exhausted
   void retain(int block);         // one more user of this block
   void release(int block);        // one user fewer; at 0 the block returns to the free list
   int refcount(int block) const { return refcount_[block]; }
 
-  // K and V rows of one block of one layer: [block_size][kv_heads][head_dim], contiguous.
-  float* keys(int layer, int block);
-  float* values(int layer, int block);
-  const float* keys(int layer, int block) const;
-  const float* values(int layer, int block) const;
+  // Stores the K and V rows ([kv_heads][head_dim] each) of one position of seq in one layer; the
+  // position must lie in seq's reserved blocks.
+  void write(int layer, const SequenceKV& seq, int position, const float* key, const float* value);
+  // One layer's blocks of seq as the attention kernels' plain view; refills `view` in place so a
+  // view reused across layers and steps allocates nothing once its vectors have grown.
+  void layer_blocks(int layer, const SequenceKV& seq, fast::KVBlocks& view) const;
+  // K and V of positions 0..positions-1 of seq in one layer, copied contiguous:
+  // [positions][kv_heads][head_dim] into each of keys and values.
+  void gather(int layer, const SequenceKV& seq, int positions, float* keys, float* values) const;
 
  private:
+  // Offset of one (layer, block) in keys_ / values_: [block_size][kv_heads][head_dim] floats each.
+  std::size_t block_offset(int layer, int block) const;
+
   int layers_, kv_heads_, head_dim_, block_size_, num_blocks_;
   std::size_t block_stride_;  // floats per (layer, block) for K or for V
   std::vector<float> keys_, values_;

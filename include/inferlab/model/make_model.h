@@ -3,9 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inferlab/loading/safetensors.h"
@@ -17,7 +19,8 @@ struct MakeModelOptions {
   uint64_t seed = 0;
   float init_std = 0.02f;
   std::optional<std::filesystem::path> tokenizer_dir;  // tokenizer files copied from here
-  std::optional<nlohmann::json> generation_config;     // written as generation_config.json
+  // Written as generation_config.json when set (a pointer keeps json out of this header).
+  std::shared_ptr<const nlohmann::json> generation_config;
 };
 
 // Writes config.json, model.safetensors (deterministic random weights, HF names and shapes of

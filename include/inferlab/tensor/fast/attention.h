@@ -6,22 +6,15 @@
 #include <span>
 #include <vector>
 
-#include "inferlab/model/kv_cache.h"
-
 namespace inferlab::fast {
 
-// One layer's K/V blocks of one sequence, in order (built by the caller: KVCache lives in the
-// engine library, the kernels here only read memory).
+// One layer's K/V of one sequence as plain memory, block by block in position order: block i
+// holds positions i * block_size.. as [block_size][kv_heads][head_dim] floats. The kernels only
+// read it; the model layer's KVCache::layer_blocks fills it (reusing the vectors' storage).
 struct KVBlocks {
   std::vector<const float*> keys, values;
   int block_size = 0;
 };
-inline KVBlocks kv_blocks(const KVCache& cache, int layer, const SequenceKV& seq) {
-  KVBlocks b;
-  b.block_size = cache.block_size();
-  for (int block : seq.blocks) b.keys.push_back(cache.keys(layer, block)), b.values.push_back(cache.values(layer, block));
-  return b;
-}
 
 struct AttentionRow {
   const KVBlocks* kv = nullptr;
@@ -35,7 +28,7 @@ struct AttentionShape {
 
 // q: row r, head h at q[r * q_stride + h * head_dim]; out likewise with out_stride.
 // K/V of position j of a row: kv->keys/values[j / block_size] + (j % block_size) * kv_heads *
-// head_dim + kv_head * head_dim (the KVCache layout).
+// head_dim + kv_head * head_dim.
 void causal_attention(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
                       std::span<const AttentionRow> rows, const AttentionShape& shape);
 

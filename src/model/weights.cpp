@@ -1,4 +1,4 @@
-#include "inferlab/tensor/fast/weights.h"
+#include "model/weights.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

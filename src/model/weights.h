@@ -1,5 +1,6 @@
 // From checkpoint tensors to packed matmul weights: which format a load option means, and packing
-// straight from the stored bytes (bf16 is never widened to fp32 on the way).
+// straight from the stored bytes (bf16 is never widened to fp32 on the way). Model layer: it joins
+// the loading layer's TensorView with the tensor layer's packed formats, for the WeightLoader.
 #pragma once
 #include <string>
 
