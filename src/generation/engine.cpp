@@ -40,7 +40,6 @@ EngineText::EngineText(std::shared_ptr<const Tokenizer> tokenizer) : tokenizer_(
 }
 
 EngineText::~EngineText() = default;
-EngineText::EngineText(EngineText&&) noexcept = default;
 
 std::vector<int32_t> EngineText::tokenize(std::string_view text, bool add_special_tokens) const {
   return tokenizer_->encode(text, add_special_tokens);

@@ -1,7 +1,7 @@
 // OpenAI request parsing: a request body -> a typed request for /v1/chat/completions,
 // /v1/completions, /tokenize and /detokenize, with every request limit checked here, once (the
-// server's configured ones included). The body size is the one limit enforced by the transport,
-// which must stop reading; its value comes from RequestLimits too.
+// server's configured ones included). The body size is the one limit the transport enforces
+// (http_server.cpp, --max-body-bytes), since it must stop reading.
 #pragma once
 #include <optional>
 #include <string>
@@ -15,11 +15,10 @@ namespace inferlab::api {
 
 // The server's configured limits (`inferlab serve --max-*`). 0: no limit of its own (the context's).
 struct RequestLimits {
-  std::size_t max_body_bytes = 32u << 20;  // larger bodies: 413 (enforced while reading)
-  int max_n = 16;                          // choices per request
-  int max_messages = 0;                    // chat messages per request
-  int max_prompt_tokens = 0;               // tokens per prompt
-  int max_tokens = 0;                      // the largest max_tokens; the default is capped to it
+  int max_n = 16;             // choices per request
+  int max_messages = 0;       // chat messages per request
+  int max_prompt_tokens = 0;  // tokens per prompt
+  int max_tokens = 0;         // the largest max_tokens; the default is capped to it
 };
 
 // What the request parser needs to know about the served model.

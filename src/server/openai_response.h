@@ -2,6 +2,7 @@
 // the stop strings, finish reasons, errors, logprobs, usage) and the JSON built from it, the
 // non-streaming body and the chunks a stream sends.
 #pragma once
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>

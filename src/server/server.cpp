@@ -90,8 +90,7 @@ void Server::load(const std::string& model_name) {
   s.context.context_length = s.engine->context_length();
   s.context.vocab_size = s.engine->vocab_size();
   s.context.kv_capacity_tokens = s.engine->kv_capacity_tokens();
-  s.context.limits = {.max_body_bytes = s.options.max_body_bytes,
-                      .max_n = s.options.max_n,
+  s.context.limits = {.max_n = s.options.max_n,
                       .max_messages = s.options.max_messages,
                       .max_prompt_tokens = s.options.max_prompt_tokens,
                       .max_tokens = s.options.max_tokens_limit};

@@ -27,7 +27,6 @@ class EngineText {
   // without one (chat_template_error() says why).
   explicit EngineText(std::shared_ptr<const Tokenizer> tokenizer);
   ~EngineText();
-  EngineText(EngineText&&) noexcept;
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special_tokens) const;
   std::string detokenize(std::span<const int32_t> ids) const;  // special tokens kept
