@@ -1,5 +1,5 @@
 // The server's request parser: body bytes -> JSON object -> ParsedRequest, exactly as
-// /v1/chat/completions and /v1/completions call it (src/server/openai_api.h), with the real Qwen
+// /v1/chat/completions and /v1/completions call it (src/server/openai_request.h), with the real Qwen
 // tokenizer and chat template. The first byte picks the endpoint. Bad input must end as an
 // ApiError with a 4xx status (or inferlab::Error, which the server answers as 400); anything else
 // would reach the client as a 500. A request that parses must fit the context it was checked
@@ -8,13 +8,12 @@
 
 #include "fuzz_common.h"
 #include "inferlab/util/error.h"
-#include "openai_api.h"
+#include "server/openai_request.h"
 
 namespace {
 
 struct Served {
-  std::shared_ptr<const inferlab::Tokenizer> tokenizer;
-  std::unique_ptr<inferlab::ChatTemplate> chat_template;
+  std::unique_ptr<inferlab::EngineText> text;
   inferlab::api::ModelContext context;
 };
 
@@ -26,15 +25,13 @@ const Served& served() {
       std::fprintf(stderr, "fuzz_openai_request: missing %s (npm ci)\n", dir.c_str());
       std::exit(1);
     }
-    out.tokenizer = inferlab::Tokenizer::from_folder(dir);
-    out.chat_template = std::make_unique<inferlab::ChatTemplate>(out.tokenizer->chat_template());
-    out.context.tokenizer = out.tokenizer;
-    out.context.chat_template = out.chat_template.get();
+    out.text = std::make_unique<inferlab::EngineText>(inferlab::Tokenizer::from_folder(dir));
+    out.context.text = out.text.get();
     out.context.accepted_names = {"demo", "models/demo"};
     out.context.context_length = 4096;
-    out.context.vocab_size = out.tokenizer->vocab_size();
+    out.context.vocab_size = out.text->vocab_size();
     out.context.kv_capacity_tokens = 8192;
-    out.context.max_n = 16;
+    out.context.limits.max_n = 16;
     return out;
   }();
   return s;
@@ -53,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         : inferlab::api::parse_completion_request(json, s.context);
     if (request.prompts.empty()) inferlab::fuzz::invariant_failed("a parsed request without prompts");
     if (request.max_tokens.size() != request.prompts.size()) inferlab::fuzz::invariant_failed("max_tokens per prompt");
-    if (request.n < 1 || request.n > s.context.max_n) inferlab::fuzz::invariant_failed("n out of range");
+    if (request.n < 1 || request.n > s.context.limits.max_n) inferlab::fuzz::invariant_failed("n out of range");
     for (std::size_t i = 0; i < request.prompts.size(); ++i) {
       if (request.max_tokens[i] < 1) inferlab::fuzz::invariant_failed("max_tokens < 1");
       if (request.prompts[i].size() + static_cast<std::size_t>(request.max_tokens[i]) > 4096)

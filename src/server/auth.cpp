@@ -1,7 +1,10 @@
-#include "auth.h"
+// Who may call the server: the API key comparison, and which listening addresses need none.
+#include "server/auth.h"
 
 #include <algorithm>
 #include <cctype>
+
+#include "inferlab/server/server.h"
 
 namespace inferlab::api {
 
@@ -34,8 +37,12 @@ bool bearer_matches(std::string_view authorization, std::string_view key) {
   return !key.empty() && constant_time_equal(trim(authorization.substr(scheme.size())), key);
 }
 
+}  // namespace inferlab::api
+
+namespace inferlab {
+
 bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
-}  // namespace inferlab::api
+}  // namespace inferlab

@@ -1,7 +1,6 @@
 // API-key checks for `inferlab serve --api-key`: kept apart from the HTTP plumbing so the
 // comparison can be tested (and fuzzed) alone.
 #pragma once
-#include <string>
 #include <string_view>
 
 namespace inferlab::api {
@@ -13,8 +12,5 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 // An Authorization header value "Bearer KEY" (scheme case-insensitive, spaces around the token
 // ignored) carrying exactly `key`.
 bool bearer_matches(std::string_view authorization, std::string_view key);
-
-// True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost).
-bool is_loopback_host(const std::string& host);
 
 }  // namespace inferlab::api

@@ -1,4 +1,4 @@
-// Sampler and stop-string matching: deterministic checks on hand-made logits.
+// Sampler: deterministic checks on hand-made logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,7 +6,6 @@
 
 #include "inferlab/util/error.h"
 #include "inferlab/generation/sampler.h"
-#include "openai_api.h"
 
 using inferlab::Sampler;
 using inferlab::SamplingParams;
@@ -152,38 +151,6 @@ TEST(Sampler, RejectsOutOfRangeParameters) {
   p = {};
   p.temperature = -1.0f;
   EXPECT_THROW(Sampler{p}, inferlab::Error);
-}
-
-TEST(StopMatcher, StopsBeforeTheStopStringAndHoldsBackPossiblePrefixes) {
-  inferlab::api::StopMatcher stop({"END", "\n\n"});
-  EXPECT_EQ(stop.feed("Hello E"), "Hello ");  // "E" could start END
-  EXPECT_EQ(stop.feed("N"), "");
-  EXPECT_EQ(stop.feed("Dless"), "");
-  EXPECT_TRUE(stop.hit());
-  EXPECT_EQ(stop.finish(), "");
-}
-
-TEST(StopMatcher, ReleasesHeldTextWhenItTurnsOutNotToBeAStop) {
-  inferlab::api::StopMatcher stop({"END"});
-  EXPECT_EQ(stop.feed("abcE"), "abc");
-  EXPECT_EQ(stop.feed("Nx"), "ENx");
-  EXPECT_EQ(stop.feed("EN"), "");
-  EXPECT_FALSE(stop.hit());
-  EXPECT_EQ(stop.finish(), "EN");
-}
-
-TEST(StopMatcher, FindsAStopSplitAcrossManyPieces) {
-  inferlab::api::StopMatcher stop({"<|stop|>"});
-  std::string shown;
-  for (std::string piece : {"x<", "|", "st", "op", "|", ">tail"}) shown += stop.feed(piece);
-  EXPECT_EQ(shown, "x");
-  EXPECT_TRUE(stop.hit());
-}
-
-TEST(StopMatcher, WithoutStopsEverythingPassesThrough) {
-  inferlab::api::StopMatcher stop({});
-  EXPECT_EQ(stop.feed("abc"), "abc");
-  EXPECT_EQ(stop.finish(), "");
 }
 
 TEST(Sampler, VocabLimitKeepsPaddedIdsOut) {

@@ -66,7 +66,7 @@ void serve(const ServeArgs& args) {
   std::fprintf(stderr, "inferlab serve: listening on http://%s:%d (loading %s; /health is 503 until ready)\n",
                options.host.c_str(), port, model.c_str());
   if (options.api_key.empty()) {
-    if (options.host == "localhost" || options.host == "::1" || options.host.rfind("127.", 0) == 0)
+    if (inferlab::is_loopback_host(options.host))
       std::fprintf(stderr, "inferlab serve: no API key (--api-key or INFERLAB_API_KEY), so it listens on %s only: "
                            "reachable from this machine alone\n", options.host.c_str());
     else

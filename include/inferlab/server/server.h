@@ -1,5 +1,5 @@
 // OpenAI-compatible HTTP server (cpp-httplib): /v1/models, /v1/chat/completions, /v1/completions,
-// /health, /metrics, /tokenize, /detokenize, served from one continuous-batching Scheduler.
+// /health, /metrics, /tokenize, /detokenize, served from one Engine (continuous batching).
 #pragma once
 #include <chrono>
 #include <memory>
@@ -58,5 +58,9 @@ class Server {
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };
+
+// True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost): serving there
+// without an API key is safe.
+bool is_loopback_host(const std::string& host);
 
 }  // namespace inferlab

@@ -1,4 +1,5 @@
-#include "openai_api.h"
+// Parsing and validating OpenAI requests, and every request limit (see openai_request.h).
+#include "server/openai_request.h"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -79,7 +80,7 @@ std::vector<int32_t> token_ids(const json& array, const char* name, int vocab) {
 void parse_common(const json& body, const ModelContext& model, ParsedRequest& out, std::optional<int64_t>& max_tokens) {
   check_model(body, model);
   out.n = static_cast<int>(integer(body, "n", 1, std::numeric_limits<int>::max()).value_or(1));
-  if (out.n > model.max_n) bad("n", "'n' may be at most {} here, got {}", model.max_n, out.n);
+  if (out.n > model.limits.max_n) bad("n", "'n' may be at most {} here, got {}", model.limits.max_n, out.n);
 
   std::optional<int64_t> max_tokens_field = integer(body, "max_tokens", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   std::optional<int64_t> max_completion = integer(body, "max_completion_tokens", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
@@ -159,6 +160,29 @@ void resolve_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, c
   }
 }
 
+// The server's limits that are checked on the raw body, before anything else is parsed.
+void check_body_limits(const json& body, const RequestLimits& limits, bool chat) {
+  if (chat && body.contains("messages") && body["messages"].is_array() && limits.max_messages > 0 &&
+      body["messages"].size() > static_cast<std::size_t>(limits.max_messages))
+    throw ApiError(400, fmt::format("{} messages; this server accepts at most {} (--max-messages)", body["messages"].size(),
+                                    limits.max_messages), "messages");
+  for (const char* name : {"max_tokens", "max_completion_tokens"})
+    if (limits.max_tokens > 0 && body.contains(name) && body[name].is_number() && body[name].get<double>() > limits.max_tokens)
+      throw ApiError(400, fmt::format("'{}' is {}; this server allows at most {} (--max-tokens-limit)", name, body[name].dump(),
+                                      limits.max_tokens), name);
+}
+
+// The server's limits on the tokenized prompts; a resolved max_tokens is capped to its limit.
+void check_prompt_limits(ParsedRequest& out, const RequestLimits& limits) {
+  for (std::size_t p = 0; p < out.prompts.size(); ++p) {
+    if (limits.max_prompt_tokens > 0 && out.prompts[p].size() > static_cast<std::size_t>(limits.max_prompt_tokens))
+      throw ApiError(400, fmt::format("the prompt is {} tokens; this server accepts at most {} (--max-prompt-tokens)",
+                                      out.prompts[p].size(), limits.max_prompt_tokens),
+                     out.chat ? "messages" : "prompt", "context_length_exceeded");
+    if (limits.max_tokens > 0) out.max_tokens[p] = std::min(out.max_tokens[p], limits.max_tokens);
+  }
+}
+
 std::string message_text(const json& message, std::size_t index) {
   const json* content = field(message, "content");
   if (!content) return "";
@@ -180,19 +204,6 @@ std::string message_text(const json& message, std::size_t index) {
 }
 
 }  // namespace
-
-ApiError::ApiError(int status_, std::string message_, std::string param_, std::string code_, std::string type_)
-    : status(status_), message(std::move(message_)), type(std::move(type_)), param(std::move(param_)), code(std::move(code_)) {}
-
-json ApiError::body() const {
-  return {{"error",
-           {{"message", message},
-            {"type", type},
-            {"param", param.empty() ? json(nullptr) : json(param)},
-            {"code", code.empty() ? json(nullptr) : json(code)}}}};
-}
-
-std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json parse_json_object(const std::string& body) {
   json parsed;
@@ -217,7 +228,11 @@ void check_model(const json& body, const ModelContext& model) {
   throw ApiError(404, fmt::format("The model `{}` does not exist.", wanted), "model", "model_not_found");
 }
 
-ParsedRequest parse_chat_request(const json& body, const ModelContext& model) {
+namespace {
+
+// server_limits: false for /tokenize, which renders a chat but generates nothing.
+ParsedRequest chat_request(const json& body, const ModelContext& model, bool server_limits) {
+  if (server_limits) check_body_limits(body, model.limits, true);
   ParsedRequest out;
   out.chat = true;
   std::optional<int64_t> max_tokens;
@@ -274,29 +289,33 @@ ParsedRequest parse_chat_request(const json& body, const ModelContext& model) {
     m["content"] = message_text(message, i);
     rendered.push_back(std::move(m));
   }
-  if (!model.chat_template)
+  if (!model.text->has_chat_template())
     throw ApiError(400, "this model has no chat template (tokenizer_config.json); use /v1/completions with a prompt", "messages");
   json extra = json::object();
   if (tools) extra["tools"] = *tools;
-  extra["bos_token"] = model.tokenizer->bos_token();
-  extra["eos_token"] = model.tokenizer->eos_token();
   if (const json* kwargs = field(body, "chat_template_kwargs")) {
     if (!kwargs->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     for (const auto& [key, value] : kwargs->items()) extra[key] = value;
   }
   std::string prompt;
   try {
-    prompt = model.chat_template->render(rendered, true, extra);
+    prompt = model.text->render_chat(rendered, extra);
   } catch (const std::exception& e) {
     throw ApiError(400, fmt::format("the chat template could not be applied to these messages: {}", e.what()), "messages");
   }
-  out.prompts.push_back(model.tokenizer->encode(prompt, false));
+  out.prompts.push_back(model.text->tokenize(prompt, false));
   out.prompt_texts.push_back(prompt);
   resolve_max_tokens(out, max_tokens, model);
+  if (server_limits) check_prompt_limits(out, model.limits);
   return out;
 }
 
+}  // namespace
+
+ParsedRequest parse_chat_request(const json& body, const ModelContext& model) { return chat_request(body, model, true); }
+
 ParsedRequest parse_completion_request(const json& body, const ModelContext& model) {
+  check_body_limits(body, model.limits, false);
   ParsedRequest out;
   std::optional<int64_t> max_tokens;
   parse_common(body, model, out, max_tokens);
@@ -319,13 +338,13 @@ ParsedRequest parse_completion_request(const json& body, const ModelContext& mod
   const json* prompt = field(body, "prompt");
   if (!prompt) bad("prompt", "'prompt' is required");
   auto add_text = [&](const std::string& text) {
-    auto ids = model.tokenizer->encode(text, true);
+    auto ids = model.text->tokenize(text, true);
     out.prompts.push_back(std::move(ids));
     out.prompt_texts.push_back(text);
   };
   auto add_ids = [&](const json& array) {
     auto ids = token_ids(array, "prompt", model.vocab_size);
-    out.prompt_texts.push_back(model.tokenizer->decode(ids, false));
+    out.prompt_texts.push_back(model.text->detokenize(ids));
     out.prompts.push_back(std::move(ids));
   };
   if (prompt->is_string()) {
@@ -345,53 +364,43 @@ ParsedRequest parse_completion_request(const json& body, const ModelContext& mod
   } else {
     bad("prompt", "'prompt' must be a string, an array of strings or an array of token ids, got {}", type_of(*prompt));
   }
-  if (out.prompts.size() * out.n > static_cast<std::size_t>(model.max_n) * 4)
+  if (out.prompts.size() * out.n > static_cast<std::size_t>(model.limits.max_n) * 4)
     bad("prompt", "too many completions in one request ({} prompts x n={}); send several requests", out.prompts.size(), out.n);
   resolve_max_tokens(out, max_tokens, model);
+  check_prompt_limits(out, model.limits);
   return out;
 }
 
-std::string StopMatcher::feed(const std::string& piece) {
-  if (hit_) return "";
-  held_ += piece;
-  std::size_t first = std::string::npos;
-  for (const auto& stop : stops_) first = std::min(first, held_.find(stop));
-  if (first != std::string::npos) {
-    hit_ = true;
-    std::string out = held_.substr(0, first);
-    held_.clear();
-    return out;
+TokenizeRequest parse_tokenize_request(const json& body, const ModelContext& model) {
+  check_model(body, model);
+  TokenizeRequest out;
+  if (body.contains("messages")) {
+    out.ids = chat_request(body, model, false).prompts.front();
+  } else if (body.contains("prompt")) {
+    if (!body["prompt"].is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");
+    bool add_special = true;
+    if (body.contains("add_special_tokens")) {
+      if (!body["add_special_tokens"].is_boolean()) throw ApiError(400, "'add_special_tokens' must be a boolean", "add_special_tokens");
+      add_special = body["add_special_tokens"].get<bool>();
+    }
+    out.ids = model.text->tokenize(body["prompt"].get<std::string>(), add_special);
+  } else {
+    throw ApiError(400, "give 'prompt' (a string) or 'messages'", "prompt");
   }
-  // Hold back the longest tail that is the beginning of some stop string.
-  std::size_t keep = 0;
-  for (const auto& stop : stops_) {
-    for (std::size_t len = std::min(stop.size() - 1, held_.size()); len > keep; --len)
-      if (held_.compare(held_.size() - len, len, stop, 0, len) == 0) {
-        keep = len;
-        break;
-      }
+  out.return_token_strs = body.value("return_token_strs", false);
+  return out;
+}
+
+std::vector<int32_t> parse_detokenize_request(const json& body, const ModelContext& model) {
+  check_model(body, model);
+  if (!body.contains("tokens") || !body["tokens"].is_array()) throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
+  std::vector<int32_t> ids;
+  for (const json& v : body["tokens"]) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= model.vocab_size)
+      throw ApiError(400, fmt::format("'tokens' must hold token ids 0..{}, found {}", model.vocab_size - 1, v.dump()), "tokens");
+    ids.push_back(v.get<int32_t>());
   }
-  std::string out = held_.substr(0, held_.size() - keep);
-  held_.erase(0, held_.size() - keep);
-  return out;
-}
-
-std::string StopMatcher::finish() {
-  std::string out = hit_ ? "" : held_;
-  held_.clear();
-  return out;
-}
-
-std::string token_text(const Tokenizer& tokenizer, int32_t id) {
-  int32_t ids[1] = {id};
-  return tokenizer.decode(std::span<const int32_t>(ids, 1), false);
-}
-
-json token_bytes(const Tokenizer& tokenizer, int32_t id) {
-  int32_t ids[1] = {id};
-  json out = json::array();
-  for (unsigned char c : tokenizer.decode_bytes(std::span<const int32_t>(ids, 1), false)) out.push_back(static_cast<int>(c));
-  return out;
+  return ids;
 }
 
 }  // namespace inferlab::api

@@ -1,0 +1,27 @@
+// The OpenAI error shape every failure is answered in, and the one JSON serialisation every
+// answer body goes through.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace inferlab::api {
+
+using json = nlohmann::json;
+
+// An error answered in OpenAI's shape {"error": {"message", "type", "param", "code"}}.
+struct ApiError : std::exception {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // empty: null
+  std::string code;   // empty: null
+  ApiError(int status, std::string message, std::string param = "", std::string code = "",
+           std::string type = "invalid_request_error");
+  const char* what() const noexcept override { return message.c_str(); }
+  json body() const;
+};
+
+// Serialise with invalid UTF-8 replaced (a token may be half a character).
+std::string dump(const json& value);
+
+}  // namespace inferlab::api

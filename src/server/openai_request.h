@@ -1,0 +1,68 @@
+// OpenAI request parsing: a request body -> a typed request for /v1/chat/completions,
+// /v1/completions, /tokenize and /detokenize, with every request limit checked here, once (the
+// server's configured ones included). The body size is the one limit the transport enforces
+// (http_server.cpp, --max-body-bytes), since it must stop reading.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferlab/generation/engine.h"
+#include "inferlab/generation/sampler.h"
+#include "server/api_error.h"
+
+namespace inferlab::api {
+
+// The server's configured limits (`inferlab serve --max-*`). 0: no limit of its own (the context's).
+struct RequestLimits {
+  int max_n = 16;             // choices per request
+  int max_messages = 0;       // chat messages per request
+  int max_prompt_tokens = 0;  // tokens per prompt
+  int max_tokens = 0;         // the largest max_tokens; the default is capped to it
+};
+
+// What the request parser needs to know about the served model.
+struct ModelContext {
+  const EngineText* text = nullptr;
+  std::vector<std::string> accepted_names;  // "model" values we answer to
+  int context_length = 0;
+  int vocab_size = 0;
+  std::size_t kv_capacity_tokens = 0;
+  RequestLimits limits;
+};
+
+struct ParsedRequest {
+  bool chat = false;
+  std::vector<std::vector<int32_t>> prompts;  // one for chat; completions may batch several
+  std::vector<std::string> prompt_texts;      // for echo
+  int n = 1;
+  std::vector<int> max_tokens;                // per prompt, resolved against the context and the limits
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;
+  bool echo = false;
+  bool logprobs = false;
+  int top_logprobs = 0;
+  bool skip_special_tokens = true;
+};
+
+json parse_json_object(const std::string& body);  // ApiError on malformed JSON or a non-object
+void check_model(const json& body, const ModelContext& model);  // 404 for a name we do not serve
+ParsedRequest parse_chat_request(const json& body, const ModelContext& model);
+ParsedRequest parse_completion_request(const json& body, const ModelContext& model);
+
+// POST /tokenize: a prompt (string) or a chat (messages, parsed as for /v1/chat/completions but
+// without the server's generation limits: it only renders).
+struct TokenizeRequest {
+  std::vector<int32_t> ids;
+  bool return_token_strs = false;
+};
+TokenizeRequest parse_tokenize_request(const json& body, const ModelContext& model);
+
+// POST /detokenize: the token ids, each checked against the vocabulary.
+std::vector<int32_t> parse_detokenize_request(const json& body, const ModelContext& model);
+
+}  // namespace inferlab::api

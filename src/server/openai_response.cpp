@@ -1,0 +1,238 @@
+// OpenAI responses (see openai_response.h): stop strings, the per-choice state, logprobs in the
+// chat and completions shapes, usage, and the non-streaming body and streaming chunks.
+#include "server/openai_response.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <random>
+
+namespace inferlab::api {
+namespace {
+
+std::string random_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}{:016x}{:08x}", prefix, rng(), static_cast<uint32_t>(rng()));
+}
+
+json empty_completion_logprobs() {
+  return {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}, {"text_offset", json::array()}};
+}
+
+// The raw bytes as the integer list OpenAI's logprobs "bytes" carries.
+json bytes_of(const std::string& bytes) {
+  json out = json::array();
+  for (unsigned char c : bytes) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+}  // namespace
+
+std::string StopMatcher::feed(const std::string& piece) {
+  if (hit_) return "";
+  held_ += piece;
+  std::size_t first = std::string::npos;
+  for (const auto& stop : stops_) first = std::min(first, held_.find(stop));
+  if (first != std::string::npos) {
+    hit_ = true;
+    std::string out = held_.substr(0, first);
+    held_.clear();
+    return out;
+  }
+  // Hold back the longest tail that is the beginning of some stop string.
+  std::size_t keep = 0;
+  for (const auto& stop : stops_) {
+    for (std::size_t len = std::min(stop.size() - 1, held_.size()); len > keep; --len)
+      if (held_.compare(held_.size() - len, len, stop, 0, len) == 0) {
+        keep = len;
+        break;
+      }
+  }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+std::string StopMatcher::finish() {
+  std::string out = hit_ ? "" : held_;
+  held_.clear();
+  return out;
+}
+
+Choice::Choice(const EngineText& text, bool skip_special, std::vector<std::string> stops)
+    : decoder(text.stream_decoder(skip_special)), stop(std::move(stops)), completion_logprobs(empty_completion_logprobs()) {}
+
+Completion::Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, std::string model_name,
+                       double request_timeout_s)
+    : request_(std::move(request)),
+      text_(text),
+      model_name_(std::move(model_name)),
+      request_timeout_s_(request_timeout_s),
+      id_(random_id(request_->chat ? "chatcmpl-" : "cmpl-")),
+      created_(std::time(nullptr)) {}
+
+Completion::~Completion() { cancel_all(); }
+
+void Completion::add_choice(int prompt_index, std::shared_ptr<RequestStream> stream) {
+  auto choice = std::make_unique<Choice>(text_, request_->skip_special_tokens, request_->stop);
+  choice->index = static_cast<int>(choices_.size());
+  choice->prompt_index = prompt_index;
+  choice->stream = std::move(stream);
+  choices_.push_back(std::move(choice));
+}
+
+void Completion::cancel_all() {
+  for (auto& c : choices_) c->stream->cancel();  // a no-op for finished ones
+}
+
+bool Completion::all_done() const {
+  for (auto& c : choices_)
+    if (!c->done) return false;
+  return true;
+}
+
+void Completion::absorb(Choice& choice, StreamEvent& event, Delta& delta) {
+  if (choice.done) return;
+  if (event.token) {
+    const SampledToken& t = *event.token;
+    ++choice.completion_tokens;
+    std::string shown = choice.stop.feed(choice.decoder.push(t.token));
+    if (request_->logprobs) add_logprobs(choice, t, delta);
+    delta.text += shown;
+    if (choice.stop.hit()) {
+      choice.stream->cancel();  // we have what we need: free the sequence now
+      choice.done = true;
+      choice.finish_reason = "stop";
+    }
+  }
+  if (event.finish && !choice.done) {
+    switch (*event.finish) {
+      case FinishReason::stop:
+      case FinishReason::length: {
+        std::string tail = choice.stop.feed(choice.decoder.flush());
+        tail += choice.stop.finish();
+        delta.text += tail;
+        choice.finish_reason = choice.stop.hit() || *event.finish == FinishReason::stop ? "stop" : "length";
+        break;
+      }
+      case FinishReason::timeout:
+        choice.timed_out = true;
+        choice.error = fmt::format("the request timed out after {} s (inferlab serve --timeout)", request_timeout_s_);
+        break;
+      case FinishReason::cancelled:
+        choice.error = "the request was cancelled";
+        break;
+      case FinishReason::error:
+        choice.error = event.error.empty() ? "generation failed" : event.error;
+        break;
+    }
+    choice.done = true;
+  }
+  choice.text += delta.text;
+  delta.finished = choice.done;
+}
+
+void Completion::add_logprobs(Choice& choice, const SampledToken& t, Delta& delta) {
+  std::string piece = text_.token_text(t.token);
+  if (request_->chat) {
+    json top = json::array();
+    for (const auto& alt : t.top)
+      top.push_back({{"token", text_.token_text(alt.token)}, {"logprob", alt.logprob}, {"bytes", bytes_of(text_.token_bytes(alt.token))}});
+    json entry = {{"token", piece}, {"logprob", t.logprob}, {"bytes", bytes_of(text_.token_bytes(t.token))}, {"top_logprobs", top}};
+    choice.chat_logprobs.push_back(entry);
+    delta.chat_logprobs.push_back(entry);
+  } else {
+    if (delta.completion_logprobs.is_null()) delta.completion_logprobs = empty_completion_logprobs();
+    json top = json::object();
+    for (const auto& alt : t.top) top[text_.token_text(alt.token)] = alt.logprob;
+    for (json* target : {&choice.completion_logprobs, &delta.completion_logprobs}) {
+      (*target)["tokens"].push_back(piece);
+      (*target)["token_logprobs"].push_back(t.logprob);
+      (*target)["top_logprobs"].push_back(top);
+      (*target)["text_offset"].push_back(choice.text_length);
+    }
+    choice.text_length += piece.size();
+  }
+}
+
+json Completion::usage() const {
+  int prompt_tokens = 0, completion = 0, cached = 0;
+  for (const auto& prompt : request_->prompts) prompt_tokens += static_cast<int>(prompt.size());
+  for (auto& c : choices_) completion += c->completion_tokens;
+  for (auto& c : choices_)
+    if (c->index % request_->n == 0) cached += c->stream->cached_prompt_tokens();  // prompts count once, not per choice
+  return json{{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion},
+              {"total_tokens", prompt_tokens + completion}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+ApiError Completion::error_of(const Choice& c) {
+  return c.timed_out ? ApiError(504, c.error, "", "timeout", "timeout_error") : ApiError(500, c.error, "", "", "server_error");
+}
+
+json Completion::wait_for_body() {
+  // Poll every choice so that n > 1 progress together.
+  while (!all_done()) {
+    for (auto& choice : choices_) {
+      if (choice->done) continue;
+      for (auto& event : choice->stream->wait(std::chrono::milliseconds(choices_.size() == 1 ? 200 : 5))) {
+        Delta delta;
+        absorb(*choice, event, delta);
+      }
+    }
+  }
+  for (auto& choice : choices_)
+    if (!choice->error.empty()) throw error_of(*choice);
+  const bool chat = request_->chat;
+  json out_choices = json::array();
+  for (auto& choice : choices_) {
+    json c = {{"index", choice->index}, {"finish_reason", choice->finish_reason}};
+    if (chat) {
+      c["message"] = {{"role", "assistant"}, {"content", choice->text}};
+      c["logprobs"] = request_->logprobs ? json{{"content", choice->chat_logprobs}} : json(nullptr);
+    } else {
+      c["text"] = request_->echo ? request_->prompt_texts[choice->prompt_index] + choice->text : choice->text;
+      c["logprobs"] = request_->logprobs ? choice->completion_logprobs : json(nullptr);
+    }
+    out_choices.push_back(std::move(c));
+  }
+  return {{"id", id_}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_},
+          {"model", model_name_}, {"choices", out_choices}, {"usage", usage()}};
+}
+
+json Completion::chunk(json choice_items) const {
+  json c = {{"id", id_}, {"object", request_->chat ? "chat.completion.chunk" : "text_completion"}, {"created", created_},
+            {"model", model_name_}, {"choices", std::move(choice_items)}};
+  if (request_->include_usage) c["usage"] = nullptr;
+  return c;
+}
+
+std::optional<json> Completion::opening_item(const Choice& c) const {
+  if (request_->chat)
+    return json{{"index", c.index}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (request_->echo)  // completions echo: the prompt comes first
+    return json{{"index", c.index}, {"text", request_->prompt_texts[c.prompt_index]}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  return std::nullopt;
+}
+
+std::optional<json> Completion::delta_item(const Choice& c, const Delta& delta) const {
+  const bool has_logprobs = request_->chat ? !delta.chat_logprobs.empty() : !delta.completion_logprobs.is_null();
+  if (delta.text.empty() && !has_logprobs) return std::nullopt;
+  if (request_->chat)
+    return json{{"index", c.index}, {"delta", {{"content", delta.text}}},
+                {"logprobs", has_logprobs ? json{{"content", delta.chat_logprobs}} : json(nullptr)}, {"finish_reason", nullptr}};
+  return json{{"index", c.index}, {"text", delta.text}, {"logprobs", has_logprobs ? delta.completion_logprobs : json(nullptr)},
+              {"finish_reason", nullptr}};
+}
+
+json Completion::finish_item(const Choice& c) const {
+  if (request_->chat) return {{"index", c.index}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", c.finish_reason}};
+  return {{"index", c.index}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", c.finish_reason}};
+}
+
+json Completion::usage_chunk() const {
+  json c = chunk(json::array());
+  c["usage"] = usage();
+  return c;
+}
+
+}  // namespace inferlab::api

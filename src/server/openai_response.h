@@ -1,0 +1,103 @@
+// OpenAI responses: the state of one request's answer while its choices generate (text through
+// the stop strings, finish reasons, errors, logprobs, usage) and the JSON built from it, the
+// non-streaming body and the chunks a stream sends.
+#pragma once
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferlab/generation/engine.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace inferlab::api {
+
+// Streams text through a set of stop strings: returns what is safe to show now, holding back a
+// tail that could still become a stop string; `hit` once a stop string appears (not included).
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
+  std::string feed(const std::string& piece);
+  std::string finish();  // the held-back tail when the stream ends without a stop string
+  bool hit() const { return hit_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;
+  bool hit_ = false;
+};
+
+// One choice of a response: its request stream plus the text-side state (detokenizer, stop strings).
+struct Choice {
+  int index = 0;
+  int prompt_index = 0;
+  std::shared_ptr<RequestStream> stream;
+  StreamDecoder decoder;
+  StopMatcher stop;
+  int completion_tokens = 0;
+  bool done = false;
+  std::string finish_reason;  // "stop" / "length" once done without error
+  std::string error;          // set when it ended with an error or timeout
+  bool timed_out = false;
+  std::size_t text_length = 0;  // bytes shown so far (completions text_offset)
+  std::string text;             // everything shown (non-streaming answer)
+  json chat_logprobs = json::array();
+  json completion_logprobs;
+
+  Choice(const EngineText& text, bool skip_special, std::vector<std::string> stops);
+};
+
+// What one poll of a choice produced: new visible text and the logprobs of its new tokens.
+struct Delta {
+  std::string text;
+  json chat_logprobs = json::array();
+  json completion_logprobs;
+  bool finished = false;
+};
+
+// One request's answer: a Choice per prompt and n, fed from their streams. Going away cancels
+// every stream still running, which frees its KV at once.
+class Completion {
+ public:
+  Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, std::string model_name,
+             double request_timeout_s);
+  ~Completion();
+  Completion(const Completion&) = delete;
+  Completion& operator=(const Completion&) = delete;
+
+  const ParsedRequest& request() const { return *request_; }
+  const std::vector<std::unique_ptr<Choice>>& choices() const { return choices_; }
+  void add_choice(int prompt_index, std::shared_ptr<RequestStream> stream);
+  void cancel_all();
+  bool all_done() const;
+
+  // Applies one stream event to a choice, adding what it shows to `delta`.
+  void absorb(Choice& choice, StreamEvent& event, Delta& delta);
+  json usage() const;
+  static ApiError error_of(const Choice& choice);  // 504 for a timeout, else 500
+
+  // Non-streaming: waits for every choice, then the body (ApiError when a choice failed).
+  json wait_for_body();
+
+  // Streaming: the chunk objects (a chunk holding `choice_items`) and their choice items.
+  json chunk(json choice_items) const;
+  std::optional<json> opening_item(const Choice& choice) const;  // the role (chat) or the echoed prompt
+  std::optional<json> delta_item(const Choice& choice, const Delta& delta) const;  // none: nothing new
+  json finish_item(const Choice& choice) const;
+  json usage_chunk() const;
+
+ private:
+  void add_logprobs(Choice& choice, const SampledToken& token, Delta& delta);
+
+  std::shared_ptr<const ParsedRequest> request_;
+  const EngineText& text_;
+  std::string model_name_;
+  double request_timeout_s_;
+  std::string id_;
+  std::time_t created_;
+  std::vector<std::unique_ptr<Choice>> choices_;
+};
+
+}  // namespace inferlab::api

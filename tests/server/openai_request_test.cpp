@@ -1,0 +1,150 @@
+// The request parser's limits, each checked once in openai_request.cpp: the model's (context,
+// vocabulary) and the server's configured ones (--max-n, --max-messages, --max-prompt-tokens,
+// --max-tokens-limit), with the status, param and code the client sees.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/openai_request.h"
+
+namespace {
+
+using inferlab::api::ApiError;
+using inferlab::api::json;
+using inferlab::api::ModelContext;
+namespace api = inferlab::api;
+
+const inferlab::EngineText& qwen_text() {
+  static inferlab::EngineText text(inferlab::Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
+  return text;
+}
+
+ModelContext context(api::RequestLimits limits = {}) {
+  ModelContext c;
+  c.text = &qwen_text();
+  c.accepted_names = {"demo"};
+  c.context_length = 256;
+  c.vocab_size = qwen_text().vocab_size();
+  c.kv_capacity_tokens = 1024;
+  c.limits = limits;
+  return c;
+}
+
+json user_messages(int count) {
+  json messages = json::array();
+  for (int i = 0; i < count; ++i) messages.push_back({{"role", "user"}, {"content", "Hi"}});
+  return messages;
+}
+
+// The ApiError a parse throws (a test failure when it does not throw one).
+template <typename Parse>
+ApiError error_of(Parse parse) {
+  try {
+    parse();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ApiError thrown";
+  return ApiError(0, "");
+}
+
+TEST(OpenAIRequest, NAboveTheLimitIsRefused) {
+  const ModelContext model = context({.max_n = 2});
+  EXPECT_EQ(api::parse_completion_request({{"prompt", "Hello"}, {"n", 2}}, model).n, 2);
+  ApiError e = error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"n", 3}}, model); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "n");
+  EXPECT_EQ(e.message, "'n' may be at most 2 here, got 3");
+}
+
+TEST(OpenAIRequest, TooManyCompletionsInOneRequestAreRefused) {
+  const ModelContext model = context({.max_n = 1});
+  ApiError e = error_of([&] { api::parse_completion_request({{"prompt", {"a", "b", "c", "d", "e"}}}, model); });
+  EXPECT_EQ(e.param, "prompt");
+  EXPECT_NE(e.message.find("too many completions in one request (5 prompts x n=1)"), std::string::npos);
+}
+
+TEST(OpenAIRequest, MessagesAboveTheLimitAreRefusedBeforeAnythingElse) {
+  const ModelContext model = context({.max_messages = 4});
+  EXPECT_EQ(api::parse_chat_request({{"messages", user_messages(4)}}, model).prompts.size(), 1u);
+  // Even an unknown model (404 otherwise) hears about the message count first.
+  ApiError e = error_of([&] { api::parse_chat_request({{"messages", user_messages(5)}, {"model", "other"}}, model); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages");
+  EXPECT_EQ(e.message, "5 messages; this server accepts at most 4 (--max-messages)");
+}
+
+TEST(OpenAIRequest, MaxTokensAboveTheLimitIsRefusedUnderEitherName) {
+  const ModelContext model = context({.max_tokens = 8});
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    ApiError e = error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {name, 9}}, model); });
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, name);
+    EXPECT_EQ(e.message, std::string("'") + name + "' is 9; this server allows at most 8 (--max-tokens-limit)");
+  }
+  EXPECT_EQ(api::parse_completion_request({{"prompt", "Hello"}, {"max_tokens", 8}}, model).max_tokens.front(), 8);
+}
+
+TEST(OpenAIRequest, TheDefaultMaxTokensIsCappedToTheLimit) {
+  const ModelContext model = context({.max_tokens = 8});
+  // Completions default to 16, chat to the rest of the context: both end at the limit.
+  EXPECT_EQ(api::parse_completion_request({{"prompt", "Hello"}}, model).max_tokens.front(), 8);
+  EXPECT_EQ(api::parse_chat_request({{"messages", user_messages(1)}}, model).max_tokens.front(), 8);
+  EXPECT_EQ(api::parse_completion_request({{"prompt", "Hello"}}, context()).max_tokens.front(), 16);
+}
+
+TEST(OpenAIRequest, APromptAboveTheLimitIsAContextLengthError) {
+  const ModelContext model = context({.max_prompt_tokens = 4});
+  std::string long_prompt;
+  for (int i = 0; i < 10; ++i) long_prompt += " word";
+  ApiError e = error_of([&] { api::parse_completion_request({{"prompt", long_prompt}, {"max_tokens", 2}}, model); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "prompt");
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_NE(e.message.find("this server accepts at most 4 (--max-prompt-tokens)"), std::string::npos);
+  ApiError chat = error_of([&] { api::parse_chat_request({{"messages", user_messages(1)}}, model); });
+  EXPECT_EQ(chat.param, "messages");
+}
+
+TEST(OpenAIRequest, PromptPlusMaxTokensBeyondTheContextIsRefusedInOpenAIsWords) {
+  const ModelContext model = context();
+  ApiError e = error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"max_tokens", 256}}, model); });
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(e.message.rfind("This model's maximum context length is 256 tokens. However, you requested 257 tokens", 0), 0u);
+  // The KV cache bounds it too when it is smaller than the context.
+  ModelContext small_cache = context();
+  small_cache.kv_capacity_tokens = 64;
+  EXPECT_EQ(error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"max_tokens", 64}}, small_cache); }).code,
+            "context_length_exceeded");
+}
+
+TEST(OpenAIRequest, PerRequestListsHaveTheirLimits) {
+  const ModelContext model = context();
+  json stops = json::array();
+  for (int i = 0; i < 17; ++i) stops.push_back("s" + std::to_string(i));
+  EXPECT_EQ(error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"stop", stops}}, model); }).message,
+            "'stop' may hold at most 16 strings, got 17");
+  EXPECT_EQ(error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"logprobs", 21}}, model); }).param, "logprobs");
+  EXPECT_EQ(error_of([&] { api::parse_completion_request({{"prompt", {model.vocab_size}}}, model); }).param, "prompt");
+}
+
+TEST(OpenAIRequest, TokenizeRendersChatsWithoutTheGenerationLimits) {
+  const ModelContext model = context({.max_n = 2, .max_messages = 1, .max_prompt_tokens = 1});
+  api::TokenizeRequest request = api::parse_tokenize_request({{"messages", user_messages(3)}}, model);
+  EXPECT_GT(request.ids.size(), 1u);
+  // n stays limited: the chat is parsed as for /v1/chat/completions.
+  EXPECT_EQ(error_of([&] { api::parse_tokenize_request({{"messages", user_messages(1)}, {"n", 3}}, model); }).param, "n");
+  EXPECT_EQ(api::parse_tokenize_request({{"prompt", "Hello"}, {"add_special_tokens", false}}, model).ids,
+            qwen_text().tokenize("Hello", false));
+}
+
+TEST(OpenAIRequest, DetokenizeChecksEveryIdAgainstTheVocabulary) {
+  const ModelContext model = context();
+  EXPECT_EQ(api::parse_detokenize_request({{"tokens", {1, 2}}}, model), (std::vector<int32_t>{1, 2}));
+  ApiError e = error_of([&] { api::parse_detokenize_request({{"tokens", {1, model.vocab_size}}}, model); });
+  EXPECT_EQ(e.param, "tokens");
+  EXPECT_EQ(e.message, "'tokens' must hold token ids 0.." + std::to_string(model.vocab_size - 1) + ", found " +
+                           std::to_string(model.vocab_size));
+}
+
+}  // namespace
