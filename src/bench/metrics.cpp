@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <stdexcept>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "inferlab/bench/csv.h"
@@ -25,26 +27,22 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::optional<double> parse_double(std::string_view text) {
+// A CSV cell: empty -> nullopt; otherwise the whole cell must be one number (a leading '+' allowed).
+template <class Number>
+std::optional<Number> parse_number(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;
   if (text.front() == '+') text.remove_prefix(1);
-  double value = 0;
+  Number value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
-    throw std::invalid_argument("not a number");
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw std::invalid_argument(std::is_integral_v<Number> ? "not an integer" : "not a number");
+  if constexpr (std::is_floating_point_v<Number>)
+    if (!std::isfinite(value)) throw std::invalid_argument("not a number");
   return value;
 }
-
-std::optional<int64_t> parse_int(std::string_view text) {
-  text = trim(text);
-  if (text.empty()) return std::nullopt;
-  if (text.front() == '+') text.remove_prefix(1);
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) throw std::invalid_argument("not an integer");
-  return value;
-}
+std::optional<double> parse_double(std::string_view text) { return parse_number<double>(text); }
+std::optional<int64_t> parse_int(std::string_view text) { return parse_number<int64_t>(text); }
 
 std::string format_number(double value) {
   std::string s = fmt::format("{:.3f}", value);

@@ -164,25 +164,9 @@ void add_bench_serve(CLI::App& bench) {
 }
 
 std::vector<int> parse_lengths(const std::string& text) {
-  std::vector<int> lengths;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t stop = std::min(text.find(',', pos), text.size());
-    std::string item = text.substr(pos, stop - pos);
-    pos = stop + 1;
-    if (item.empty()) continue;
-    std::size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || value <= 0) fail("--lengths: '{}' is not a positive number of tokens", item);
-    lengths.push_back(value);
-  }
-  if (lengths.size() < 2) fail("--lengths: give at least two lengths, e.g. 8,16,32,64,128,256");
-  return lengths;
+  const std::vector<long> values = parse_int_list(text, 1, INT32_MAX, "--lengths", "a positive number of tokens");
+  if (values.size() < 2) fail("--lengths: give at least two lengths, e.g. 8,16,32,64,128,256");
+  return {values.begin(), values.end()};
 }
 
 void add_bench_latency(CLI::App& bench) {

@@ -22,21 +22,8 @@ namespace inferlab::cli {
 namespace {
 
 std::vector<int32_t> parse_id_list(const std::string& text, const char* flag) {
-  std::vector<int32_t> ids;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) continue;
-    std::size_t used = 0;
-    long value = 0;
-    try {
-      value = std::stol(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || value < 0 || value > INT32_MAX) fail("{}: '{}' is not a token id", flag, item);
-    ids.push_back(static_cast<int32_t>(value));
-  }
+  const std::vector<long> values = parse_int_list(text, 0, INT32_MAX, flag, "a token id");
+  std::vector<int32_t> ids(values.begin(), values.end());
   if (ids.empty()) fail("{}: no token ids given", flag);
   return ids;
 }

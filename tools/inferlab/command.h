@@ -2,7 +2,11 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include "inferlab/util/error.h"
 
 namespace inferlab::cli {
 
@@ -19,6 +23,28 @@ inline CLI::App& command_group(CLI::App& app, const std::string& name, const std
   CLI::App* group = app.add_subcommand(name, description);
   group->require_subcommand(1);
   return *group;
+}
+
+// Comma-separated integers in [min, max] ("8,16,32"; empty items skipped). Any other item:
+// Error "FLAG: 'ITEM' is not WHAT".
+inline std::vector<long> parse_int_list(const std::string& text, long min, long max, const std::string& flag,
+                                        const std::string& what) {
+  std::vector<long> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    std::size_t used = 0;
+    long value = 0;
+    try {
+      value = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || value < min || value > max) fail("{}: '{}' is not {}", flag, item, what);
+    values.push_back(value);
+  }
+  return values;
 }
 
 }  // namespace inferlab::cli
