@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "inferlab/util/error.h"
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/model.h"
 #include "inferlab/util/model_path.h"
 

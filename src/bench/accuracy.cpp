@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/model.h"
 #include "inferlab/util/error.h"
 

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "bench/timing.h"
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/kv_cache.h"
 #include "inferlab/model/model.h"
 #include "inferlab/tensor/fast/cpu.h"

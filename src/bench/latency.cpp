@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/util/error.h"
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/model.h"
 #include "inferlab/util/stats.h"
 

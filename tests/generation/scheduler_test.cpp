@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/model.h"
 #include "inferlab/model/make_model.h"
 #include "inferlab/generation/scheduler.h"

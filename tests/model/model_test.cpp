@@ -9,7 +9,7 @@
 #include <random>
 
 #include "inferlab/util/error.h"
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/loading/llama2c.h"
 #include "inferlab/model/model.h"
 #include "inferlab/loading/json_config.h"

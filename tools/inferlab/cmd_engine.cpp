@@ -8,7 +8,7 @@
 
 #include "command.h"
 #include "inferlab/util/error.h"
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/model.h"
 #include "inferlab/loading/json_config.h"
 #include "inferlab/model/make_model.h"

@@ -1,4 +1,4 @@
-#include "inferlab/generation/generate.h"
+#include "inferlab/generation/greedy_decode.h"
 
 #include <algorithm>
 #include <cmath>
