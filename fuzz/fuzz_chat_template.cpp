@@ -2,6 +2,7 @@
 // source, then a NUL byte, then the messages as JSON (when that part is not a JSON array, fixed
 // messages are used). Parsing and rendering must succeed or throw inferlab::Error.
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "fuzz_common.h"
 #include "inferlab/tokenizer/chat_template.h"

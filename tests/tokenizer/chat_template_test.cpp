@@ -2,6 +2,7 @@
 // clear errors for what the interpreter does not support.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "inferlab/tokenizer/chat_template.h"
@@ -100,6 +101,25 @@ TEST(ChatTemplate, AContainerCannotBeStoredInsideItself) {
     EXPECT_NE(error_of(source).find("itself"), std::string::npos) << source << ": " << error_of(source);
   }
   EXPECT_EQ(render("{% set a = namespace(n=1) %}{% set b = namespace(n=a) %}{% set l = [] %}{{ l.append([1]) }}{{ l.append(l[0]) }}{{ b.n.n }}{{ l | length }}"), "12");
+}
+
+// Inputs that crashed the interpreter (a null function called, SIGFPE, an uncaught length_error,
+// a macro reading a scope that had ended) render or fail with an Error.
+TEST(ChatTemplate, FormerCrashesRenderOrFailCleanly) {
+  EXPECT_NE(error_of("{{ namespace(a=1) | items }}").find("filter 'items' needs a dict"), std::string::npos);
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) is divisibleby(-1) }} {{ 7 is divisibleby(-1) }} {{ 7 is divisibleby(-2) }}"),
+            "true true false");
+  EXPECT_NE(error_of("{{ 'a' | indent(9223372036854775807) }}").find("larger than 16 MiB"), std::string::npos);
+  EXPECT_NE(error_of("{{ [1] | tojson(indent=2000000000) }}").find("larger than 16 MiB"), std::string::npos);
+  EXPECT_EQ(render("{{ 'a\nb' | indent(width=3) }}|{{ [1] | tojson(indent=1) }}"), "a\n   b|[\n 1\n]");
+  // A macro defined in a loop body or another macro may be stored where it outlives that scope;
+  // it runs while the scope lasts, and is an error after.
+  const std::string stored = "{% set ns = namespace() %}{% for i in [7] %}{% macro m() %}i={{ i }}{% endmacro %}{% set ns.f = m %}"
+                             "{{ ns.f() }}{% endfor %}";
+  EXPECT_EQ(render(stored), "i=7");
+  EXPECT_NE(error_of(stored + "{{ ns.f() }}").find("macro m is called after the block that defined it ended"), std::string::npos);
+  EXPECT_NE(error_of("{% set l = [] %}{% macro outer() %}{% macro inner() %}x{% endmacro %}{{ l.append(inner) }}{% endmacro %}"
+                     "{{ outer() }}{{ l[0]() }}").find("after the block"), std::string::npos);
 }
 
 // Lines are counted incrementally while lexing; errors far into a long template, inside a tag that

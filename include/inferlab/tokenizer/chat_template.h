@@ -2,7 +2,7 @@
 // chat_template), rendered byte-identically to transformers / @huggingface/jinja.
 #pragma once
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace inferlab {
@@ -16,9 +16,11 @@ class ChatTemplate {
   ChatTemplate(ChatTemplate&&) noexcept;
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
 
-  // messages: [{"role": ..., "content": ...}, ...]; extra: more variables (tools, bos_token, ...).
-  std::string render(const nlohmann::json& messages, bool add_generation_prompt,
-                     const nlohmann::json& extra = nlohmann::json::object()) const;
+  // messages: [{"role": ..., "content": ...}, ...]; extra: more variables (tools, bos_token, ...),
+  // a JSON object (or null for none).
+  std::string render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra) const;
+  // The same with no extra variables.
+  std::string render(const nlohmann::json& messages, bool add_generation_prompt) const;
 
  private:
   struct Impl;
