@@ -116,6 +116,7 @@ HttpServer::HttpServer(const ServerOptions& options)
                                       ? "incorrect API key provided (the key given to inferlab serve --api-key is needed)"
                                       : "missing API key: send the header 'Authorization: Bearer <key>'",
                              "", "invalid_api_key"));
+    if (refusing_connection) answer_then_close(res);  // a monitoring request on the overflow pool
     return httplib::Server::HandlerResponse::Handled;
   });
   http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {

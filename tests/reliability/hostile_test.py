@@ -160,8 +160,9 @@ def busy_server(cli, model):
                 status, body, headers = request(server.base, "GET", path, key="sk-hostile")
                 check(status == 200 and headers.get("Connection") == "close",
                       f"{path} while the only worker streams: 200, connection closed (got {status} {body[:80]})")
-            status, _, _ = request(server.base, "GET", "/metrics")
-            check(status == 401, f"/metrics on the overflow pool still needs the key: 401 (got {status})")
+            status, _, headers = request(server.base, "GET", "/metrics")
+            check(status == 401 and headers.get("Connection") == "close",
+                  f"/metrics on the overflow pool still needs the key: 401, connection closed (got {status})")
             status, body, _ = request(server.base, "GET", "/v1/models", key="sk-hostile")
             check(status == 503, f"/v1/models while full: 503 (got {status})")
         finally:
