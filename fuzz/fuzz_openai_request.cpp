@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool chat = !(data[0] & 1);
   std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    auto json = inferlab::api::parse_json_object(body);
+    auto json = inferlab::api::parse_json_object(body, s.context.limits.max_json_depth);
     auto request = chat ? inferlab::api::parse_chat_request(json, s.context)
                         : inferlab::api::parse_completion_request(json, s.context);
     if (request.prompts.empty()) inferlab::fuzz::invariant_failed("a parsed request without prompts");

@@ -53,6 +53,24 @@ class AdmissionQueue : public httplib::TaskQueue {
   std::atomic<uint64_t>& refused_;
 };
 
+// /health and /metrics: answered on the overflow pool too (its threads are their own small
+// budget), so an overloaded server can still be watched.
+bool is_monitoring(const std::string& path) { return path == "/health" || path == "/metrics"; }
+
+// Sends the response as it stands and closes the connection: a content provider that fails once
+// the whole body is written makes httplib 0.11 drop the keep-alive (a Connection header does not).
+void answer_then_close(httplib::Response& res) {
+  auto body = std::make_shared<std::string>(std::move(res.body));
+  res.body.clear();
+  const std::string type = res.get_header_value("Content-Type");
+  res.headers.erase("Content-Type");
+  res.set_header("Connection", "close");
+  res.set_content_provider(body->size(), type, [body](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+    sink.write(body->data() + offset, length);
+    return false;
+  });
+}
+
 }  // namespace
 
 void send_json(httplib::Response& res, int status, const json& body) {
@@ -89,7 +107,7 @@ HttpServer::HttpServer(const ServerOptions& options)
   // API key: checked before routing, so no handler (and no body parsing) runs for a stranger.
   // A connection beyond --max-connections goes on to its handler, which reads the body and refuses.
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (refusing_connection) return httplib::Server::HandlerResponse::Unhandled;
+    if (refusing_connection && !is_monitoring(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -98,6 +116,7 @@ HttpServer::HttpServer(const ServerOptions& options)
                                       ? "incorrect API key provided (the key given to inferlab serve --api-key is needed)"
                                       : "missing API key: send the header 'Authorization: Bearer <key>'",
                              "", "invalid_api_key"));
+    if (refusing_connection) answer_then_close(res);  // a monitoring request on the overflow pool
     return httplib::Server::HandlerResponse::Handled;
   });
   http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
@@ -112,11 +131,14 @@ HttpServer::HttpServer(const ServerOptions& options)
     if (options_.log_requests) std::fprintf(stderr, "%s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
   });
   http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (refuse_if_overflow(res) || !res.body.empty()) return;
+    if (res.content_length_ > 0 || !res.body.empty() || refuse_if_overflow(req, res)) return;  // answered already
     std::string message = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
                           : res.status == 413 ? fmt::format("the request body is larger than the server's limit (--max-body-bytes)")
+                          : res.status == 400 ? std::string("malformed HTTP request (request line or headers)")
                                               : fmt::format("HTTP {} for {} {}", res.status, req.method, req.path);
     send_json(res, res.status, ApiError(res.status, message).body());
+    // httplib could not parse the request, so where the next one starts is unknown.
+    if (res.status == 400) answer_then_close(res);
   });
   http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string message = "internal error";
@@ -132,28 +154,22 @@ HttpServer::HttpServer(const ServerOptions& options)
 
 HttpServer::~HttpServer() = default;
 
-bool HttpServer::refuse_if_overflow(httplib::Response& res) const {
-  if (!refusing_connection) return false;
+bool HttpServer::refuse_if_overflow(const httplib::Request& req, httplib::Response& res) const {
+  if (!refusing_connection || is_monitoring(req.path)) return false;
   if (res.content_length_ > 0) return true;  // already refused (the error handler sees the 503 too)
-  std::string body = dump(ApiError(503, fmt::format("the server is at its limit of {} connections (--max-connections); "
-                                                     "retry after a second", connection_limit_),
-                                   "", "overloaded", "server_error").body());
   res.status = 503;
   res.set_header("Retry-After", "1");
-  res.set_header("Connection", "close");
-  // Failing the provider once the whole body is written makes httplib close the connection
-  // rather than keep it alive on the overflow pool.
-  res.set_content_provider(body.size(), "application/json",
-                           [body](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
-                             sink.write(body.data() + offset, length);
-                             return false;
-                           });
+  res.set_content(dump(ApiError(503, fmt::format("the server is at its limit of {} connections (--max-connections); "
+                                                 "retry after a second", connection_limit_),
+                                "", "overloaded", "server_error").body()),
+                  "application/json");
+  answer_then_close(res);
   return true;
 }
 
 HttpServer::Handler HttpServer::guarded(Handler handler) const {
   return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-    if (refuse_if_overflow(res)) return;
+    if (refuse_if_overflow(req, res)) return;
     try {
       handler(req, res);
     } catch (const ApiError& e) {
@@ -165,6 +181,7 @@ HttpServer::Handler HttpServer::guarded(Handler handler) const {
     } catch (const std::exception& e) {
       send_error(res, ApiError(500, e.what(), "", "", "server_error"));
     }
+    if (refusing_connection) answer_then_close(res);  // a monitoring request on the overflow pool: free its thread
   };
 }
 

@@ -1,5 +1,6 @@
 // HTTP transport (cpp-httplib): listening, connection admission (at most --max-connections,
-// beyond that 503 + Retry-After and the connection closed), the API key check, the OpenAI error
+// beyond that 503 + Retry-After and the connection closed, /health and /metrics still answered),
+// the API key check, the OpenAI error
 // shape for transport failures (404, 413, exceptions), request counting and logging, routes.
 #pragma once
 #include <httplib.h>
@@ -48,7 +49,7 @@ class HttpServer {
 
  private:
   Handler guarded(Handler handler) const;  // refuses an overflow connection, answers what the handler throws
-  bool refuse_if_overflow(httplib::Response& res) const;
+  bool refuse_if_overflow(const httplib::Request& req, httplib::Response& res) const;  // not /health, /metrics
 
   ServerOptions options_;
   int connection_limit_;

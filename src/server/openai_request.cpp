@@ -183,6 +183,42 @@ void check_prompt_limits(ParsedRequest& out, const RequestLimits& limits) {
   }
 }
 
+// Arrays and objects nested in the raw body, counted outside strings before the parser sees it:
+// a parsed value is copied, compared and rendered by code that recurses once per level.
+void check_json_depth(const std::string& body, int max_depth) {
+  if (max_depth <= 0) return;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        throw ApiError(400, fmt::format("the request body nests arrays and objects more than {} levels deep (at byte {}); "
+                                        "this server accepts at most {} (--max-json-depth)", max_depth, i, max_depth));
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
+// A prompt's bytes against prompt_byte_limit, before any tokenizer work is spent on it.
+void check_prompt_bytes(const std::string& text, const ModelContext& model, bool server_limits, const char* param) {
+  const std::size_t limit = prompt_byte_limit(model, server_limits);
+  if (limit == 0 || text.size() <= limit) return;
+  const std::string why = model.limits.max_prompt_bytes > 0
+                              ? std::string("--max-prompt-bytes")
+                              : fmt::format("--max-prompt-bytes; by default the token limit times the longest token, {} bytes",
+                                            model.longest_token_bytes);
+  throw ApiError(400, fmt::format("the prompt is {} bytes; this server accepts at most {} ({})", text.size(), limit, why),
+                 param, "context_length_exceeded");
+}
+
 std::string message_text(const json& message, std::size_t index) {
   const json* content = field(message, "content");
   if (!content) return "";
@@ -205,7 +241,18 @@ std::string message_text(const json& message, std::size_t index) {
 
 }  // namespace
 
-json parse_json_object(const std::string& body) {
+std::size_t prompt_byte_limit(const ModelContext& model, bool server_limits) {
+  if (model.limits.max_prompt_bytes > 0) return model.limits.max_prompt_bytes;
+  int64_t tokens = std::min<int64_t>(model.context_length > 0 ? model.context_length : INT32_MAX,
+                                     static_cast<int64_t>(std::min<std::size_t>(model.kv_capacity_tokens, INT32_MAX)));
+  if (server_limits && model.limits.max_prompt_tokens > 0) tokens = std::min<int64_t>(tokens, model.limits.max_prompt_tokens);
+  if (tokens <= 0 || model.longest_token_bytes == 0) return 0;
+  // Each token covers at most longest_token_bytes of the text: a longer text cannot fit.
+  return static_cast<std::size_t>(tokens) * model.longest_token_bytes;
+}
+
+json parse_json_object(const std::string& body, int max_depth) {
+  check_json_depth(body, max_depth);
   json parsed;
   try {
     parsed = json::parse(body);
@@ -303,6 +350,7 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
   } catch (const std::exception& e) {
     throw ApiError(400, fmt::format("the chat template could not be applied to these messages: {}", e.what()), "messages");
   }
+  check_prompt_bytes(prompt, model, server_limits, "messages");
   out.prompts.push_back(model.text->tokenize(prompt, false));
   out.prompt_texts.push_back(prompt);
   resolve_max_tokens(out, max_tokens, model);
@@ -338,6 +386,7 @@ ParsedRequest parse_completion_request(const json& body, const ModelContext& mod
   const json* prompt = field(body, "prompt");
   if (!prompt) bad("prompt", "'prompt' is required");
   auto add_text = [&](const std::string& text) {
+    check_prompt_bytes(text, model, true, "prompt");
     auto ids = model.text->tokenize(text, true);
     out.prompts.push_back(std::move(ids));
     out.prompt_texts.push_back(text);
@@ -383,6 +432,7 @@ TokenizeRequest parse_tokenize_request(const json& body, const ModelContext& mod
       if (!body["add_special_tokens"].is_boolean()) throw ApiError(400, "'add_special_tokens' must be a boolean", "add_special_tokens");
       add_special = body["add_special_tokens"].get<bool>();
     }
+    check_prompt_bytes(body["prompt"].get<std::string>(), model, false, "prompt");
     out.ids = model.text->tokenize(body["prompt"].get<std::string>(), add_special);
   } else {
     throw ApiError(400, "give 'prompt' (a string) or 'messages'", "prompt");

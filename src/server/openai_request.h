@@ -19,6 +19,8 @@ struct RequestLimits {
   int max_messages = 0;       // chat messages per request
   int max_prompt_tokens = 0;  // tokens per prompt
   int max_tokens = 0;         // the largest max_tokens; the default is capped to it
+  int max_json_depth = 64;    // arrays/objects nested in the request body
+  std::size_t max_prompt_bytes = 0;  // a prompt's bytes before it is tokenized (0: derived, see prompt_byte_limit)
 };
 
 // What the request parser needs to know about the served model.
@@ -28,8 +30,14 @@ struct ModelContext {
   int context_length = 0;
   int vocab_size = 0;
   std::size_t kv_capacity_tokens = 0;
+  std::size_t longest_token_bytes = 0;  // the vocabulary's longest token (0: unknown, no byte bound)
   RequestLimits limits;
 };
+
+// The most bytes a prompt may have before it is tokenized: --max-prompt-bytes, else the token
+// limit (--max-prompt-tokens, or the context for /tokenize and by default) times the longest
+// token, so that no prompt that could fit is refused. 0: no bound.
+std::size_t prompt_byte_limit(const ModelContext& model, bool server_limits);
 
 struct ParsedRequest {
   bool chat = false;
@@ -49,7 +57,9 @@ struct ParsedRequest {
   bool skip_special_tokens = true;
 };
 
-json parse_json_object(const std::string& body);  // ApiError on malformed JSON or a non-object
+// ApiError on malformed JSON, a non-object, or arrays/objects nested deeper than `max_depth`
+// (checked on the raw bytes first: nothing recursive walks a body that is too deep).
+json parse_json_object(const std::string& body, int max_depth);
 void check_model(const json& body, const ModelContext& model);  // 404 for a name we do not serve
 ParsedRequest parse_chat_request(const json& body, const ModelContext& model);
 ParsedRequest parse_completion_request(const json& body, const ModelContext& model);

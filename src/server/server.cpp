@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "inferlab/generation/engine.h"
+#include "server/disconnect_watch.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -34,6 +35,7 @@ struct Server::Impl {
   std::time_t created = std::time(nullptr);
 
   std::atomic<int> active_streams{0};
+  api::DisconnectWatcher disconnects;  // non-streaming requests whose client hung up
   std::atomic<uint64_t> memory_trims{0};
 
   // Returns freed heap memory to the OS once the server goes idle (see housekeeping()).
@@ -93,7 +95,11 @@ void Server::load(const std::string& model_name) {
   s.context.limits = {.max_n = s.options.max_n,
                       .max_messages = s.options.max_messages,
                       .max_prompt_tokens = s.options.max_prompt_tokens,
-                      .max_tokens = s.options.max_tokens_limit};
+                      .max_tokens = s.options.max_tokens_limit,
+                      .max_json_depth = s.options.max_json_depth,
+                      .max_prompt_bytes = s.options.max_prompt_bytes};
+  for (int32_t id = 0; id < s.engine->text().vocab_size(); ++id)
+    s.context.longest_token_bytes = std::max(s.context.longest_token_bytes, s.engine->text().token_bytes(id).size());
   s.ready = true;
   s.housekeeper = std::thread([&s] { s.housekeeping(); });
 }
@@ -169,7 +175,7 @@ void Server::Impl::routes() {
 
   http.post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    api::TokenizeRequest request = api::parse_tokenize_request(api::parse_json_object(req.body), context);
+    api::TokenizeRequest request = api::parse_tokenize_request(api::parse_json_object(req.body, options.max_json_depth), context);
     json out = {{"tokens", request.ids}, {"count", request.ids.size()}, {"max_model_len", context.context_length}};
     if (request.return_token_strs) {
       json strs = json::array();
@@ -180,7 +186,7 @@ void Server::Impl::routes() {
   });
   http.post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    std::vector<int32_t> ids = api::parse_detokenize_request(api::parse_json_object(req.body), context);
+    std::vector<int32_t> ids = api::parse_detokenize_request(api::parse_json_object(req.body, options.max_json_depth), context);
     std::string text = engine->text().detokenize(ids);
     send_json(res, 200, {{"prompt", text}, {"text", text}});
   });
@@ -188,7 +194,7 @@ void Server::Impl::routes() {
 
 void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
-  json body = api::parse_json_object(req.body);
+  json body = api::parse_json_object(req.body, options.max_json_depth);
   auto request = std::make_shared<const api::ParsedRequest>(chat ? api::parse_chat_request(body, context)
                                                                   : api::parse_completion_request(body, context));
   auto completion = std::make_shared<api::Completion>(request, engine->text(), engine->name(), options.request_timeout_s);
@@ -211,8 +217,15 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       completion->add_choice(static_cast<int>(p), engine->submit(std::move(choice)));
     }
   }
-  if (request->stream) api::stream_completion(res, completion, active_streams);
-  else send_json(res, 200, completion->wait_for_body());
+  if (request->stream) {
+    api::stream_completion(res, completion, active_streams);
+    return;
+  }
+  // Nothing is written until the answer is whole, so only the socket tells that the client left.
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& choice : completion->choices()) streams.push_back(choice->stream);
+  auto watch = disconnects.watch(req, std::move(streams));
+  send_json(res, 200, completion->wait_for_body());
 }
 
 }  // namespace inferlab

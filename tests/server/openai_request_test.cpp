@@ -148,3 +148,45 @@ TEST(OpenAIRequest, DetokenizeChecksEveryIdAgainstTheVocabulary) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string nested_arrays(int levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+}  // namespace
+
+TEST(OpenAIRequest, JsonNestedDeeperThanTheLimitIsRefusedBeforeParsing) {
+  // {"x": + arrays: one level for the object.
+  EXPECT_NO_THROW(api::parse_json_object("{\"x\":" + nested_arrays(3) + "}", 4));
+  ApiError e = error_of([&] { api::parse_json_object("{\"x\":" + nested_arrays(4) + "}", 4); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_NE(e.message.find("more than 4 levels deep (at byte 8)"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("(--max-json-depth)"), std::string::npos);
+  // A hundred thousand levels: refused by the scan, never parsed (no recursion, no stack overflow).
+  EXPECT_EQ(error_of([&] { api::parse_json_object("{\"x\":" + nested_arrays(100000) + "}", 64); }).status, 400);
+  // Brackets inside strings (escaped quotes too) are text, not nesting.
+  EXPECT_NO_THROW(api::parse_json_object(R"({"x":"[[[[[[\"{{{{{{"})", 1));
+  EXPECT_NO_THROW(api::parse_json_object(R"({"x":"\\","y":1})", 1));
+  EXPECT_EQ(error_of([&] { api::parse_json_object(R"({"x":"\\","y":[1]})", 1); }).status, 400);
+}
+
+TEST(OpenAIRequest, APromptLongerThanTheByteBoundIsRefusedBeforeTokenizing) {
+  ModelContext model = context({.max_prompt_tokens = 4});
+  model.longest_token_bytes = 10;  // each token covers at most 10 bytes: 4 tokens, at most 40 bytes
+  EXPECT_EQ(api::prompt_byte_limit(model, true), 40u);
+  EXPECT_EQ(api::prompt_byte_limit(model, false), 256u * 10);  // /tokenize: the context
+  ApiError e = error_of([&] { api::parse_completion_request({{"prompt", std::string(41, 'x')}, {"max_tokens", 2}}, model); });
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_NE(e.message.find("the prompt is 41 bytes; this server accepts at most 40 (--max-prompt-bytes"), std::string::npos)
+      << e.message;
+  // Within the byte bound the token limit decides.
+  EXPECT_NE(error_of([&] { api::parse_completion_request({{"prompt", std::string(40, 'x')}, {"max_tokens", 2}}, model); })
+                .message.find("(--max-prompt-tokens)"),
+            std::string::npos);
+  model.limits.max_prompt_bytes = 8;  // the flag wins, for /tokenize too
+  EXPECT_EQ(api::prompt_byte_limit(model, false), 8u);
+  EXPECT_EQ(error_of([&] { api::parse_tokenize_request({{"prompt", "123456789"}}, model); }).code, "context_length_exceeded");
+  model.longest_token_bytes = 0;  // unknown: no derived bound
+  model.limits.max_prompt_bytes = 0;
+  EXPECT_EQ(api::prompt_byte_limit(model, true), 0u);
+}

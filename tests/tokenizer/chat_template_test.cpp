@@ -204,5 +204,16 @@ TEST(ChatTemplate, MutatedTemplatesRenderOrFailCleanly) {
   EXPECT_GT(rejected, 0);
 }
 
+// One render's work is bounded: a million statements, 64 MiB of output (the loops run over what a
+// request sends, so a request cannot make a render run on).
+TEST(ChatTemplate, ARenderHasAStepAndAnOutputBudget) {
+  EXPECT_EQ(render("{% for i in range(3) %}{% for j in range(3) %}x{% endfor %}{% endfor %}"), "xxxxxxxxx");
+  EXPECT_NE(error_of("{% for i in range(2000) %}{% for j in range(1000) %}{% set k = j %}{% endfor %}{% endfor %}")
+                .find("chat template line 1: the render took more than 1000000 steps"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% for i in range(8) %}{{ 'x' * 10000000 }}{% endfor %}").find("the output is larger than 64 MiB"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace inferlab

@@ -129,6 +129,11 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-prompt-tokens", args->server.max_prompt_tokens, "Longest prompt in tokens (0: the context length)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--max-json-depth", args->server.max_json_depth, "Deepest nesting of arrays and objects in a request body")
+      ->capture_default_str()->check(CLI::Range(1, 10000));
+  cmd->add_option("--max-prompt-bytes", args->server.max_prompt_bytes,
+                  "Longest prompt text in bytes, checked before tokenizing (0: the prompt token limit times the longest token)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 32));
   cmd->add_option("--max-tokens-limit", args->server.max_tokens_limit, "Largest max_tokens (0: the context length)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--slow-client-timeout", args->server.slow_client_timeout_s,

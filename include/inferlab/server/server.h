@@ -28,6 +28,9 @@ struct ServerOptions {
   int max_messages = 1024;              // more chat messages: 400
   int max_prompt_tokens = 0;            // longer prompts: 400 (0: the context length)
   int max_tokens_limit = 0;             // larger max_tokens: 400; the default is capped to it (0: the context)
+  int max_json_depth = 64;              // arrays/objects nested deeper in a request body: 400
+  std::size_t max_prompt_bytes = 0;     // longer prompt texts: 400 before tokenizing (0: the prompt token
+                                        // limit times the vocabulary's longest token)
   double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
   int send_buffer_bytes = 0;            // SO_SNDBUF of each connection (0: the OS default, autotuned up
                                         // to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian)

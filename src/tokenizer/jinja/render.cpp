@@ -15,8 +15,14 @@ struct LoopControl {
   enum { None, Break, Continue } state = None;
 };
 
+// Statements one render may execute and bytes one output may reach: templates loop over what a
+// request sends (messages, tools), so these bound the work one request can make a render do.
+constexpr uint64_t kMaxRenderSteps = 1'000'000;
+constexpr std::size_t kMaxRenderBytes = 64u << 20;
+
 class Renderer {
   int call_depth_ = 0;
+  uint64_t steps_ = 0;
 
  public:
   std::string render(const Body& body, Scope& scope) {
@@ -30,6 +36,8 @@ class Renderer {
   void exec(const Body& body, Scope& scope, std::string& out, LoopControl& control) {
     for (const auto& stmt : body) {
       if (control.state != LoopControl::None) return;
+      if (++steps_ > kMaxRenderSteps) error_at(stmt->line, fmt::format("the render took more than {} steps", kMaxRenderSteps));
+      if (out.size() > kMaxRenderBytes) error_at(stmt->line, fmt::format("the output is larger than {} MiB", kMaxRenderBytes >> 20));
       switch (stmt->kind) {
         case Stmt::Kind::Text: out += stmt->text; break;
         case Stmt::Kind::Output: {
