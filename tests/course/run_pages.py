@@ -271,6 +271,8 @@ def main():
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `show` piped into head
+        return 1
     return result
 
 
