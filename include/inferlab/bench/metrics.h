@@ -34,8 +34,8 @@ struct RequestRecord {
   std::vector<double> itl_ms;     // gaps between consecutive content chunks
   bool has_itl = false;           // the record carries an itl_ms field (possibly empty)
   std::string error;
-  ServerTimings server;           // the server_* and cached_tokens, preemptions columns
   std::size_t line = 0;           // where it came from in a CSV, for messages
+  ServerTimings server;           // the server_* and cached_tokens, preemptions columns
 };
 
 // The columns written, the course's seven first.
