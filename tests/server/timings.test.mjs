@@ -4,7 +4,12 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer, postJson, metrics, sseEvents } from './helpers.mjs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startServer, postJson, metrics, sseEvents, CLI } from './helpers.mjs';
 
 const FIELDS = ['cache_n', 'prompt_n', 'prompt_ms', 'prompt_per_second', 'predicted_n', 'predicted_ms',
   'predicted_per_second', 'queue_ms', 'prefill_ms', 'decode_ms', 'ttft_ms', 'e2e_ms', 'preemptions',
@@ -112,6 +117,30 @@ test('timings: bodies and final chunks, consistent with the client clock', async
     assert.ok(again.timings.cache_n > 0);
     assert.equal(again.timings.cache_n, again.usage.prompt_tokens_details.cached_tokens);
     assert.equal(again.timings.prompt_n + again.timings.cache_n, again.usage.prompt_tokens);
+  });
+
+  await t.test('bench serve against inferlab serve: every row has the server figures, server TTFT <= client TTFT', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'inferlab-timings-'));
+    try {
+      const csvPath = path.join(dir, 'requests.csv');
+      await promisify(execFile)(CLI, ['bench', 'serve', '--base-url', server.base, '--dataset', 'random', '--input-len', '24',
+        '--output-len', '6', '--ignore-eos', '--num-requests', '8', '--concurrency', '4', '--output', csvPath], { encoding: 'utf8' });
+      const [header, ...lines] = readFileSync(csvPath, 'utf8').trim().split('\n');
+      const cols = header.split(',');
+      const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], v])));
+      assert.equal(rows.length, 8);
+      for (const r of rows) {
+        assert.equal(r.status, 'ok');
+        const [queue, prefill, decode, serverTtft, ttft] = ['server_queue_ms', 'server_prefill_ms', 'server_decode_ms',
+          'server_ttft_ms', 'ttft_ms'].map((k) => Number(r[k]));
+        assert.ok(r.server_ttft_ms !== '' && r.server_decode_ms !== '' && r.cached_tokens !== '' && r.preemptions !== '', JSON.stringify(r));
+        assert.ok(serverTtft <= ttft, `server TTFT ${serverTtft} > client TTFT ${ttft}`);
+        assert.ok(Math.abs(queue + prefill - serverTtft) <= 0.01);
+        assert.ok(serverTtft + decode <= Number(r.end_ms) - Number(r.start_ms), 'the server e2e fits in the client e2e');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   await t.test('/metrics: per-stage histograms with vLLM buckets, one count per finished request', async () => {
