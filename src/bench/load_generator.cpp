@@ -165,6 +165,7 @@ struct StreamTiming {
   std::string text;
   int64_t content_chunks = 0;
   std::optional<int64_t> prompt_tokens, completion_tokens;
+  ServerTimings server;
   std::optional<std::string> stream_error;
   std::string error_body;
   bool done = false;
@@ -203,6 +204,7 @@ struct StreamTiming {
     }
     if (chunk.prompt_tokens) prompt_tokens = chunk.prompt_tokens;
     if (chunk.completion_tokens) completion_tokens = chunk.completion_tokens;
+    server.merge(chunk.server);
   }
 };
 
@@ -303,6 +305,7 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
       if (r.ttft_ms && *r.output_tokens > 1)
         r.tpot_ms = std::round((r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1) * 1000) / 1000;
       r.itl_ms = std::move(t.itl_ms);
+      r.server = t.server;
     } else {
       ++failed;
     }

@@ -16,8 +16,22 @@
 namespace inferlab::bench {
 
 const std::vector<std::string> kRequestColumns = {
-    "request_id", "status", "start_ms", "end_ms", "input_tokens", "output_tokens", "ttft_ms",
-    "tpot_ms",    "itl_ms", "error"};
+    "request_id",      "status",           "start_ms",         "end_ms",         "input_tokens",
+    "output_tokens",   "ttft_ms",          "tpot_ms",          "itl_ms",         "error",
+    "server_queue_ms", "server_prefill_ms", "server_decode_ms", "server_ttft_ms", "cached_tokens",
+    "preemptions"};
+
+void ServerTimings::merge(const ServerTimings& later) {
+  auto take = [](auto& ours, const auto& theirs) {
+    if (theirs) ours = theirs;
+  };
+  take(queue_ms, later.queue_ms);
+  take(prefill_ms, later.prefill_ms);
+  take(decode_ms, later.decode_ms);
+  take(ttft_ms, later.ttft_ms);
+  take(cached_tokens, later.cached_tokens);
+  take(preemptions, later.preemptions);
+}
 
 namespace {
 
@@ -118,15 +132,15 @@ std::vector<RequestRecord> parse_requests_csv(const std::string& text, const std
         }
       }
       if (error_col >= 0) rec.error = row.fields[error_col];
+      ServerTimings& server = rec.server;
+      server.queue_ms = parse_double(get(column("server_queue_ms"), "server_queue_ms"));
+      server.prefill_ms = parse_double(get(column("server_prefill_ms"), "server_prefill_ms"));
+      server.decode_ms = parse_double(get(column("server_decode_ms"), "server_decode_ms"));
+      server.ttft_ms = parse_double(get(column("server_ttft_ms"), "server_ttft_ms"));
+      server.cached_tokens = parse_int(get(column("cached_tokens"), "cached_tokens"));
+      server.preemptions = parse_int(get(column("preemptions"), "preemptions"));
     } catch (const std::invalid_argument&) {
-      fail("{} line {}: {} is not a number: '{}'", source, row.line, current,
-           current == "itl_ms" ? row.fields[itl_col]
-           : current == "input_tokens" ? row.fields[in_col]
-           : current == "output_tokens" ? row.fields[out_col]
-           : current == "ttft_ms" ? row.fields[ttft_col]
-           : current == "tpot_ms" ? row.fields[tpot_col]
-           : current == "start_ms" ? row.fields[start_col]
-                                   : row.fields[end_col]);
+      fail("{} line {}: {} is not a number: '{}'", source, row.line, current, row.fields[column(current)]);
     }
     if (rec.status == "ok" && !rec.output_tokens)
       fail("{} line {}: output_tokens is empty for a successful request", source, row.line);
@@ -153,7 +167,9 @@ std::string requests_csv(const std::vector<RequestRecord>& records) {
     for (double v : r.itl_ms) itl += (itl.empty() ? "" : ";") + format_number(v);
     out += csv_line({r.request_id, r.status, format_number(r.start_ms), format_number(r.end_ms),
                      opt_int(r.input_tokens), opt_int(r.output_tokens), opt_num(r.ttft_ms),
-                     opt_num(r.tpot_ms), itl, r.error});
+                     opt_num(r.tpot_ms), itl, r.error, opt_num(r.server.queue_ms), opt_num(r.server.prefill_ms),
+                     opt_num(r.server.decode_ms), opt_num(r.server.ttft_ms), opt_int(r.server.cached_tokens),
+                     opt_int(r.server.preemptions)});
   }
   return out;
 }
@@ -229,7 +245,7 @@ Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo) {
   s.window_s = (last_end - first_start) / 1000;
   if (!(s.window_s > 0)) throw Error("The measurement window must be positive.");
 
-  std::vector<double> ttft, tpot, itl, e2e;
+  std::vector<double> ttft, tpot, itl, e2e, server_queue, server_prefill, transport;
   s.slo = slo;
   for (const auto& r : records) {
     if (r.has_itl) s.itl_recorded = true;
@@ -246,6 +262,14 @@ Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo) {
     itl.insert(itl.end(), r.itl_ms.begin(), r.itl_ms.end());
     double latency = r.end_ms - r.start_ms;
     e2e.push_back(latency);
+    if (r.server.queue_ms) server_queue.push_back(*r.server.queue_ms);
+    if (r.server.prefill_ms) server_prefill.push_back(*r.server.prefill_ms);
+    if (r.ttft_ms && r.server.ttft_ms) transport.push_back(*r.ttft_ms - *r.server.ttft_ms);
+    if (r.server.cached_tokens) {
+      ++s.cache_reported;
+      s.cached_tokens += *r.server.cached_tokens;
+      s.cache_reported_input += r.input_tokens.value_or(0);
+    }
     if (!slo.empty()) {
       bool met = true;
       if (slo.ttft_ms) met = met && r.ttft_ms && *r.ttft_ms <= *slo.ttft_ms;
@@ -262,6 +286,9 @@ Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo) {
   s.tpot = distribution(std::move(tpot));
   s.itl = distribution(std::move(itl));
   s.e2e = distribution(std::move(e2e));
+  s.server_queue = distribution(std::move(server_queue));
+  s.server_prefill = distribution(std::move(server_prefill));
+  s.transport = distribution(std::move(transport));
   return s;
 }
 
@@ -296,9 +323,23 @@ std::string format_report(const Summary& s) {
   row("TPOT", s.tpot, "(needs ttft_ms and more than one output token, or tpot_ms)");
   row("ITL", s.itl, s.itl_recorded ? "(no inter-token gaps recorded)" : "(no itl_ms column)");
   row("E2E", s.e2e, "(no successful request)");
+  // The TTFT split, only when the server sent its figures (old CSVs report as before).
+  const bool split = s.server_queue.n || s.server_prefill.n || s.transport.n;
+  if (split) {
+    row(" queue", s.server_queue, "(the server sent no queue time)");
+    row(" prefill", s.server_prefill, "(the server sent no prefill time)");
+    row(" transport", s.transport, "(the server sent no TTFT)");
+  }
   out += "Percentiles by nearest rank over successful requests; median = P50.";
   if (s.tpot_derived) out += " TPOT = (E2E - TTFT) / (output_tokens - 1) where no tpot_ms is given.";
   out += "\n";
+  if (split)
+    out += "TTFT split from the server's timings: queue (arrival to scheduled), prefill (to its first token), "
+           "transport = client TTFT - server TTFT.\n";
+  if (s.cache_reported)
+    out += fmt::format("Prefix cache: {} of {} prompt tokens ({:.1f}%) were cached ({} requests reported cached_tokens)\n",
+                       s.cached_tokens, s.cache_reported_input,
+                       s.cache_reported_input ? 100.0 * s.cached_tokens / s.cache_reported_input : 0.0, s.cache_reported);
   if (!s.slo.empty()) {
     std::string terms;
     auto term = [&](const char* name, const std::optional<double>& v) {
@@ -335,6 +376,12 @@ nlohmann::json summary_json(const Summary& s) {
       {"e2e_ms", dist(s.e2e)},
       {"tpot_derived_from_e2e", s.tpot_derived},
   };
+  if (s.server_queue.n || s.server_prefill.n || s.transport.n)
+    j["ttft_split_ms"] = {{"server_queue", dist(s.server_queue)}, {"server_prefill", dist(s.server_prefill)},
+                          {"transport", dist(s.transport)}};
+  if (s.cache_reported)
+    j["prefix_cache"] = {{"requests", s.cache_reported}, {"cached_tokens", s.cached_tokens},
+                         {"prompt_tokens", s.cache_reported_input}};
   if (!s.slo.empty()) {
     nlohmann::json slo = nlohmann::json::object();
     if (s.slo.ttft_ms) slo["ttft_ms"] = *s.slo.ttft_ms;

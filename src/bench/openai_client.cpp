@@ -33,6 +33,37 @@ std::string error_message_from_body(std::string_view body) {
   return text.empty() ? "(empty body)" : text;
 }
 
+namespace {
+
+std::optional<double> number_field(const nlohmann::json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+std::optional<int64_t> integer_field(const nlohmann::json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+// inferlab's timings, or llama.cpp's (which has no queue: prompt_ms is its prefill, predicted_ms
+// its decode, and no server TTFT can be told without the queue).
+ServerTimings server_timings(const nlohmann::json& t) {
+  ServerTimings s;
+  s.queue_ms = number_field(t, "queue_ms");
+  s.prefill_ms = number_field(t, "prefill_ms");
+  if (!s.prefill_ms) s.prefill_ms = number_field(t, "prompt_ms");
+  s.decode_ms = number_field(t, "decode_ms");
+  if (!s.decode_ms) s.decode_ms = number_field(t, "predicted_ms");
+  s.ttft_ms = number_field(t, "ttft_ms");
+  if (!s.ttft_ms && s.queue_ms && s.prefill_ms) s.ttft_ms = *s.queue_ms + *s.prefill_ms;
+  s.cached_tokens = integer_field(t, "cache_n");
+  s.preemptions = integer_field(t, "preemptions");
+  return s;
+}
+
+}  // namespace
+
 StreamChunk parse_stream_chunk(std::string_view data) {
   StreamChunk chunk;
   if (data == "[DONE]") {
@@ -57,9 +88,13 @@ StreamChunk parse_stream_chunk(std::string_view data) {
       if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) chunk.finish_reason = *f;
     }
   }
+  // usage's cached_tokens (any server) wins over timings' cache_n.
+  if (auto t = j.find("timings"); t != j.end() && t->is_object()) chunk.server.merge(server_timings(*t));
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
     if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer()) chunk.prompt_tokens = *p;
     if (auto c = u->find("completion_tokens"); c != u->end() && c->is_number_integer()) chunk.completion_tokens = *c;
+    if (auto d = u->find("prompt_tokens_details"); d != u->end() && d->is_object())
+      if (auto cached = integer_field(*d, "cached_tokens")) chunk.server.cached_tokens = cached;
   }
   return chunk;
 }

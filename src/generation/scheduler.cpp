@@ -20,6 +20,7 @@ uint64_t block_hash(uint64_t parent, const int32_t* tokens, int count) {
 }
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double milliseconds(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 }  // namespace
 
@@ -77,7 +78,11 @@ struct Scheduler::Sequence {
   std::vector<uint64_t> block_hashes;  // of kv.blocks' full blocks registered / matched so far
   uint64_t arrival = 0;
   Clock::time_point submitted, last_token;
-  bool first_token_sent = false;
+  // Stage times (RequestTimings): first admission, first token, and each token after arrival.
+  int64_t arrival_unix_ms = 0;
+  std::optional<Clock::time_point> scheduled, first_token;
+  int preemptions = 0;
+  std::vector<double> token_ms;
 
   Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling) {}
   int uncomputed() const { return static_cast<int>(tokens.size()) - kv.length; }
@@ -142,6 +147,8 @@ std::shared_ptr<RequestStream> Scheduler::submit(GenerationRequest request) {
   };
   seq->tokens = seq->request.prompt;
   seq->submitted = Clock::now();
+  seq->arrival_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count();
   auto stream = seq->stream;
   {
     std::lock_guard lock(mutex_);
@@ -235,11 +242,36 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, const std::string& er
   StreamEvent event;
   event.finish = reason;
   event.error = error;
+  event.timings = timings_of(seq, Clock::now());
+  const RequestTimings& t = *event.timings;
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.requests_finished[static_cast<int>(reason)];
+    if (reason == FinishReason::stop || reason == FinishReason::length) {
+      stats_.e2e_latency.observe(t.e2e_ms() / 1000);
+      stats_.queue_time.observe(t.queue_ms / 1000);
+      stats_.prefill_time.observe(t.prefill_ms / 1000);
+      stats_.decode_time.observe(t.decode_ms / 1000);
+    }
+  }
   seq.stream->push(std::move(event));
-  std::lock_guard lock(mutex_);
-  ++stats_.requests_finished[static_cast<int>(reason)];
-  if (reason == FinishReason::stop || reason == FinishReason::length)
-    stats_.e2e_latency.observe(seconds(Clock::now() - seq.submitted));
+}
+
+RequestTimings Scheduler::timings_of(Sequence& seq, Clock::time_point end) {
+  RequestTimings t;
+  t.arrival_unix_ms = seq.arrival_unix_ms;
+  // A stage never reached ends at `end`; later ones stay 0, so the three still add up to e2e.
+  const Clock::time_point scheduled = seq.scheduled.value_or(end);
+  const Clock::time_point first_token = seq.first_token.value_or(end);
+  t.queue_ms = milliseconds(scheduled - seq.submitted);
+  t.prefill_ms = milliseconds(first_token - scheduled);
+  t.decode_ms = milliseconds(end - first_token);
+  t.prompt_tokens = static_cast<int>(seq.request.prompt.size());
+  t.cached_tokens = seq.stream->cached_prompt_tokens();
+  t.generated_tokens = seq.generated;
+  t.preemptions = seq.preemptions;
+  t.token_ms = std::move(seq.token_ms);
+  return t;
 }
 
 void Scheduler::drop_cancelled_and_expired() {
@@ -322,6 +354,7 @@ Scheduler::Sequence* Scheduler::preempt_newest() {
   // is the same as if it had never been interrupted.
   seq->kv.release(cache_);
   seq->block_hashes.clear();
+  ++seq->preemptions;
   Sequence* preempted = seq.get();
   waiting_.push_front(std::move(seq));
   std::lock_guard lock(mutex_);
@@ -344,6 +377,7 @@ void Scheduler::admit() {
       break;  // first come, first served: it waits until blocks free up
     }
     const int cached = seq.kv.length;
+    if (!seq.scheduled) seq.scheduled = Clock::now();
     if (seq.generated == 0) {
       seq.stream->cached_prompt_tokens_ = cached;
       std::lock_guard lock(mutex_);
@@ -420,9 +454,10 @@ bool Scheduler::step() {
     seq.tokens.push_back(sampled.token);
     ++seq.generated;
     ++new_tokens;
-    if (!seq.first_token_sent) {
+    seq.token_ms.push_back(milliseconds(now - seq.submitted));
+    if (!seq.first_token) {
       ttfts.push_back(seconds(now - seq.submitted));
-      seq.first_token_sent = true;
+      seq.first_token = now;
     } else {
       itls.push_back(seconds(now - seq.last_token));
     }

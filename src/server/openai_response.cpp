@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <ctime>
 #include <random>
 
@@ -26,7 +27,33 @@ json bytes_of(const std::string& bytes) {
   return out;
 }
 
+// Milliseconds to the microsecond: enough for any stage, short on the wire.
+double round_ms(double ms) { return std::round(ms * 1000) / 1000; }
+
+double per_second(int tokens, double ms) { return ms > 0 ? round_ms(tokens * 1000.0 / ms) : 0.0; }
+
 }  // namespace
+
+json timings_json(const RequestTimings& t) {
+  const int computed = t.prompt_tokens - t.cached_tokens;
+  json token_ms = json::array();
+  for (double ms : t.token_ms) token_ms.push_back(round_ms(ms));
+  return {{"cache_n", t.cached_tokens},
+          {"prompt_n", computed},
+          {"prompt_ms", round_ms(t.prefill_ms)},
+          {"prompt_per_second", per_second(computed, t.prefill_ms)},
+          {"predicted_n", t.generated_tokens},
+          {"predicted_ms", round_ms(t.decode_ms)},
+          {"predicted_per_second", per_second(t.generated_tokens, t.decode_ms)},
+          {"queue_ms", round_ms(t.queue_ms)},
+          {"prefill_ms", round_ms(t.prefill_ms)},
+          {"decode_ms", round_ms(t.decode_ms)},
+          {"ttft_ms", round_ms(t.ttft_ms())},
+          {"e2e_ms", round_ms(t.e2e_ms())},
+          {"preemptions", t.preemptions},
+          {"arrival_unix_ms", t.arrival_unix_ms},
+          {"token_ms", std::move(token_ms)}};
+}
 
 std::string StopMatcher::feed(const std::string& piece) {
   if (hit_) return "";
@@ -63,11 +90,12 @@ Choice::Choice(const EngineText& text, bool skip_special, std::vector<std::strin
     : decoder(text.stream_decoder(skip_special)), stop(std::move(stops)), completion_logprobs(empty_completion_logprobs()) {}
 
 Completion::Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, std::string model_name,
-                       double request_timeout_s)
+                       double request_timeout_s, bool timings)
     : request_(std::move(request)),
       text_(text),
       model_name_(std::move(model_name)),
       request_timeout_s_(request_timeout_s),
+      timings_(timings),
       id_(random_id(request_->chat ? "chatcmpl-" : "cmpl-")),
       created_(std::time(nullptr)) {}
 
@@ -85,14 +113,21 @@ void Completion::cancel_all() {
   for (auto& c : choices_) c->stream->cancel();  // a no-op for finished ones
 }
 
+bool Completion::settled(const Choice& choice) const { return choice.done && (!timings_ || choice.timings); }
+
 bool Completion::all_done() const {
   for (auto& c : choices_)
-    if (!c->done) return false;
+    if (!settled(*c)) return false;
   return true;
 }
 
 void Completion::absorb(Choice& choice, StreamEvent& event, Delta& delta) {
-  if (choice.done) return;
+  if (event.timings) choice.timings = std::move(event.timings);
+  if (!choice.done) absorb_text(choice, event, delta);
+  delta.finished = settled(choice);
+}
+
+void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
   if (event.token) {
     const SampledToken& t = *event.token;
     ++choice.completion_tokens;
@@ -129,7 +164,6 @@ void Completion::absorb(Choice& choice, StreamEvent& event, Delta& delta) {
     choice.done = true;
   }
   choice.text += delta.text;
-  delta.finished = choice.done;
 }
 
 void Completion::add_logprobs(Choice& choice, const SampledToken& t, Delta& delta) {
@@ -173,7 +207,7 @@ json Completion::wait_for_body() {
   // Poll every choice so that n > 1 progress together.
   while (!all_done()) {
     for (auto& choice : choices_) {
-      if (choice->done) continue;
+      if (settled(*choice)) continue;
       for (auto& event : choice->stream->wait(std::chrono::milliseconds(choices_.size() == 1 ? 200 : 5))) {
         Delta delta;
         absorb(*choice, event, delta);
@@ -193,10 +227,14 @@ json Completion::wait_for_body() {
       c["text"] = request_->echo ? request_->prompt_texts[choice->prompt_index] + choice->text : choice->text;
       c["logprobs"] = request_->logprobs ? choice->completion_logprobs : json(nullptr);
     }
+    // Several choices: each carries its own timings; one: at the top, where llama.cpp puts them.
+    if (timings_ && choices_.size() > 1) c["timings"] = timings_json(*choice->timings);
     out_choices.push_back(std::move(c));
   }
-  return {{"id", id_}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_},
-          {"model", model_name_}, {"choices", out_choices}, {"usage", usage()}};
+  json body = {{"id", id_}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_},
+               {"model", model_name_}, {"choices", out_choices}, {"usage", usage()}};
+  if (timings_ && choices_.size() == 1) body["timings"] = timings_json(*choices_.front()->timings);
+  return body;
 }
 
 json Completion::chunk(json choice_items) const {
@@ -229,9 +267,16 @@ json Completion::finish_item(const Choice& c) const {
   return {{"index", c.index}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", c.finish_reason}};
 }
 
+json Completion::finish_chunk(const Choice& c) const {
+  json out = chunk(json::array({finish_item(c)}));
+  if (timings_) out["timings"] = timings_json(*c.timings);  // the chunk holds this one choice
+  return out;
+}
+
 json Completion::usage_chunk() const {
   json c = chunk(json::array());
   c["usage"] = usage();
+  if (timings_ && choices_.size() == 1) c["timings"] = timings_json(*choices_.front()->timings);
   return c;
 }
 

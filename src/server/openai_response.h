@@ -45,6 +45,7 @@ struct Choice {
   std::string text;             // everything shown (non-streaming answer)
   json chat_logprobs = json::array();
   json completion_logprobs;
+  std::optional<RequestTimings> timings;  // from the engine's last event
 
   Choice(const EngineText& text, bool skip_special, std::vector<std::string> stops);
 };
@@ -61,8 +62,9 @@ struct Delta {
 // every stream still running, which frees its KV at once.
 class Completion {
  public:
+  // `timings`: add the engine's RequestTimings to the answer (inferlab serve --no-timings: false).
   Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, std::string model_name,
-             double request_timeout_s);
+             double request_timeout_s, bool timings);
   ~Completion();
   Completion(const Completion&) = delete;
   Completion& operator=(const Completion&) = delete;
@@ -71,7 +73,10 @@ class Completion {
   const std::vector<std::unique_ptr<Choice>>& choices() const { return choices_; }
   void add_choice(int prompt_index, std::shared_ptr<RequestStream> stream);
   void cancel_all();
-  bool all_done() const;
+  // A choice is settled once its text is done and, with timings on, the engine's last event (which
+  // carries them) came: a stop string ends the text before the engine has let the sequence go.
+  bool settled(const Choice& choice) const;
+  bool all_done() const;  // every choice settled
 
   // Applies one stream event to a choice, adding what it shows to `delta`.
   void absorb(Choice& choice, StreamEvent& event, Delta& delta);
@@ -86,18 +91,24 @@ class Completion {
   std::optional<json> opening_item(const Choice& choice) const;  // the role (chat) or the echoed prompt
   std::optional<json> delta_item(const Choice& choice, const Delta& delta) const;  // none: nothing new
   json finish_item(const Choice& choice) const;
+  json finish_chunk(const Choice& choice) const;  // the finish item, with the choice's timings
   json usage_chunk() const;
 
  private:
+  void absorb_text(Choice& choice, StreamEvent& event, Delta& delta);
   void add_logprobs(Choice& choice, const SampledToken& token, Delta& delta);
 
   std::shared_ptr<const ParsedRequest> request_;
   const EngineText& text_;
   std::string model_name_;
   double request_timeout_s_;
+  bool timings_;
   std::string id_;
   std::time_t created_;
   std::vector<std::unique_ptr<Choice>> choices_;
 };
+
+// The `timings` object (llama.cpp's names where they overlap; docs/measurement.md).
+json timings_json(const RequestTimings& timings);
 
 }  // namespace inferlab::api

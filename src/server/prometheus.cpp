@@ -80,7 +80,10 @@ std::string prometheus_text(const MetricsSnapshot& snapshot) {
   histogram("inferlab_decode_batch_size", "sequences decoded per decode step", s.decode_batch_size);
   histogram("inferlab_time_to_first_token_seconds", "arrival to first generated token", s.time_to_first_token);
   histogram("inferlab_inter_token_latency_seconds", "time between consecutive tokens of a sequence", s.inter_token_latency);
-  histogram("inferlab_e2e_request_latency_seconds", "arrival to last token", s.e2e_latency);
+  histogram("inferlab_e2e_request_latency_seconds", "arrival to finish (queue + prefill + decode)", s.e2e_latency);
+  histogram("inferlab_request_queue_seconds", "arrival to first admitted to the running batch", s.queue_time);
+  histogram("inferlab_request_prefill_seconds", "first admitted to first generated token", s.prefill_time);
+  histogram("inferlab_request_decode_seconds", "first generated token to finish", s.decode_time);
   return out;
 }
 

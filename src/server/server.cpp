@@ -197,7 +197,8 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   json body = api::parse_json_object(req.body, options.max_json_depth);
   auto request = std::make_shared<const api::ParsedRequest>(chat ? api::parse_chat_request(body, context)
                                                                   : api::parse_completion_request(body, context));
-  auto completion = std::make_shared<api::Completion>(request, engine->text(), engine->name(), options.request_timeout_s);
+  auto completion = std::make_shared<api::Completion>(request, engine->text(), engine->name(), options.request_timeout_s,
+                                                       options.timings);
   std::optional<Clock::time_point> deadline;
   if (options.request_timeout_s > 0)
     deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.request_timeout_s * 1000));

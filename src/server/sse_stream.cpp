@@ -36,7 +36,7 @@ class SsePump {
     }
     bool first_wait = true;
     for (auto& c : completion.choices()) {
-      if (c->done) continue;
+      if (completion.settled(*c)) continue;
       auto events = c->stream->wait(std::chrono::milliseconds(first_wait ? 100 : 0));
       first_wait = false;
       if (events.empty()) continue;
@@ -51,7 +51,7 @@ class SsePump {
       }
       if (auto item = completion.delta_item(*c, delta); item && !write(sink, completion.chunk(json::array({*item}))))
         return fail();
-      if (delta.finished && !write(sink, completion.chunk(json::array({completion.finish_item(*c)})))) return fail();
+      if (delta.finished && !write(sink, completion.finish_chunk(*c))) return fail();
     }
     if (Clock::now() - last_write_ > kKeepAliveAfter && !write(sink, std::string(": keep-alive\n\n"))) return fail();
     return true;

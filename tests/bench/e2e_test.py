@@ -7,6 +7,8 @@ usage: e2e_test.py CASE INFERLAB_CLI SHARED_DIR
   serve_timing      bench serve vs the scripted SSE server: TTFT / ITL / E2E within 2 ms
   serve_failures    timeouts, resets, empty replies, HTTP 4xx/5xx, stream errors, refused
                     connections become failed rows and the run finishes
+  serve_server_timings  the server's timings / cached_tokens (inferlab's and llama.cpp's shapes)
+                    land in requests.csv exactly; report splits TTFT into queue / prefill / transport
   serve_concurrency 600 concurrent streams on one event-loop thread
   chat_cli          inferlab chat: the course's stream client output
 Exit 77 = skipped.
@@ -322,6 +324,56 @@ def test_serve_timing():
         check(bad.returncode != 0 and "--concurrency" in bad.stderr, f"no concurrency/rate: {bad.stderr}")
 
 
+SERVER_COLUMNS = ["server_queue_ms", "server_prefill_ms", "server_decode_ms", "server_ttft_ms", "cached_tokens",
+                  "preemptions"]
+
+
+def test_serve_server_timings():
+    with ScriptedServer() as server, tempfile.TemporaryDirectory() as d:
+        r, rows, summary = serve(server, "/timings", d, ["--num-requests", "4", "--concurrency", "1", "--timeout", "10"],
+                                 "timings")
+        check(r.returncode == 0, f"timings run: {r.stderr}")
+        sent = server.stats()["server_csv"]
+        check(len(rows) == 4 and len(sent) == 4, f"rows {len(rows)}, sent {len(sent)}")
+        for row, expected in zip(rows, sent):  # one at a time: request order is row order
+            got = {k: row.get(k) for k in SERVER_COLUMNS}
+            check(got == expected, f"{row['request_id']}: {got} != {expected}")
+        # The report: TTFT split rows with the means of what was sent, transport = client - server TTFT.
+        ttft = [float(x["ttft_ms"]) for x in rows]
+        server_ttft = [float(x["server_ttft_ms"]) for x in rows]
+        report = run(["report", os.path.join(d, "timings.csv")])
+        check(report.returncode == 0, f"report: {report.stderr}")
+        lines = {line.split()[0]: line.split() for line in report.stdout.splitlines() if line.startswith(" ")}
+        mean_of = lambda values: f"{sum(values) / len(values):.2f}"
+        check(lines.get("queue", [None, None, None])[1:3] == ["4", mean_of([float(x["server_queue_ms"]) for x in rows])],
+              f"queue row: {report.stdout}")
+        check(lines.get("prefill", [None, None, None])[1:3] == ["4", mean_of([float(x["server_prefill_ms"]) for x in rows])],
+              f"prefill row: {report.stdout}")
+        check(lines.get("transport", [None, None, None])[1:3] == ["4", mean_of([a - b for a, b in zip(ttft, server_ttft)])],
+              f"transport row: {report.stdout}")
+        cached = sum(int(x["cached_tokens"]) for x in rows)
+        prompt = sum(int(x["input_tokens"]) for x in rows)
+        check(f"Prefix cache: {cached} of {prompt} prompt tokens ({100 * cached / prompt:.1f}%) were cached (4 requests"
+              in report.stdout, f"prefix cache line: {report.stdout}")
+        check("transport = client TTFT - server TTFT" in r.stdout, f"bench serve prints the split: {r.stdout}")
+        check(summary.get("ttft_split_ms", {}).get("transport", {}).get("n") == 4, f"summary json: {summary}")
+
+        # llama.cpp's shape: what exists is mapped, the rest stays empty; no queue means no transport row data.
+        r, rows, _ = serve(server, "/llamacpp", d, ["--num-requests", "3", "--concurrency", "1", "--timeout", "10"],
+                           "llamacpp")
+        check(r.returncode == 0, f"llamacpp run: {r.stderr}")
+        sent = server.stats()["server_csv"][4:]
+        for row, expected in zip(rows, sent):
+            got = {k: row.get(k) for k in SERVER_COLUMNS}
+            check(got == expected, f"llama.cpp {row['request_id']}: {got} != {expected}")
+        check("(the server sent no TTFT)" in r.stdout, f"llama.cpp: no transport: {r.stdout}")
+
+        # A server without timings: the columns are there and empty, the report has no split.
+        r, rows, _ = serve(server, "/ok", d, ["--num-requests", "2", "--concurrency", "1", "--timeout", "10"], "plain")
+        check(r.returncode == 0 and all(all(x[k] == "" for k in SERVER_COLUMNS) for x in rows), f"plain: {rows}")
+        check("TTFT split" not in r.stdout and "Prefix cache" not in r.stdout, f"plain report: {r.stdout}")
+
+
 def test_serve_failures():
     with ScriptedServer() as server, tempfile.TemporaryDirectory() as d:
         started = time.monotonic()
@@ -483,7 +535,8 @@ def test_latency_cli():
 
 if __name__ == "__main__":
     result = {"report_cli": test_report_cli, "serve_timing": test_serve_timing, "serve_failures": test_serve_failures,
-              "serve_concurrency": test_serve_concurrency, "chat_cli": test_chat_cli, "latency_cli": test_latency_cli}[CASE]()
+              "serve_concurrency": test_serve_concurrency,
+              "serve_server_timings": test_serve_server_timings, "chat_cli": test_chat_cli, "latency_cli": test_latency_cli}[CASE]()
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

@@ -126,7 +126,8 @@ TEST(Report, CsvRoundTrip) {
                 "bad \"max_tokens\", must be > 0\nreally", 0};
   std::string text = requests_csv(records);
   EXPECT_EQ(text.substr(0, text.find('\n')),
-            "request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms,tpot_ms,itl_ms,error");
+            "request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms,tpot_ms,itl_ms,error,"
+            "server_queue_ms,server_prefill_ms,server_decode_ms,server_ttft_ms,cached_tokens,preemptions");
   auto back = parse_requests_csv(text, "x");
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].itl_ms, (std::vector<double>{29.5, 30, 31.25}));
@@ -136,4 +137,55 @@ TEST(Report, CsvRoundTrip) {
   Summary s = summarize(back);
   EXPECT_EQ(s.itl.n, 3u);
   EXPECT_EQ(s.itl.p50, 30);
+}
+
+TEST(Report, ServerTimingsColumnsRoundTrip) {
+  std::vector<RequestRecord> records(2);
+  records[0] = {"r1", "ok", 0, 100, 20, 4, 30.5, std::nullopt, {}, true, "", 0};
+  records[0].server = {.queue_ms = 1.25, .prefill_ms = 20.125, .decode_ms = 60, .ttft_ms = 21.375,
+                       .cached_tokens = 16, .preemptions = 1};
+  records[1] = {"r2", "ok", 0, 90, 12, 4, 40, std::nullopt, {}, true, "", 0};  // a server without timings
+  std::string text = requests_csv(records);
+  EXPECT_NE(text.find(",1.25,20.125,60,21.375,16,1\n"), std::string::npos) << text;
+  auto back = parse_requests_csv(text, "x");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(*back[0].server.queue_ms, 1.25);
+  EXPECT_EQ(*back[0].server.prefill_ms, 20.125);
+  EXPECT_EQ(*back[0].server.decode_ms, 60);
+  EXPECT_EQ(*back[0].server.ttft_ms, 21.375);
+  EXPECT_EQ(*back[0].server.cached_tokens, 16);
+  EXPECT_EQ(*back[0].server.preemptions, 1);
+  EXPECT_FALSE(back[1].server.queue_ms || back[1].server.ttft_ms || back[1].server.cached_tokens);
+  EXPECT_NE(error_of([] {
+              parse_requests_csv("request_id,status,start_ms,end_ms,output_tokens,server_queue_ms\nr,ok,0,1,1,fast\n", "q.csv");
+            }).find("q.csv line 2: server_queue_ms is not a number: 'fast'"),
+            std::string::npos);
+}
+
+TEST(Report, TtftSplitAndPrefixCache) {
+  // Client TTFTs 30 and 50; the server saw 21.5 and 44: transport 8.5 and 6.
+  const std::string csv =
+      "request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms,server_queue_ms,server_prefill_ms,"
+      "server_ttft_ms,cached_tokens\n"
+      "a,ok,0,100,20,5,30,1.5,20,21.5,16\n"
+      "b,ok,0,120,40,5,50,4,40,44,0\n";
+  Summary s = summarize(parse_requests_csv(csv, "x"));
+  EXPECT_EQ(s.server_queue.n, 2u);
+  EXPECT_DOUBLE_EQ(s.server_queue.mean, 2.75);
+  EXPECT_DOUBLE_EQ(s.server_prefill.mean, 30);
+  EXPECT_EQ(s.transport.n, 2u);
+  EXPECT_DOUBLE_EQ(s.transport.mean, 7.25);
+  EXPECT_EQ(s.cached_tokens, 16);
+  EXPECT_EQ(s.cache_reported_input, 60);
+  std::string report = format_report(s);
+  EXPECT_NE(report.find(" queue           2      2.75      1.50"), std::string::npos) << report;
+  EXPECT_NE(report.find(" transport       2      7.25      6.00"), std::string::npos) << report;
+  EXPECT_NE(report.find("Prefix cache: 16 of 60 prompt tokens (26.7%) were cached (2 requests reported cached_tokens)"),
+            std::string::npos)
+      << report;
+  // Old CSVs (no server columns): the report is what it was, no split, no prefix-cache line.
+  std::string old = format_report(summarize(parse_requests_csv(
+      "request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms\na,ok,0,100,20,5,30\n", "x")));
+  EXPECT_EQ(old.find("queue"), std::string::npos);
+  EXPECT_EQ(old.find("Prefix cache"), std::string::npos);
 }

@@ -33,3 +33,34 @@ TEST(OpenAiClient, ApiRoot) {
     EXPECT_NE(std::string(e.what()).find("http://"), std::string::npos);
   }
 }
+
+TEST(StreamChunk, ServerTimingsInferlabLlamaCppAndUsage) {
+  // inferlab's object: every figure as sent; usage's cached_tokens wins over cache_n.
+  auto ours = parse_stream_chunk(
+      R"({"choices":[],"timings":{"queue_ms":1.5,"prefill_ms":20.25,"decode_ms":60,"ttft_ms":21.75,"cache_n":3,)"
+      R"("preemptions":2,"prompt_ms":20.25,"predicted_ms":60},"usage":{"prompt_tokens":9,"completion_tokens":4,)"
+      R"("prompt_tokens_details":{"cached_tokens":8}}})");
+  EXPECT_EQ(*ours.server.queue_ms, 1.5);
+  EXPECT_EQ(*ours.server.prefill_ms, 20.25);
+  EXPECT_EQ(*ours.server.decode_ms, 60);
+  EXPECT_EQ(*ours.server.ttft_ms, 21.75);
+  EXPECT_EQ(*ours.server.cached_tokens, 8);
+  EXPECT_EQ(*ours.server.preemptions, 2);
+  // llama.cpp's: prompt_ms is the prefill, predicted_ms the decode; no queue, so no server TTFT.
+  auto llama = parse_stream_chunk(
+      R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":5,"prompt_n":3,)"
+      R"("prompt_ms":12.5,"prompt_per_second":240,"predicted_n":4,"predicted_ms":55.75,"predicted_per_second":71.7}})");
+  EXPECT_EQ(*llama.server.prefill_ms, 12.5);
+  EXPECT_EQ(*llama.server.decode_ms, 55.75);
+  EXPECT_EQ(*llama.server.cached_tokens, 5);
+  EXPECT_FALSE(llama.server.queue_ms || llama.server.ttft_ms || llama.server.preemptions);
+  // Any server's usage details alone (vLLM, OpenAI).
+  auto usage = parse_stream_chunk(R"({"choices":[],"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}})");
+  EXPECT_EQ(*usage.server.cached_tokens, 4);
+  EXPECT_FALSE(usage.server.prefill_ms);
+  // Later chunks add to what earlier ones said.
+  ServerTimings merged = llama.server;
+  merged.merge(usage.server);
+  EXPECT_EQ(*merged.cached_tokens, 4);
+  EXPECT_EQ(*merged.prefill_ms, 12.5);
+}

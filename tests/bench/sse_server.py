@@ -3,9 +3,12 @@
 
 Every stream follows a fixed timetable (milliseconds after the request body was read), so the
 client's TTFT, ITL and E2E can be checked against known times. The path prefix picks the
-behaviour: /ok/v1/..., /nousage/v1/..., /hang, /close, /drop, /http500, /http400, /errorevent,
+behaviour: /ok/v1/..., /nousage/v1/..., /timings/v1/... (inferlab's `timings` in the finish and
+usage chunks, usage.prompt_tokens_details.cached_tokens), /llamacpp/v1/... (llama.cpp's `timings`
+in the finish chunk), /hang, /close, /drop, /http500, /http400, /errorevent,
 /slow, and /mix (cycles through ok, hang, close, drop, http500, http400, errorevent per request).
-GET /stats returns the request bodies received and the most streams open at once.
+GET /stats returns the request bodies received, the most streams open at once, and per timings
+request the CSV cells its figures must become (server_csv).
 Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free port).
 """
 import asyncio
@@ -24,7 +27,36 @@ MIX = ["ok", "hang", "close", "drop", "http500", "http400", "errorevent"]
 
 # timelines: per streamed request (in arrival order), [before, after] the write of each content
 # event and of [DONE] (ms after t0), so a test can tell server lateness from client error.
-state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0}
+state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0, "server_csv": []}
+
+
+def cell(value):
+    """A number as requests.csv writes it (three decimals at most, trailing zeros dropped)."""
+    return ("%.3f" % value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+def scripted_timings(mode):
+    """The k-th timings request's figures (different per request, so each must land in its own row),
+    the usage details to send, and the CSV cells they must become."""
+    k = len(state["server_csv"])
+    if mode == "timings":  # inferlab's object; usage's cached_tokens must win over cache_n
+        queue, prefill, decode = 1.5 + k, 20.25 + k, 60.125
+        timings = {"cache_n": 3, "prompt_n": PROMPT_TOKENS - 3, "prompt_ms": prefill, "prompt_per_second": 1.0,
+                   "predicted_n": len(CONTENT), "predicted_ms": decode, "predicted_per_second": 1.0,
+                   "queue_ms": queue, "prefill_ms": prefill, "decode_ms": decode, "ttft_ms": queue + prefill,
+                   "e2e_ms": queue + prefill + decode, "preemptions": k % 2, "arrival_unix_ms": 1,
+                   "token_ms": [queue + prefill + 10 * i for i in range(len(CONTENT))]}
+        details = {"cached_tokens": 4 + k}
+        csv_cells = {"server_queue_ms": cell(queue), "server_prefill_ms": cell(prefill), "server_decode_ms": cell(decode),
+                     "server_ttft_ms": cell(queue + prefill), "cached_tokens": cell(4 + k), "preemptions": cell(k % 2)}
+    else:  # llama.cpp's: no queue, so no server TTFT; prompt_ms is the prefill, predicted_ms the decode
+        timings = {"cache_n": 2 + k, "prompt_n": PROMPT_TOKENS - 2 - k, "prompt_ms": 12.5 + k, "prompt_per_second": 400.0,
+                   "predicted_n": len(CONTENT), "predicted_ms": 55.75, "predicted_per_second": 89.7}
+        details = None
+        csv_cells = {"server_queue_ms": "", "server_prefill_ms": cell(12.5 + k), "server_decode_ms": "55.75",
+                     "server_ttft_ms": "", "cached_tokens": cell(2 + k), "preemptions": ""}
+    state["server_csv"].append(csv_cells)
+    return timings, details
 
 
 def chunk_json(content=None, role=None, finish=None, usage=None, completions=False):
@@ -103,16 +135,20 @@ async def scripted_stream(writer, t0, mode, request):
         await s.chunk(sse("[DONE]"))
         await s.chunk(b"")
         return
+    timings, details = scripted_timings(mode) if mode in ("timings", "llamacpp") else (None, None)
     content = CONTENT
     if mode == "slow":  # ten pieces 100 ms apart: ~1 s per stream
         content = [(100.0 * (i + 1), f" p{i}") for i in range(10)]
     for i, (ms, piece) in enumerate(content):
-        event = sse(chunk_json(content=piece, completions=completions,
-                               finish="length" if i == len(content) - 1 else None))
+        last = i == len(content) - 1
+        payload = chunk_json(content=piece, completions=completions, finish="length" if last else None)
+        if last and timings:
+            payload["timings"] = timings
+        event = sse(payload)
         if mode == "close" and i == 1:
             writer.transport.abort()  # reset mid-stream, the chunked body never terminated
             return
-        if mode in ("ok", "nousage") and ms == 70.0:
+        if mode in ("ok", "nousage", "timings", "llamacpp") and ms == 70.0:
             await s.at(ms - SPLIT_EARLY)
             await s.chunk(event[:9])  # the event arrives in two pieces; it counts when whole
             await s.at(ms)
@@ -127,8 +163,13 @@ async def scripted_stream(writer, t0, mode, request):
     end = content[-1][0]
     if include_usage:
         await s.at(end + USAGE_AT - CONTENT[-1][0])
-        await s.chunk(sse(chunk_json(usage={"prompt_tokens": PROMPT_TOKENS, "completion_tokens": len(content),
-                                            "total_tokens": PROMPT_TOKENS + len(content)})))
+        usage = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": len(content), "total_tokens": PROMPT_TOKENS + len(content)}
+        if details:
+            usage["prompt_tokens_details"] = details
+        payload = chunk_json(usage=usage)
+        if mode == "timings":
+            payload["timings"] = timings
+        await s.chunk(sse(payload))
     await s.at(end + DONE_AT - CONTENT[-1][0])
     before = s.now_ms()
     await s.chunk(sse("[DONE]"))
@@ -156,7 +197,7 @@ async def handle(reader, writer):
                     {"id": "scripted-model", "object": "model", "owned_by": "test"}]})
                 continue
             if path == "/stats":
-                await send_json(writer, 200, "OK", {k: state[k] for k in ("bodies", "timelines", "max_open_streams")})
+                await send_json(writer, 200, "OK", {k: state[k] for k in ("bodies", "timelines", "max_open_streams", "server_csv")})
                 continue
             request = json.loads(body or b"{}")
             state["bodies"].append(request)

@@ -54,6 +54,7 @@ class SchedulerTest : public ::testing::Test {
   struct Outcome {
     std::vector<int32_t> tokens;
     FinishReason finish = FinishReason::error;
+    RequestTimings timings;
   };
   static Outcome collect(RequestStream& stream) {
     Outcome out;
@@ -62,6 +63,8 @@ class SchedulerTest : public ::testing::Test {
         if (event.token) out.tokens.push_back(event.token->token);
         if (event.finish) {
           out.finish = *event.finish;
+          EXPECT_TRUE(event.timings) << "the last event carries the timings";
+          if (event.timings) out.timings = *event.timings;
           return out;
         }
       }
@@ -221,3 +224,85 @@ TEST_F(SchedulerTest, ShutdownEndsEverythingWithAnError) {
 }
 
 }  // namespace
+
+// What every finished sequence's timings must satisfy (docs/measurement.md).
+static void expect_consistent(const RequestTimings& t, int prompt_tokens, int generated) {
+  EXPECT_EQ(t.prompt_tokens, prompt_tokens);
+  EXPECT_EQ(t.generated_tokens, generated);
+  ASSERT_EQ(t.token_ms.size(), static_cast<std::size_t>(generated));
+  for (std::size_t i = 1; i < t.token_ms.size(); ++i) EXPECT_GT(t.token_ms[i], t.token_ms[i - 1]) << i;
+  EXPECT_GE(t.queue_ms, 0);
+  EXPECT_GE(t.prefill_ms, 0);
+  EXPECT_GE(t.decode_ms, 0);
+  EXPECT_NEAR(t.token_ms.front(), t.ttft_ms(), 1e-6);  // the first token ends the prefill
+  EXPECT_LE(t.token_ms.back(), t.e2e_ms() + 1e-6);
+  EXPECT_GT(t.arrival_unix_ms, 1'600'000'000'000);  // the system clock, in ms
+}
+
+TEST_F(SchedulerTest, TimingsStagesAddUpAndAWaitingRequestQueues) {
+  SchedulerOptions options;
+  options.max_batch = 1;  // the second request waits for the first to finish
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  auto first = scheduler.submit(greedy(prompt(20, 5), 10));
+  auto second = scheduler.submit(greedy(prompt(12, 6), 6));
+  Outcome a = collect(*first), b = collect(*second);
+  expect_consistent(a.timings, 20, 10);
+  expect_consistent(b.timings, 12, 6);
+  EXPECT_EQ(a.timings.preemptions, 0);
+  // The second was admitted only once the first had finished (ms system clock: 2 ms of rounding).
+  EXPECT_GE(b.timings.arrival_unix_ms + b.timings.queue_ms, a.timings.arrival_unix_ms + a.timings.e2e_ms() - 2);
+  EXPECT_GT(b.timings.queue_ms, 0);
+  wait_idle(scheduler);
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.queue_time.count, 2u);
+  EXPECT_EQ(stats.prefill_time.count, 2u);
+  EXPECT_EQ(stats.decode_time.count, 2u);
+  EXPECT_NEAR(stats.queue_time.sum + stats.prefill_time.sum + stats.decode_time.sum, stats.e2e_latency.sum, 1e-9);
+}
+
+TEST_F(SchedulerTest, TimingsCountCachedPromptTokens) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  const auto ids = prompt(40, 9);  // two full blocks of 16 can come from the cache
+  Outcome cold = collect(*scheduler.submit(greedy(ids, 3)));
+  Outcome warm = collect(*scheduler.submit(greedy(ids, 3)));
+  EXPECT_EQ(cold.timings.cached_tokens, 0);
+  EXPECT_EQ(warm.timings.cached_tokens, 32);
+  expect_consistent(warm.timings, 40, 3);
+}
+
+TEST_F(SchedulerTest, TimingsCountPreemptionsOfTheSequence) {
+  SchedulerOptions options;
+  options.max_batch = 2;
+  options.kv_tokens = 64;  // 4 blocks: two sequences growing to 56 tokens cannot both stay
+  options.prefix_caching = false;
+  Scheduler scheduler(*model_, options);
+  const auto pa = prompt(16, 21), pb = prompt(16, 22);
+  auto a_stream = scheduler.submit(greedy(pa, 40));
+  auto b_stream = scheduler.submit(greedy(pb, 40));
+  Outcome a = collect(*a_stream), b = collect(*b_stream);
+  EXPECT_EQ(b.tokens, reference(pb, 40)) << "recomputed after preemption, same tokens";
+  expect_consistent(a.timings, 16, 40);
+  expect_consistent(b.timings, 16, 40);
+  wait_idle(scheduler);
+  const uint64_t total = scheduler.stats().preemptions;
+  EXPECT_GT(total, 0u);
+  EXPECT_EQ(static_cast<uint64_t>(a.timings.preemptions + b.timings.preemptions), total);
+}
+
+TEST_F(SchedulerTest, TimingsOfACancelledRequestStillAddUp) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  auto stream = scheduler.submit(greedy(prompt(10, 30), 500));
+  for (bool got = false; !got;)
+    for (auto& event : stream->wait(std::chrono::milliseconds(100))) got = got || event.token.has_value();
+  stream->cancel();
+  Outcome out = collect(*stream);
+  EXPECT_EQ(out.finish, FinishReason::cancelled);
+  EXPECT_GE(out.timings.generated_tokens, 1);
+  EXPECT_EQ(out.timings.token_ms.size(), static_cast<std::size_t>(out.timings.generated_tokens));
+  EXPECT_LE(out.timings.token_ms.back(), out.timings.e2e_ms() + 1e-6);
+}

@@ -120,6 +120,7 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--drain", args->drain_s, "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_flag("--log-requests", args->server.log_requests, "Print one line per HTTP request");
+  cmd->add_flag("!--no-timings", args->server.timings, "Leave the server-side `timings` object out of responses");
   cmd->add_option("--api-key", args->server.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health (prefer the env variable: "
                   "arguments are visible to other users)")->envname("INFERLAB_API_KEY");

@@ -12,6 +12,16 @@
 
 namespace inferlab::bench {
 
+// What the server said about one request (docs/measurement.md): inferlab's or llama.cpp's
+// `timings` object, and usage.prompt_tokens_details.cached_tokens from any server. Each field is
+// absent when the server did not send it.
+struct ServerTimings {
+  std::optional<double> queue_ms, prefill_ms, decode_ms, ttft_ms;
+  std::optional<int64_t> cached_tokens, preemptions;
+  // Fields `later` has replace ours (a stream's usage chunk after its finish chunk).
+  void merge(const ServerTimings& later);
+};
+
 struct RequestRecord {
   std::string request_id;
   std::string status;  // "ok", "timeout", "error", "http_<code>"
@@ -25,13 +35,15 @@ struct RequestRecord {
   bool has_itl = false;           // the record carries an itl_ms field (possibly empty)
   std::string error;
   std::size_t line = 0;           // where it came from in a CSV, for messages
+  ServerTimings server;           // the server_* and cached_tokens, preemptions columns
 };
 
 // The columns written, the course's seven first.
 extern const std::vector<std::string> kRequestColumns;
 
 // Reads requests.csv: request_id, status, start_ms, end_ms and output_tokens are required columns;
-// input_tokens, ttft_ms, tpot_ms, itl_ms, error are optional; other columns are ignored. Throws
+// input_tokens, ttft_ms, tpot_ms, itl_ms, error and the server's figures (server_queue_ms,
+// server_prefill_ms, server_decode_ms, server_ttft_ms, cached_tokens, preemptions) are optional; other columns are ignored. Throws
 // Error naming the line of a malformed row.
 std::vector<RequestRecord> read_requests_csv(const std::filesystem::path& path);
 std::vector<RequestRecord> parse_requests_csv(const std::string& text, const std::string& source);
@@ -63,6 +75,12 @@ struct Summary {
   double output_throughput = 0;   // token/s
   double request_throughput = 0;  // successful req/s
   Distribution ttft, tpot, itl, e2e;
+  // TTFT split from the server's figures: its queue and prefill, and the transport (client TTFT
+  // minus server TTFT) of requests that have both.
+  Distribution server_queue, server_prefill, transport;
+  std::size_t cache_reported = 0;     // successful requests that said how many tokens were cached
+  int64_t cached_tokens = 0;          // ... their prompt tokens from a prefix cache
+  int64_t cache_reported_input = 0;   // ... their prompt tokens in all
   bool tpot_derived = false;  // some TPOT came from (e2e - ttft) / (output_tokens - 1)
   bool itl_recorded = false;  // the input carried ITL data
   Slo slo;

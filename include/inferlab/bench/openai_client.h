@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "inferlab/bench/metrics.h"
+
 namespace inferlab::bench {
 
 using Clock = std::chrono::steady_clock;
@@ -30,6 +32,7 @@ struct StreamChunk {
   std::optional<int64_t> prompt_tokens, completion_tokens;  // from "usage"
   std::optional<std::string> error;   // an error event: data: {"error": {...}}
   std::optional<std::string> finish_reason;
+  ServerTimings server;               // from "timings" and usage.prompt_tokens_details
 };
 // Throws Error when the data is not JSON.
 StreamChunk parse_stream_chunk(std::string_view data);

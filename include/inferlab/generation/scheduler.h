@@ -51,10 +51,30 @@ struct GenerationRequest {
 enum class FinishReason { stop, length, cancelled, timeout, error };
 const char* to_string(FinishReason reason);
 
+// Where one sequence spent its time, from the engine's side (docs/measurement.md). Stages are
+// measured on the monotonic clock from arrival (submit): queue until first admitted to the batch,
+// prefill until the first token, decode until the finish, so queue + prefill + decode is the
+// whole server-side latency. A preemption's recompute counts in the stage it interrupts.
+struct RequestTimings {
+  int64_t arrival_unix_ms = 0;  // the system clock at arrival
+  double queue_ms = 0;
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  int prompt_tokens = 0;     // the prompt's length
+  int cached_tokens = 0;     // prompt tokens reused from the prefix cache (not computed)
+  int generated_tokens = 0;
+  int preemptions = 0;
+  std::vector<double> token_ms;  // when each generated token was produced, ms after arrival
+
+  double ttft_ms() const { return queue_ms + prefill_ms; }
+  double e2e_ms() const { return queue_ms + prefill_ms + decode_ms; }
+};
+
 struct StreamEvent {
   std::optional<SampledToken> token;
   std::optional<FinishReason> finish;  // the last event of a stream
   std::string error;                   // with FinishReason::error / timeout
+  std::optional<RequestTimings> timings;  // with the last event
 };
 
 // Queue full: the caller should answer 503 with Retry-After.
@@ -104,9 +124,20 @@ struct SchedulerStats {
   uint64_t batched_decode_steps = 0;  // ... and more than one
   uint64_t preemptions = 0;
   Histogram decode_batch_size{{1, 2, 4, 8, 16, 32, 64, 128, 256}};
-  Histogram time_to_first_token{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
-  Histogram inter_token_latency{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};
-  Histogram e2e_latency{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}};
+  // vLLM's bucket layouts, so its dashboards port. Stage histograms count requests that finished
+  // with stop or length.
+  Histogram time_to_first_token{{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5,
+                                 7.5, 10, 20, 40, 80, 160, 640, 2560}};
+  Histogram inter_token_latency{{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5,
+                                 10, 20, 40, 80}};
+  Histogram e2e_latency = request_latency_histogram();
+  Histogram queue_time = request_latency_histogram();
+  Histogram prefill_time = request_latency_histogram();
+  Histogram decode_time = request_latency_histogram();
+
+  static Histogram request_latency_histogram() {
+    return Histogram{{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}};
+  }
 };
 
 class Scheduler {
@@ -145,6 +176,7 @@ class Scheduler {
   bool make_room(int blocks);  // evict prefix-cache-only blocks until `blocks` are free
   Sequence* preempt_newest();  // back to the front of the queue; returns it
   void finish(Sequence& seq, FinishReason reason, const std::string& error = "");
+  static RequestTimings timings_of(Sequence& seq, Clock::time_point end);
   void match_prefix(Sequence& seq);
   void register_full_blocks(Sequence& seq);
   void publish_stats();

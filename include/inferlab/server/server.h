@@ -22,6 +22,7 @@ struct ServerOptions {
                                    // beyond: 503 + Retry-After and the connection closed (0: http_threads)
   int max_n = 16;                  // largest `n` (choices per request)
   bool log_requests = false;
+  bool timings = true;             // a `timings` object in every answer (docs/measurement.md)
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
   std::string api_key;                  // non-empty: all but /health need "Authorization: Bearer KEY" (401)
   std::size_t max_body_bytes = 32u << 20;  // larger request bodies: 413
