@@ -208,7 +208,7 @@ Slo parse_slo(const std::string& text) {
   return slo;
 }
 
-Distribution distribution(std::vector<double> values) {
+Distribution distribution(std::vector<double> values, PercentileMethod method) {
   Distribution d;
   d.n = values.size();
   if (values.empty()) return d;
@@ -216,24 +216,21 @@ Distribution distribution(std::vector<double> values) {
   d.mean = mean(values);
   d.min = values.front();
   d.max = values.back();
-  d.p50 = nearest_rank(values, 0.50);
-  d.p90 = nearest_rank(values, 0.90);
-  d.p95 = nearest_rank(values, 0.95);
-  d.p99 = nearest_rank(values, 0.99);
+  d.p50 = percentile(values, 0.50, method);
+  d.p90 = percentile(values, 0.90, method);
+  d.p95 = percentile(values, 0.95, method);
+  d.p99 = percentile(values, 0.99, method);
   return d;
 }
 
-namespace {
-// TPOT of one successful request: its own column, else (e2e - ttft) / (output_tokens - 1).
 std::optional<double> request_tpot(const RequestRecord& r, bool* derived) {
   if (r.tpot_ms) return r.tpot_ms;
   if (!r.ttft_ms || !r.output_tokens || *r.output_tokens <= 1) return std::nullopt;
   *derived = true;
   return (r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1);
 }
-}  // namespace
 
-Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo) {
+Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo, PercentileMethod percentiles) {
   if (records.empty()) throw Error("No requests recorded.");
   Summary s;
   s.requests = records.size();
@@ -247,6 +244,7 @@ Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo) {
 
   std::vector<double> ttft, tpot, itl, e2e, server_queue, server_prefill, transport;
   s.slo = slo;
+  s.percentiles = percentiles;
   for (const auto& r : records) {
     if (r.has_itl) s.itl_recorded = true;
     if (r.status != "ok") {
@@ -282,25 +280,32 @@ Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo) {
   s.output_throughput = static_cast<double>(s.output_tokens) / s.window_s;
   s.request_throughput = static_cast<double>(s.successful) / s.window_s;
   s.goodput = static_cast<double>(s.slo_met) / s.window_s;
-  s.ttft = distribution(std::move(ttft));
-  s.tpot = distribution(std::move(tpot));
-  s.itl = distribution(std::move(itl));
-  s.e2e = distribution(std::move(e2e));
-  s.server_queue = distribution(std::move(server_queue));
-  s.server_prefill = distribution(std::move(server_prefill));
-  s.transport = distribution(std::move(transport));
+  s.ttft = distribution(std::move(ttft), percentiles);
+  s.tpot = distribution(std::move(tpot), percentiles);
+  s.itl = distribution(std::move(itl), percentiles);
+  s.e2e = distribution(std::move(e2e), percentiles);
+  s.server_queue = distribution(std::move(server_queue), percentiles);
+  s.server_prefill = distribution(std::move(server_prefill), percentiles);
+  s.transport = distribution(std::move(transport), percentiles);
   return s;
 }
 
+namespace {
+const char* method_words(PercentileMethod method) {
+  return method == PercentileMethod::Linear ? "linear" : "nearest rank";
+}
+}  // namespace
+
 std::string format_report(const Summary& s) {
   std::string out;
+  const char* method = method_words(s.percentiles);
   // The course's five lines, byte for byte.
   out += fmt::format("Success: {}/{}\n", s.successful, s.requests);
   out += fmt::format("Window: {:.3f} s\n", s.window_s);
   out += fmt::format("Successful output throughput: {:.2f} token/s\n", s.output_throughput);
   if (s.ttft.n) {
-    out += fmt::format("P50 TTFT: {:.2f} ms (nearest rank, n={})\n", s.ttft.p50, s.ttft.n);
-    out += fmt::format("P95 TTFT: {:.2f} ms (nearest rank, n={})\n", s.ttft.p95, s.ttft.n);
+    out += fmt::format("P50 TTFT: {:.2f} ms ({}, n={})\n", s.ttft.p50, method, s.ttft.n);
+    out += fmt::format("P95 TTFT: {:.2f} ms ({}, n={})\n", s.ttft.p95, method, s.ttft.n);
   }
   if (!s.failures.empty()) {
     std::string parts;
@@ -330,7 +335,9 @@ std::string format_report(const Summary& s) {
     row(" prefill", s.server_prefill, "(the server sent no prefill time)");
     row(" transport", s.transport, "(the server sent no TTFT)");
   }
-  out += "Percentiles by nearest rank over successful requests; median = P50.";
+  out += s.percentiles == PercentileMethod::Linear
+             ? "Percentiles by linear interpolation (numpy's default, as vLLM) over successful requests; median = P50."
+             : "Percentiles by nearest rank over successful requests; median = P50.";
   if (s.tpot_derived) out += " TPOT = (E2E - TTFT) / (output_tokens - 1) where no tpot_ms is given.";
   out += "\n";
   if (split)
@@ -369,7 +376,10 @@ nlohmann::json summary_json(const Summary& s) {
       {"output_tokens", s.output_tokens},
       {"output_throughput_token_per_s", s.output_throughput},
       {"request_throughput_req_per_s", s.request_throughput},
-      {"percentile_method", "nearest rank: sorted[ceil(p*n)-1], successful requests"},
+      {"percentile_method", s.percentiles == PercentileMethod::Linear
+                                ? "linear: numpy.percentile's default, sorted[(n-1)*p] interpolated, successful requests"
+                                : "nearest rank: sorted[ceil(p*n)-1], successful requests"},
+      {"percentiles", percentile_method_name(s.percentiles)},
       {"ttft_ms", dist(s.ttft)},
       {"tpot_ms", dist(s.tpot)},
       {"itl_ms", dist(s.itl)},

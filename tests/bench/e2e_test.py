@@ -10,6 +10,8 @@ usage: e2e_test.py CASE INFERLAB_CLI SHARED_DIR
   serve_server_timings  the server's timings / cached_tokens (inferlab's and llama.cpp's shapes)
                     land in requests.csv exactly; report splits TTFT into queue / prefill / transport
   serve_concurrency 600 concurrent streams on one event-loop thread
+  report_stats      report --percentiles linear against numpy's percentiles (and bench serve's), and
+                    report --compare on CSVs with a known shift and with none
   chat_cli          inferlab chat: the course's stream client output
 Exit 77 = skipped.
 """
@@ -174,6 +176,110 @@ def test_report_cli():
             check(ours.stdout.splitlines()[:len(ref_lines)] == ref_lines,
                   f"case {i}: course {ref_lines} vs ours {ours.stdout.splitlines()[:len(ref_lines)]}\n{text}")
         print(f"report matches the course's snippet on {len(cases)} CSVs")
+
+
+def latency_csv(path, rng, n, shift_ms):
+    """n successful requests, log-normal TTFT and E2E around 50 / 250 ms, shifted by shift_ms."""
+    rows = ["request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms"]
+    for i in range(n):
+        ttft = 50 * rng.lognormvariate(0, 0.5) + shift_ms
+        rows.append(f"q{i},ok,{10 * i},{10 * i + ttft + 200 * rng.lognormvariate(0, 0.5):.3f},16,1,{ttft:.3f}")
+    open(path, "w").write("\n".join(rows) + "\n")
+
+
+NUMPY_PERCENTILES = """
+import csv, json, sys
+import numpy as np
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "ok"]
+ttft = [float(r["ttft_ms"]) for r in rows if r["ttft_ms"]]
+e2e = [float(r["end_ms"]) - float(r["start_ms"]) for r in rows]
+print(json.dumps({name: [float(np.percentile(v, p)) for p in (50, 90, 95, 99)] if v else []
+                  for name, v in (("ttft_ms", ttft), ("e2e_ms", e2e))}))
+"""
+
+
+def numpy_percentiles(path):
+    r = subprocess.run(["/usr/bin/python3", "-c", NUMPY_PERCENTILES, path], capture_output=True, text=True, timeout=60)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def check_linear_matches_numpy(path, label):
+    """report --percentiles linear --json equals numpy.percentile on the CSV; False when numpy is absent."""
+    reference = numpy_percentiles(path)
+    if reference is None:
+        return False
+    ours = run(["report", path, "--percentiles", "linear", "--json"])
+    check(ours.returncode == 0, f"{label}: report --percentiles linear exit {ours.returncode}: {ours.stderr}")
+    j = json.loads(ours.stdout)
+    check(j["percentiles"] == "linear", f"{label}: method {j.get('percentiles')}")
+    for metric, values in reference.items():
+        got = [j[metric].get(k) for k in ("p50", "p90", "p95", "p99")] if values else []
+        check(all(abs(a - b) <= 1e-9 * max(1, abs(b)) for a, b in zip(got, values)) and len(got) == len(values),
+              f"{label} {metric}: ours {got} numpy {values}")
+    return True
+
+
+def test_report_stats():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "course.csv")
+        open(path, "w").write(COURSE_CSV)
+        r = run(["report", path, "--percentiles", "linear"])
+        check(r.returncode == 0 and "P50 TTFT: 99.50 ms (linear, n=2)" in r.stdout
+              and "Percentiles by linear interpolation (numpy's default, as vLLM)" in r.stdout, r.stdout + r.stderr)
+        default = run(["report", path]).stdout
+        check(default.splitlines()[:5] == COURSE_LINES and "Percentiles by nearest rank" in default,
+              f"nearest rank stays the default: {default}")
+        bad = run(["report", path, "--percentiles", "numpy"])
+        check(bad.returncode != 0 and "'numpy' is not a method" in bad.stderr, f"bad method: {bad.stderr!r}")
+
+        numpy_here = True
+        rng = random.Random(11)
+        for i in range(20):
+            open(path, "w").write(random_csv(rng))
+            numpy_here = check_linear_matches_numpy(path, f"random csv {i}") and numpy_here
+        with ScriptedServer() as server:
+            r, rows, summary = serve(server, "", d, ["--num-requests", "6", "--concurrency", "2", "--percentiles",
+                                                     "linear", "--no-progress"])
+            check(r.returncode == 0 and "(linear, n=6)" in r.stdout, f"bench serve --percentiles linear: {r.stdout}{r.stderr}")
+            check(summary.get("percentiles") == "linear", f"summary method: {summary.get('percentiles')}")
+            again = run(["report", os.path.join(d, "requests.csv"), "--percentiles", "linear", "--json"])
+            if again.returncode == 0:
+                j = json.loads(again.stdout)
+                check(j["ttft_ms"] == summary["ttft_ms"] and j["e2e_ms"] == summary["e2e_ms"],
+                      f"bench serve's summary and report agree: {j['ttft_ms']} vs {summary['ttft_ms']}")
+            numpy_here = check_linear_matches_numpy(os.path.join(d, "requests.csv"), "bench serve csv") and numpy_here
+
+        # --compare: a known 25 ms TTFT shift is found with its sign; the same distribution is not.
+        a, b, c = (os.path.join(d, n) for n in ("a.csv", "b.csv", "c.csv"))
+        rng = random.Random(5)
+        latency_csv(a, rng, 150, 0)
+        latency_csv(b, rng, 150, 25)
+        latency_csv(c, rng, 150, 0)
+        r = run(["report", "--compare", a, b])
+        print(r.stdout)
+        ttft = next((l for l in r.stdout.splitlines() if l.startswith("TTFT")), "")
+        check(r.returncode == 0 and ttft.endswith("slower"), f"shift: {r.stdout}{r.stderr}")
+        r = run(["report", "--compare", b, a, "--json", "--seed", "3"])
+        j = json.loads(r.stdout) if r.returncode == 0 else {}
+        m = j.get("metrics", {}).get("TTFT", {})
+        check(m.get("verdict") == "faster" and m["ci_low_ms"] < -25 < m["ci_high_ms"] and j["seed"] == 3,
+              f"reverse shift: {r.stdout}{r.stderr}")
+        check(run(["report", "--compare", b, a, "--json", "--seed", "3"]).stdout == r.stdout, "seeded: same output")
+        r = run(["report", "--compare", a, c])
+        lines = [l for l in r.stdout.splitlines() if l.startswith(("TTFT", "E2E"))]
+        check(r.returncode == 0 and len(lines) == 2 and all(l.endswith("no significant difference at 95 %") for l in lines),
+              f"no shift: {r.stdout}{r.stderr}")
+        check("TPOT" in r.stdout and "not compared (no values in A nor B)" in r.stdout, f"one-token runs: {r.stdout}")
+        # Bad input: a clear message and exit status.
+        for args, message in [(["--compare", a], "--compare"), (["--compare", a, os.path.join(d, "none.csv")], "none.csv"),
+                              ([a, "--compare", a, c], "excludes"), (["--seed", "1"], "--seed requires --compare"),
+                              ([], "give a requests.csv, or --compare A.csv B.csv"),
+                              (["--compare", a, c, "--resamples", "5"], "--resamples")]:
+            e = run(["report"] + args)
+            check(e.returncode != 0 and message in e.stderr, f"report {args}: rc {e.returncode} {e.stderr!r}")
+        if not numpy_here:
+            print("SKIP part: /usr/bin/python3 has no numpy - linear percentiles were not compared with numpy")
+            return 77 if not failures else 1
 
 
 # ------------------------------------------------------------------ bench serve
@@ -534,7 +640,7 @@ def test_latency_cli():
 
 
 if __name__ == "__main__":
-    result = {"report_cli": test_report_cli, "serve_timing": test_serve_timing, "serve_failures": test_serve_failures,
+    result = {"report_cli": test_report_cli, "report_stats": test_report_stats, "serve_timing": test_serve_timing, "serve_failures": test_serve_failures,
               "serve_concurrency": test_serve_concurrency,
               "serve_server_timings": test_serve_server_timings, "chat_cli": test_chat_cli, "latency_cli": test_latency_cli}[CASE]()
     if failures:

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "inferlab/util/error.h"
 #include "inferlab/util/stats.h"
 
 using namespace inferlab;
@@ -42,4 +43,61 @@ TEST(Stats, HistogramBucketsByUpperBoundInclusive) {
   EXPECT_EQ(h.count, 5u);
   EXPECT_DOUBLE_EQ(h.sum, 15.0);
   EXPECT_EQ(Histogram().counts, (std::vector<uint64_t>{0}));
+}
+
+TEST(Stats, LinearPercentileIsNumpysDefault) {
+  std::vector<double> sorted;
+  for (int i = 1; i <= 20; ++i) sorted.push_back(i);
+  // numpy.percentile(range(1, 21), [50, 90, 95, 99]) == [10.5, 18.1, 19.05, 19.81]
+  EXPECT_DOUBLE_EQ(linear_percentile(sorted, 0.50), 10.5);
+  EXPECT_DOUBLE_EQ(linear_percentile(sorted, 0.90), 18.1);
+  EXPECT_DOUBLE_EQ(linear_percentile(sorted, 0.95), 19.05);
+  EXPECT_DOUBLE_EQ(linear_percentile(sorted, 0.99), 19.81);
+  EXPECT_DOUBLE_EQ(linear_percentile({92, 107}, 0.50), 99.5);   // where nearest rank says 92
+  EXPECT_DOUBLE_EQ(linear_percentile({92, 107}, 0.95), 106.25);
+  EXPECT_DOUBLE_EQ(linear_percentile({0.1, 0.2, 0.5, 3.0, 7.5}, 0.99), 7.32);
+  EXPECT_EQ(linear_percentile({5}, 0.9), 5);
+  EXPECT_EQ(linear_percentile(sorted, 1.0), 20);
+  EXPECT_EQ(linear_percentile(sorted, 0.0), 1);
+}
+
+TEST(Stats, PercentileMethodByName) {
+  EXPECT_EQ(parse_percentile_method("linear"), PercentileMethod::Linear);
+  EXPECT_EQ(parse_percentile_method("nearest-rank"), PercentileMethod::NearestRank);
+  EXPECT_EQ(percentile_method_name(parse_percentile_method("linear")), "linear");
+  EXPECT_EQ(percentile({92, 107}, 0.5, PercentileMethod::NearestRank), 92);
+  EXPECT_EQ(percentile({92, 107}, 0.5, PercentileMethod::Linear), 99.5);
+  try {
+    parse_percentile_method("numpy");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'numpy' is not a method"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Stats, BootstrapIsSeededAndBracketsTheEstimate) {
+  std::vector<std::vector<double>> a, b;
+  for (int i = 0; i < 50; ++i) a.push_back({static_cast<double>(i)}), b.push_back({i + 10.0});
+  Interval first = bootstrap_median_difference(a, b, 500, 0.95, 7);
+  Interval again = bootstrap_median_difference(a, b, 500, 0.95, 7);
+  EXPECT_EQ(first.low, again.low);
+  EXPECT_EQ(first.high, again.high);
+  EXPECT_TRUE(first.contains(10.0)) << first.low << " .. " << first.high;  // the true shift
+  EXPECT_GT(first.low, 0);
+  EXPECT_LT(first.low, first.high);
+  // Identical samples: the interval straddles zero.
+  Interval none = bootstrap_median_difference(a, a, 500, 0.95, 7);
+  EXPECT_TRUE(none.contains(0.0));
+  Interval m = bootstrap_median({1, 2, 3, 4, 5, 6, 7, 8, 9}, 500, 0.95, 1);
+  EXPECT_TRUE(m.contains(5.0));
+  EXPECT_GE(m.low, 1);
+  EXPECT_LE(m.high, 9);
+}
+
+TEST(Stats, BootstrapRejectsBadArguments) {
+  EXPECT_THROW(bootstrap_median_difference({}, {{1.0}}, 100, 0.95, 0), Error);
+  EXPECT_THROW(bootstrap_median_difference({{}}, {{1.0}}, 100, 0.95, 0), Error);  // only empty groups
+  EXPECT_THROW(bootstrap_median_difference({{1.0}}, {{1.0}}, 0, 0.95, 0), Error);
+  EXPECT_THROW(bootstrap_median({1.0}, 100, 1.0, 0), Error);
+  EXPECT_THROW(bootstrap_median({}, 100, 0.95, 0), Error);
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "inferlab/bench/compare.h"
 #include "inferlab/bench/latency.h"
 #include "inferlab/bench/load_generator.h"
 #include "inferlab/bench/metrics.h"
@@ -28,9 +29,9 @@ using namespace inferlab::bench;
   throw CLI::RuntimeError(1);
 }
 
-Summary summarize_or_exit(const std::vector<RequestRecord>& records, const Slo& slo) {
+Summary summarize_or_exit(const std::vector<RequestRecord>& records, const Slo& slo, PercentileMethod percentiles) {
   try {
-    return summarize(records, slo);
+    return summarize(records, slo, percentiles);
   } catch (const Error& e) {
     exit_with(e.what());
   }
@@ -41,20 +42,50 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out || !(out << text) || !out.flush()) fail("cannot write {}", path);
 }
 
+// --percentiles, shared by report and bench serve: nearest rank stays the default (the course's).
+CLI::Option* add_percentiles_option(CLI::App* cmd, std::string& method) {
+  return cmd->add_option("--percentiles", method,
+                         "nearest-rank (default, the course's sorted[ceil(p*n)-1]) or linear (numpy's default, as vLLM)")
+      ->default_val("nearest-rank");
+}
+
 void add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Metrics of a requests.csv: success, window, throughput, TTFT/TPOT/ITL/E2E "
-                                           "percentiles (nearest rank), goodput under --slo");
-  auto csv = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  auto slo_text = std::make_shared<std::string>();
-  cmd->add_option("csv", *csv, "requests.csv (request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms[,...])")
-      ->required();
-  cmd->add_flag("--json", *json, "print the metrics as JSON");
-  cmd->add_option("--slo", *slo_text, "service-level objectives for goodput, e.g. ttft_ms=200,tpot_ms=50 (also e2e_ms)");
+                                           "percentiles, goodput under --slo; or --compare A.csv B.csv");
+  struct Args {
+    std::string csv, slo, percentiles;
+    std::vector<std::string> compare;
+    bool json = false;
+    CompareOptions compare_options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* csv = cmd->add_option(
+      "csv", a->csv, "requests.csv (request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms[,...])");
+  auto* compare = cmd->add_option("--compare", a->compare,
+                                  "A.csv B.csv: per metric the median difference B - A with a bootstrap CI and a "
+                                  "verdict (faster, slower, no significant difference)")
+                      ->expected(2)
+                      ->excludes(csv);
+  cmd->add_flag("--json", a->json, "print the metrics (or the comparison) as JSON");
+  cmd->add_option("--slo", a->slo, "service-level objectives for goodput, e.g. ttft_ms=200,tpot_ms=50 (also e2e_ms)")
+      ->excludes(compare);
+  add_percentiles_option(cmd, a->percentiles)->excludes(compare);
+  cmd->add_option("--seed", a->compare_options.seed, "--compare: seed of the bootstrap")->needs(compare);
+  cmd->add_option("--resamples", a->compare_options.resamples, "--compare: bootstrap resamples (default 2000)")
+      ->check(CLI::Range(100, 1000000))
+      ->needs(compare);
   cmd->callback([=] {
-    Slo slo = slo_text->empty() ? Slo{} : parse_slo(*slo_text);
-    Summary summary = summarize_or_exit(read_requests_csv(*csv), slo);
-    if (*json) std::printf("%s\n", summary_json(summary).dump(2).c_str());
+    if (!a->compare.empty()) {
+      const std::string &name_a = a->compare[0], &name_b = a->compare[1];
+      auto rows = compare_runs(read_requests_csv(name_a), read_requests_csv(name_b), a->compare_options);
+      if (a->json) std::printf("%s\n", comparison_json(rows, name_a, name_b, a->compare_options).dump(2).c_str());
+      else std::fputs(format_comparison(rows, name_a, name_b, a->compare_options).c_str(), stdout);
+      return;
+    }
+    if (a->csv.empty()) fail("report: give a requests.csv, or --compare A.csv B.csv");
+    Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
+    Summary summary = summarize_or_exit(read_requests_csv(a->csv), slo, parse_percentile_method(a->percentiles));
+    if (a->json) std::printf("%s\n", summary_json(summary).dump(2).c_str());
     else std::fputs(format_report(summary).c_str(), stdout);
   });
 }
@@ -75,7 +106,7 @@ void add_bench_serve(CLI::App& bench) {
   struct Args {
     ServeOptions serve;
     int num_requests = 0;
-    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo;
+    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles;
     int input_len = 128, output_len = 64;
     bool no_progress = false;
   };
@@ -112,11 +143,13 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--output", a->output, "per-request CSV (default requests.csv; '' to skip)");
   cmd->add_option("--summary", a->summary, "JSON summary file");
   cmd->add_option("--slo", a->slo, "goodput objectives, e.g. ttft_ms=200,tpot_ms=50");
+  add_percentiles_option(cmd, a->percentiles);
   cmd->add_flag("--no-progress", a->no_progress, "no progress bar even on a terminal");
   cmd->callback([=] {
     if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
+    const PercentileMethod percentiles = parse_percentile_method(a->percentiles);
     ServeOptions options = a->serve;
     options.tokenizer = optional_tokenizer(a->tokenizer, options.model);
     if (options.model.empty()) options.model = first_model_id(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
@@ -128,7 +161,7 @@ void add_bench_serve(CLI::App& bench) {
                                options.tokenizer.get());
     ServeRun run = run_serve_benchmark(options, prompts);
     if (!a->output.empty()) write_requests_csv(a->output, run.records);
-    Summary summary = summarize_or_exit(run.records, slo);
+    Summary summary = summarize_or_exit(run.records, slo, percentiles);
     if (!a->summary.empty()) {
       nlohmann::json j = summary_json(summary);
       j["run"] = {{"base_url", options.base_url},

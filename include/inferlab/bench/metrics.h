@@ -1,5 +1,5 @@
 // Per-request records (requests.csv) and the metrics computed from them: the course's report
-// (success count, window, output throughput, nearest-rank TTFT percentiles) plus TPOT, ITL, E2E,
+// (success count, window, output throughput, TTFT percentiles by nearest rank or linear) plus TPOT, ITL, E2E,
 // request throughput and goodput under SLOs, as text and as JSON.
 #pragma once
 #include <cstdint>
@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "inferlab/util/stats.h"
 
 namespace inferlab::bench {
 
@@ -58,13 +60,17 @@ struct Slo {
 // "ttft_ms=200,tpot_ms=50" (also e2e_ms); throws Error on an unknown key or a bad number.
 Slo parse_slo(const std::string& text);
 
-// Nearest-rank statistics of one metric over the successful requests.
+// Statistics of one metric over the successful requests.
 struct Distribution {
   std::size_t n = 0;
   double mean = 0, min = 0, max = 0;
-  double p50 = 0, p90 = 0, p95 = 0, p99 = 0;  // sorted[ceil(p * n) - 1], as the course does
+  double p50 = 0, p90 = 0, p95 = 0, p99 = 0;  // by nearest rank (the course's) or linear (numpy's)
 };
-Distribution distribution(std::vector<double> values);
+Distribution distribution(std::vector<double> values, PercentileMethod method = PercentileMethod::NearestRank);
+
+// TPOT of one successful request: its tpot_ms, else (e2e - ttft) / (output_tokens - 1) (then
+// *derived is set); none for a one-token reply without tpot_ms.
+std::optional<double> request_tpot(const RequestRecord& r, bool* derived);
 
 struct Summary {
   std::size_t requests = 0, successful = 0;
@@ -83,6 +89,7 @@ struct Summary {
   int64_t cache_reported_input = 0;   // ... their prompt tokens in all
   bool tpot_derived = false;  // some TPOT came from (e2e - ttft) / (output_tokens - 1)
   bool itl_recorded = false;  // the input carried ITL data
+  PercentileMethod percentiles = PercentileMethod::NearestRank;
   Slo slo;
   std::size_t slo_met = 0;
   double goodput = 0;  // req/s meeting the SLO
@@ -90,7 +97,8 @@ struct Summary {
 
 // Throws Error("No requests recorded.") on no rows and Error("The measurement window must be
 // positive.") when max(end_ms) - min(start_ms) <= 0 — the course's messages.
-Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo = {});
+Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo = {},
+                  PercentileMethod percentiles = PercentileMethod::NearestRank);
 std::string format_report(const Summary& summary);
 nlohmann::json summary_json(const Summary& summary);
 
