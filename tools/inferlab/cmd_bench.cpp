@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -39,6 +42,20 @@ Summary summarize_or_exit(const std::vector<RequestRecord>& records, const Slo& 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out || !(out << text) || !out.flush()) fail("cannot write {}", path);
+}
+
+// Fails now, before any load is sent, when `path` cannot be written at the end of the run
+// (a missing folder, a directory, no permission): a run's measurements must not be lost to a typo.
+void require_writable(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  if (existed && std::filesystem::is_directory(path, ec)) fail("{} {}: is a directory", flag, path);
+  {
+    std::ofstream probe(path, std::ios::binary | std::ios::app);  // append: an existing file is left as it is
+    if (!probe) fail("{} {}: cannot be written ({})", flag, path, std::strerror(errno));
+  }
+  if (!existed) std::filesystem::remove(path, ec);
 }
 
 void add_report(CLI::App& app) {
@@ -116,6 +133,8 @@ void add_bench_serve(CLI::App& bench) {
   cmd->callback([=] {
     if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
+    require_writable(a->output, "--output");
+    require_writable(a->summary, "--summary");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
     ServeOptions options = a->serve;
     options.tokenizer = optional_tokenizer(a->tokenizer, options.model);
@@ -131,6 +150,9 @@ void add_bench_serve(CLI::App& bench) {
     Summary summary = summarize_or_exit(run.records, slo);
     if (!a->summary.empty()) {
       nlohmann::json j = summary_json(summary);
+      // Cut short by SIGINT/SIGTERM: the figures cover only the requests sent before it.
+      j["partial"] = !run.interrupted_by.empty();
+      if (!run.interrupted_by.empty()) j["interrupted_by"] = run.interrupted_by;
       j["run"] = {{"base_url", options.base_url},
                   {"model", options.model},
                   {"endpoint", options.endpoint},
@@ -160,6 +182,9 @@ void add_bench_serve(CLI::App& bench) {
       std::printf("Prompt lengths approximate: %d random words each (give --tokenizer for exact token counts)\n",
                   a->input_len);
     std::printf("Max in flight: %d; wall time %.3f s\n", run.max_in_flight, run.duration_s);
+    if (!run.interrupted_by.empty())
+      std::printf("PARTIAL: interrupted by %s; the figures cover the %zu requests sent before it\n",
+                  run.interrupted_by.c_str(), run.records.size());
   });
 }
 
