@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <set>
 
 #include "bench/http_client.h"
+#include "bench/interrupt.h"
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/sse.h"
 #include "inferlab/util/error.h"
@@ -208,15 +208,6 @@ struct StreamTiming {
   }
 };
 
-// Ctrl-C ends a run early but keeps what it measured: in-flight requests become "cancelled" rows,
-// requests not yet sent are left out, and the CSV and report are still written. A second
-// Ctrl-C kills as usual.
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) {
-  g_interrupted = true;
-  std::signal(SIGINT, SIG_DFL);
-}
-
 // Milliseconds rounded to the microsecond: what requests.csv holds, so `inferlab report` of the
 // CSV prints exactly what the run printed.
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -245,12 +236,9 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   const std::size_t cap = options.concurrency > 0 ? static_cast<std::size_t>(options.concurrency) : total;
   StreamPool pool(std::min(cap, total));
 
-  g_interrupted = false;
-  auto previous_sigint = std::signal(SIGINT, on_interrupt);
-  struct RestoreSigint {
-    void (*handler)(int);
-    ~RestoreSigint() { std::signal(SIGINT, handler); }
-  } restore{previous_sigint};
+  // Ctrl-C or SIGTERM ends the run early but keeps what it measured: in-flight requests become
+  // "cancelled" rows, requests not yet sent are left out, and the CSV and report are still written.
+  InterruptScope interrupt;
 
   ServeRun run;
   run.records.resize(total);
@@ -273,7 +261,7 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
       r.error = outcome.error;
     } else if (outcome.end == End::cancelled) {
       r.status = "cancelled";
-      r.error = "the run was interrupted (Ctrl-C) before this request finished";
+      r.error = fmt::format("the run was interrupted ({}) before this request finished", interrupt.name());
     } else if (outcome.end != End::answered) {
       r.status = "error";
       r.error = outcome.error;
@@ -330,7 +318,7 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   };
 
   while (finished < total) {
-    if (g_interrupted) {
+    if (interrupt.signal()) {
       pool.cancel_all();
       break;
     }
@@ -354,9 +342,10 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   }
   if (options.progress) std::fputc('\n', stderr);
   run.duration_s = ms_between(run_start, Clock::now()) / 1000;
-  if (g_interrupted) {
+  if (interrupt.signal()) {
+    run.interrupted_by = interrupt.name();
     std::erase_if(run.records, [](const RequestRecord& r) { return r.request_id.empty(); });
-    std::fprintf(stderr, "interrupted: %zu of %zu requests were sent\n", run.records.size(), total);
+    std::fprintf(stderr, "interrupted (%s): %zu of %zu requests were sent\n", interrupt.name(), run.records.size(), total);
   }
   for (const auto& s : token_sources) run.output_tokens_source += (run.output_tokens_source.empty() ? "" : " + ") + s;
   if (run.output_tokens_source.empty()) run.output_tokens_source = "none (no successful request)";

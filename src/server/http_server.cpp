@@ -1,5 +1,5 @@
 // HTTP transport (see http_server.h): httplib's task queue with admission, the overflow refusal,
-// the API key check before routing, and the error, exception and logging handlers.
+// the Host, Origin and API key checks before routing, and the error, exception and logging handlers.
 #include "server/http_server.h"
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 
 #include "inferlab/generation/scheduler.h"
 #include "server/auth.h"
+#include "server/local_access.h"
 
 namespace inferlab::api {
 namespace {
@@ -85,6 +86,7 @@ void send_error(httplib::Response& res, const ApiError& error) {
 
 HttpServer::HttpServer(const ServerOptions& options)
     : options_(options),
+      access_(options.host, split_list_lower(options.allowed_hosts), split_list_lower(options.allowed_origins)),
       connection_limit_(options.max_connections > 0 ? options.max_connections : std::max(1, options.http_threads)) {
   const int threads = std::max(1, options_.http_threads);
   http_.new_task_queue = [this, threads] {
@@ -108,10 +110,15 @@ HttpServer::HttpServer(const ServerOptions& options)
   http_.set_read_timeout(30);
   http_.set_write_timeout(std::chrono::milliseconds(static_cast<int64_t>(options_.slow_client_timeout_s * 1000)));
 
-  // API key: checked before routing, so no handler (and no body parsing) runs for a stranger.
-  // A connection beyond --max-connections goes on to its handler, which reads the body and refuses.
+  // Host, Origin, then the API key: checked before routing, so no handler (and no body parsing)
+  // runs for a stranger. A connection beyond --max-connections goes on to its handler, which reads
+  // the body and refuses.
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (refusing_connection && !is_monitoring(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    if (refuse_foreign_caller(req, res)) {
+      if (refusing_connection) answer_then_close(res);  // a monitoring request on the overflow pool
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -171,6 +178,39 @@ bool HttpServer::refuse_if_overflow(const httplib::Request& req, httplib::Respon
   return true;
 }
 
+bool HttpServer::refuse_foreign_caller(const httplib::Request& req, httplib::Response& res) const {
+  const std::string host = req.get_header_value("Host");
+  if (!access_.host_allowed(host)) {
+    send_error(res, ApiError(403, fmt::format("the Host header '{}' does not name this server: a loopback server answers "
+                                              "localhost, 127.0.0.1 and [::1] (with its port or none); give other "
+                                              "names with --allowed-hosts (DNS-rebinding protection)", host),
+                             "", "host_not_allowed"));
+    return true;
+  }
+  // Browsers send Origin on cross-origin requests (and on every POST): a page not listed in
+  // --allowed-origins is refused outright, not only kept from reading the answer, since a "simple"
+  // cross-origin POST is sent without a preflight.
+  const std::string origin = req.get_header_value("Origin");
+  if (origin.empty()) return false;
+  if (!access_.origin_allowed(origin)) {
+    send_error(res, ApiError(403, fmt::format("requests from the web origin '{}' are not allowed: {}", origin,
+                                              access_.cors_enabled() ? "it is not listed in --allowed-origins"
+                                                                     : "start the server with --allowed-origins ORIGIN "
+                                                                       "to let browser pages call it"),
+                             "", "origin_not_allowed"));
+    return true;
+  }
+  res.set_header("Access-Control-Allow-Origin", origin);
+  res.set_header("Vary", "Origin");
+  if (req.method != "OPTIONS") return false;
+  // A preflight: answered here, before the API key check (browsers send it without credentials).
+  res.status = 204;
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+  res.set_header("Access-Control-Max-Age", "600");
+  return true;
+}
+
 HttpServer::Handler HttpServer::guarded(Handler handler) const {
   return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     if (refuse_if_overflow(req, res)) return;
@@ -196,11 +236,13 @@ int HttpServer::bind() {
   if (options_.port == 0) {
     const int port = http_.bind_to_any_port(options_.host);
     if (port <= 0) fail("cannot listen on {} (any port)", options_.host);
+    access_.set_port(port);
     return port;
   }
   if (!http_.bind_to_port(options_.host, options_.port))
     fail("cannot listen on {}:{} (in use, or not an address of this machine); pick another with --port", options_.host,
          options_.port);
+  access_.set_port(options_.port);
   return options_.port;
 }
 

@@ -1,6 +1,6 @@
 // HTTP transport (cpp-httplib): listening, connection admission (at most --max-connections,
 // beyond that 503 + Retry-After and the connection closed, /health and /metrics still answered),
-// the API key check, the OpenAI error
+// the Host (DNS rebinding) and Origin (CORS) checks, the API key check, the OpenAI error
 // shape for transport failures (404, 413, exceptions), request counting and logging, routes.
 #pragma once
 #include <httplib.h>
@@ -15,6 +15,7 @@
 
 #include "inferlab/server/server.h"
 #include "server/api_error.h"
+#include "server/local_access.h"
 
 namespace inferlab::api {
 
@@ -50,8 +51,12 @@ class HttpServer {
  private:
   Handler guarded(Handler handler) const;  // refuses an overflow connection, answers what the handler throws
   bool refuse_if_overflow(const httplib::Request& req, httplib::Response& res) const;  // not /health, /metrics
+  // 403 for a Host or Origin this server does not answer; adds the CORS headers for an allowed
+  // Origin and answers its preflight. True when it answered.
+  bool refuse_foreign_caller(const httplib::Request& req, httplib::Response& res) const;
 
   ServerOptions options_;
+  LocalAccessPolicy access_;
   int connection_limit_;
   std::atomic<int> admitted_connections_{0};
   std::atomic<uint64_t> refused_connections_{0};

@@ -513,7 +513,7 @@ def test_serve_failures():
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=20)
         rows = read_rows(out) if os.path.exists(out) else []
-        check(proc.returncode == 0 and "interrupted: 2 of 5 requests were sent" in stderr, f"Ctrl-C: {proc.returncode} {stderr}")
+        check(proc.returncode == 0 and "interrupted (SIGINT): 2 of 5 requests were sent" in stderr, f"Ctrl-C: {proc.returncode} {stderr}")
         check(len(rows) == 2 and all(row["status"] == "cancelled" for row in rows), f"cancelled rows: {rows}")
 
     # Nothing listening: every request is a failed row, and the run still finishes.

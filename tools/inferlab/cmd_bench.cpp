@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -47,6 +50,20 @@ CLI::Option* add_percentiles_option(CLI::App* cmd, std::string& method) {
   return cmd->add_option("--percentiles", method,
                          "nearest-rank (default, the course's sorted[ceil(p*n)-1]) or linear (numpy's default, as vLLM)")
       ->default_val("nearest-rank");
+}
+
+// Fails now, before any load is sent, when `path` cannot be written at the end of the run
+// (a missing folder, a directory, no permission): a run's measurements must not be lost to a typo.
+void require_writable(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  if (existed && std::filesystem::is_directory(path, ec)) fail("{} {}: is a directory", flag, path);
+  {
+    std::ofstream probe(path, std::ios::binary | std::ios::app);  // append: an existing file is left as it is
+    if (!probe) fail("{} {}: cannot be written ({})", flag, path, std::strerror(errno));
+  }
+  if (!existed) std::filesystem::remove(path, ec);
 }
 
 void add_report(CLI::App& app) {
@@ -148,6 +165,8 @@ void add_bench_serve(CLI::App& bench) {
   cmd->callback([=] {
     if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
+    require_writable(a->output, "--output");
+    require_writable(a->summary, "--summary");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
     const PercentileMethod percentiles = parse_percentile_method(a->percentiles);
     ServeOptions options = a->serve;
@@ -164,6 +183,9 @@ void add_bench_serve(CLI::App& bench) {
     Summary summary = summarize_or_exit(run.records, slo, percentiles);
     if (!a->summary.empty()) {
       nlohmann::json j = summary_json(summary);
+      // Cut short by SIGINT/SIGTERM: the figures cover only the requests sent before it.
+      j["partial"] = !run.interrupted_by.empty();
+      if (!run.interrupted_by.empty()) j["interrupted_by"] = run.interrupted_by;
       j["run"] = {{"base_url", options.base_url},
                   {"model", options.model},
                   {"endpoint", options.endpoint},
@@ -193,6 +215,9 @@ void add_bench_serve(CLI::App& bench) {
       std::printf("Prompt lengths approximate: %d random words each (give --tokenizer for exact token counts)\n",
                   a->input_len);
     std::printf("Max in flight: %d; wall time %.3f s\n", run.max_in_flight, run.duration_s);
+    if (!run.interrupted_by.empty())
+      std::printf("PARTIAL: interrupted by %s; the figures cover the %zu requests sent before it\n",
+                  run.interrupted_by.c_str(), run.records.size());
   });
 }
 

@@ -124,6 +124,12 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--api-key", args->server.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health (prefer the env variable: "
                   "arguments are visible to other users)")->envname("INFERLAB_API_KEY");
+  cmd->add_option("--allowed-hosts", args->server.allowed_hosts,
+                  "Host header names answered besides localhost, 127.0.0.1, [::1] and the bound address, comma-separated "
+                  "('*': any; on a non-loopback --host the check is off unless this is given); others get 403");
+  cmd->add_option("--allowed-origins", args->server.allowed_origins,
+                  "Web origins (e.g. https://app.example) whose pages may call the server, comma-separated ('*': any); "
+                  "they get CORS headers, requests with another Origin get 403 (default: none)");
   cmd->add_option("--max-body-bytes", args->server.max_body_bytes, "Largest request body (413 above)")
       ->capture_default_str()->check(CLI::Range(std::size_t{64}, std::size_t{1} << 32));
   cmd->add_option("--max-messages", args->server.max_messages, "Most chat messages per request")

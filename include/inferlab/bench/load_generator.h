@@ -62,6 +62,7 @@ struct ServeRun {
   // How output_tokens were counted: "usage" (server), "tokenizer", "content chunks" — or a mix.
   std::string output_tokens_source;
   int max_in_flight = 0;
+  std::string interrupted_by;  // "SIGINT" / "SIGTERM" when the run was cut short (its records are partial)
 };
 
 ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<BenchPrompt>& prompts);

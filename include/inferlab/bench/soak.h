@@ -41,6 +41,8 @@ struct SoakReport {
   int64_t completed = 0;          // whole answers that matched their baseline
   int64_t completed_stream = 0;
   int64_t cancelled = 0;          // aborted by us on purpose
+  int64_t interrupted_in_flight = 0;  // cut off when the run was interrupted
+  std::string interrupted_by;     // "SIGINT" / "SIGTERM": a partial run (never a PASS)
   int64_t malformed_4xx = 0;      // invalid requests answered 4xx
   int64_t overload_503 = 0;       // deliberate overload answers (Retry-After)
   int64_t lost = 0;               // transport errors, timeouts, streams without [DONE] or finish_reason

@@ -25,6 +25,10 @@ struct ServerOptions {
   bool timings = true;             // a `timings` object in every answer (docs/measurement.md)
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
   std::string api_key;                  // non-empty: all but /health need "Authorization: Bearer KEY" (401)
+  std::string allowed_hosts;            // comma-separated extra Host names ("*": no check); a loopback
+                                        // server answers only localhost, 127.0.0.1, [::1] and these (403)
+  std::string allowed_origins;          // comma-separated web origins ("*": any) that get CORS headers;
+                                        // a request with another Origin header: 403
   std::size_t max_body_bytes = 32u << 20;  // larger request bodies: 413
   int max_messages = 1024;              // more chat messages: 400
   int max_prompt_tokens = 0;            // longer prompts: 400 (0: the context length)
