@@ -22,8 +22,18 @@ using namespace inferlab;
 
 namespace {
 
+// This process's scratch folder (CTest runs each case in a process of its own), removed when the
+// process's tests end so runs do not pile up model folders in /tmp.
+fs::path temp_root() { return fs::temp_directory_path() / ("inferlab_engine_test_" + std::to_string(::getpid())); }
+
+struct RemoveTempRoot : ::testing::Environment {
+  void TearDown() override { fs::remove_all(temp_root()); }
+};
+[[maybe_unused]] ::testing::Environment* const remove_temp_root =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempRoot);
+
 fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("inferlab_engine_test_" + std::to_string(::getpid())) / name;
+  fs::path dir = temp_root() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
