@@ -47,7 +47,9 @@ std::vector<RepeatedMetric> repeat_metrics(const std::vector<Summary>& runs, con
     bool everywhere = true;
     for (const Summary& s : runs) everywhere = everywhere && source.present(s);
     if (!everywhere) continue;
-    RepeatedMetric m{.name = source.name, .label = source.label};
+    RepeatedMetric m;
+    m.name = source.name;
+    m.label = source.label;
     for (const Summary& s : runs) m.per_run.push_back(source.value(s));
     m.median = median(m.per_run);
     m.ci = bootstrap_median(m.per_run, options.resamples, options.confidence, options.seed);
