@@ -2,7 +2,7 @@
 // host (CPU model, cores, load average), this build (version, git commit baked in at configure
 // time) and what the target says about itself (/v1/models, /props, /server_info).
 #pragma once
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 
