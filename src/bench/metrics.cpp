@@ -139,6 +139,7 @@ std::vector<RequestRecord> parse_requests_csv(const std::string& text, const std
       server.ttft_ms = parse_double(get(column("server_ttft_ms"), "server_ttft_ms"));
       server.cached_tokens = parse_int(get(column("cached_tokens"), "cached_tokens"));
       server.preemptions = parse_int(get(column("preemptions"), "preemptions"));
+      rec.run = parse_int(get(column("run"), "run"));
     } catch (const std::invalid_argument&) {
       fail("{} line {}: {} is not a number: '{}'", source, row.line, current, row.fields[column(current)]);
     }
@@ -159,17 +160,23 @@ std::vector<RequestRecord> read_requests_csv(const std::filesystem::path& path) 
 }
 
 std::string requests_csv(const std::vector<RequestRecord>& records) {
-  std::string out = csv_line(kRequestColumns);
+  const bool with_run = std::any_of(records.begin(), records.end(), [](const RequestRecord& r) { return r.run.has_value(); });
+  std::vector<std::string> columns = kRequestColumns;
+  if (with_run) columns.push_back("run");
+  std::string out = csv_line(columns);
   auto opt_int = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
   auto opt_num = [](const std::optional<double>& v) { return v ? format_number(*v) : std::string(); };
   for (const auto& r : records) {
     std::string itl;
     for (double v : r.itl_ms) itl += (itl.empty() ? "" : ";") + format_number(v);
-    out += csv_line({r.request_id, r.status, format_number(r.start_ms), format_number(r.end_ms),
-                     opt_int(r.input_tokens), opt_int(r.output_tokens), opt_num(r.ttft_ms),
-                     opt_num(r.tpot_ms), itl, r.error, opt_num(r.server.queue_ms), opt_num(r.server.prefill_ms),
-                     opt_num(r.server.decode_ms), opt_num(r.server.ttft_ms), opt_int(r.server.cached_tokens),
-                     opt_int(r.server.preemptions)});
+    std::vector<std::string> cells = {r.request_id, r.status, format_number(r.start_ms), format_number(r.end_ms),
+                                      opt_int(r.input_tokens), opt_int(r.output_tokens), opt_num(r.ttft_ms),
+                                      opt_num(r.tpot_ms), itl, r.error, opt_num(r.server.queue_ms),
+                                      opt_num(r.server.prefill_ms), opt_num(r.server.decode_ms),
+                                      opt_num(r.server.ttft_ms), opt_int(r.server.cached_tokens),
+                                      opt_int(r.server.preemptions)};
+    if (with_run) cells.push_back(opt_int(r.run));
+    out += csv_line(cells);
   }
   return out;
 }

@@ -132,6 +132,11 @@ Interval bootstrap_median_difference(const std::vector<std::vector<double>>& a,
   return percentile_interval(std::move(differences), confidence);
 }
 
+double coefficient_of_variation(const std::vector<double>& values) {
+  const double m = mean(values);
+  return values.size() < 2 || m == 0 ? 0.0 : sample_stddev(values) / std::abs(m);
+}
+
 Interval bootstrap_median(const std::vector<double>& values, int resamples, double confidence, uint64_t seed) {
   check_bootstrap_arguments(resamples, confidence);
   if (values.empty()) fail("bootstrap: no values");

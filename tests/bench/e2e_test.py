@@ -12,6 +12,8 @@ usage: e2e_test.py CASE INFERLAB_CLI SHARED_DIR
   serve_concurrency 600 concurrent streams on one event-loop thread
   report_stats      report --percentiles linear against numpy's percentiles (and bench serve's), and
                     report --compare on CSVs with a known shift and with none
+  serve_repeat      bench serve --warmup/--repeat: warm-up rows absent, the run column, per-metric
+                    median / bootstrap CI / CV recomputed from the CSV, the CV warning, the environment
   chat_cli          inferlab chat: the course's stream client output
 Exit 77 = skipped.
 """
@@ -639,9 +641,116 @@ def test_latency_cli():
         check(bad.returncode == 1 and "outside the vocabulary" in bad.stderr, f"bad id: {bad.stderr}")
 
 
+def nearest_rank(values, p):
+    s = sorted(values)
+    import math
+    return s[min(max(math.ceil(p * len(s)), 1), len(s)) - 1]
+
+
+def per_run_metrics(rows):
+    """The repeat block's per-run figures, recomputed from requests.csv (nearest rank, the default)."""
+    runs = {}
+    for r in rows:
+        runs.setdefault(int(r["run"]), []).append(r)
+    out = {}
+    for k in sorted(runs):
+        ok = [r for r in runs[k] if r["status"] == "ok"]
+        window_s = (max(float(r["end_ms"]) for r in runs[k]) - min(float(r["start_ms"]) for r in runs[k])) / 1000
+        ttft = [float(r["ttft_ms"]) for r in ok]
+        e2e = [float(r["end_ms"]) - float(r["start_ms"]) for r in ok]
+        itl = [float(v) for r in ok for v in r["itl_ms"].split(";") if v]
+        figures = {"ttft_p50_ms": nearest_rank(ttft, 0.5), "ttft_p95_ms": nearest_rank(ttft, 0.95),
+                   "e2e_p50_ms": nearest_rank(e2e, 0.5), "e2e_p95_ms": nearest_rank(e2e, 0.95),
+                   "itl_p50_ms": nearest_rank(itl, 0.5), "itl_p95_ms": nearest_rank(itl, 0.95),
+                   "output_throughput": sum(int(r["output_tokens"]) for r in ok) / window_s,
+                   "request_throughput": len(ok) / window_s}
+        for name, value in figures.items():
+            out.setdefault(name, []).append(value)
+    return out
+
+
+def check_environment(env, label, warm):
+    check(isinstance(env.get("cpu_model"), str) and env["cpu_model"], f"{label}: cpu_model {env.get('cpu_model')!r}")
+    check(isinstance(env.get("cores"), int) and env["cores"] >= 1, f"{label}: cores {env.get('cores')!r}")
+    for key in ("load_average_before", "load_average_after"):
+        la = env.get(key) or {}
+        check(sorted(la) == ["15m", "1m", "5m"] and all(isinstance(v, (int, float)) and v >= 0 for v in la.values()),
+              f"{label}: {key} {la!r}")
+    check(re.fullmatch(r"[0-9a-f]{4,40}|unknown", str(env.get("git_commit"))), f"{label}: git_commit {env.get('git_commit')!r}")
+    check(re.fullmatch(r"\d+\.\d+\.\d+", str(env.get("inferlab_version"))), f"{label}: version {env.get('inferlab_version')!r}")
+    target = env.get("target") or {}
+    check(target.get("models", {}).get("data", [{}])[0].get("id") == "scripted-model", f"{label}: target models {target}")
+    check(target.get("props") == {"scripted": True, "total_slots": 4}, f"{label}: target props {target.get('props')}")
+    check("server_info" not in target, f"{label}: server_info answered 404 and must be absent: {target}")
+    check(env.get("cache_warm") is warm, f"{label}: cache_warm {env.get('cache_warm')!r}, expected {warm}")
+
+
+def test_serve_repeat():
+    import statistics
+    with ScriptedServer() as server, tempfile.TemporaryDirectory() as d:
+        # Default: no run column, no repeat block, the environment recorded, the cache cold.
+        r, rows, summary = serve(server, "/ok", d, ["--num-requests", "2", "--concurrency", "1"], name="single")
+        check(r.returncode == 0, f"single run exit {r.returncode}: {r.stderr}")
+        check(len(rows) == 2 and "run" not in rows[0], f"single run: no run column: {rows[:1]}")
+        check("repeat" not in summary and "warmup" not in summary and "Warm-up" not in r.stdout, "single run: no repeat output")
+        check_environment(summary.get("environment", {}), "single", warm=False)
+        check(summary["environment"].get("prefix_cache_hit_tokens") is None, "no cached_tokens reported: null")
+
+        before = len(server.stats()["bodies"])
+        r, rows, summary = serve(server, "/ok", d, ["--num-requests", "3", "--concurrency", "1", "--warmup", "2",
+                                                    "--repeat", "3"], name="repeat")
+        print(r.stdout, r.stderr)
+        check(r.returncode == 0, f"repeat exit {r.returncode}: {r.stderr}")
+        check(len(server.stats()["bodies"]) - before == 2 + 3 * 3, "the server saw 2 warm-ups + 3 runs x 3 requests")
+        check(len(rows) == 9 and [int(x["run"]) for x in rows] == [1, 1, 1, 2, 2, 2, 3, 3, 3],
+              f"3 runs x 3 rows with the run column: {[x.get('run') for x in rows]}")
+        check("Warm-up: 2 requests sent first (2 ok), excluded from the CSV and the figures below" in r.stdout,
+              "the warm-up line")
+        check(summary.get("warmup") == {"requests": 2, "successful": 2, "excluded": True}, f"warmup: {summary.get('warmup')}")
+        rep = summary.get("repeat", {})
+        check(rep.get("runs") == 3 and rep.get("confidence") == 0.95, f"repeat header: {rep}")
+        expected = per_run_metrics(rows)
+        metrics = rep.get("metrics", {})
+        for name in list(expected) + ["tpot_p50_ms", "tpot_p95_ms"]:
+            check(name in metrics, f"repeat metric {name} missing: {sorted(metrics)}")
+        for name, values in expected.items():
+            m = metrics.get(name)
+            if not m:
+                continue
+            close = all(abs(a - b) <= 0.002 + 1e-3 * abs(b) for a, b in zip(m["per_run"], values))
+            check(len(m["per_run"]) == 3 and close, f"{name}: per_run {m['per_run']} vs the CSV's {values}")
+            check(abs(m["median"] - statistics.median(m["per_run"])) < 1e-9, f"{name}: median of {m['per_run']}")
+            cv = statistics.stdev(m["per_run"]) / statistics.mean(m["per_run"])
+            check(abs(m["cv"] - cv) < 1e-9, f"{name}: cv {m['cv']} vs {cv}")
+            check(min(m["per_run"]) <= m["ci_low"] <= m["median"] <= m["ci_high"] <= max(m["per_run"]),
+                  f"{name}: CI [{m['ci_low']}, {m['ci_high']}] around {m['median']} within the runs")
+            check(m["unstable"] == (cv > 0.10), f"{name}: unstable flag vs cv {cv}")
+        check("ttft_p50_ms" not in " ".join(rep.get("warnings", [])), f"scripted TTFT is steady: {rep.get('warnings')}")
+        check(re.search(r"^  P50 TTFT \(ms\) +\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\] \(\d+\.\d %\)$", r.stdout, re.M),
+              "the text block's TTFT line")
+        check_environment(summary.get("environment", {}), "repeat", warm=True)
+        again = run(["report", os.path.join(d, "repeat.csv")])
+        check(again.returncode == 0 and "Success: 9/9" in again.stdout, f"report reads the run column: {again.stderr}")
+
+        # A server that slows down run after run: the CV warning.
+        r, rows, summary = serve(server, "/grow", d, ["--num-requests", "2", "--concurrency", "1", "--repeat", "3"],
+                                 name="grow")
+        print(r.stdout, r.stderr)
+        check(r.returncode == 0, f"grow exit {r.returncode}: {r.stderr}")
+        ttft = summary.get("repeat", {}).get("metrics", {}).get("ttft_p50_ms", {})
+        check(ttft.get("unstable") is True and ttft.get("cv", 0) > 0.10, f"grow: TTFT unstable: {ttft}")
+        check(re.search(r"^WARNING: P50 TTFT \(ms\) varies between runs: CV \d+\.\d % > 10 %", r.stdout, re.M),
+              "grow: the CV warning line")
+
+        # Bad input: clear errors, nothing sent.
+        for flag, value in (("--repeat", "0"), ("--warmup", "-1"), ("--repeat", "x")):
+            bad = run(["bench", "serve", "--base-url", server.url, "--num-requests", "1", "--concurrency", "1", flag, value])
+            check(bad.returncode != 0 and flag in bad.stderr, f"{flag} {value}: exit {bad.returncode}: {bad.stderr}")
+
+
 if __name__ == "__main__":
     result = {"report_cli": test_report_cli, "report_stats": test_report_stats, "serve_timing": test_serve_timing, "serve_failures": test_serve_failures,
-              "serve_concurrency": test_serve_concurrency,
+              "serve_concurrency": test_serve_concurrency, "serve_repeat": test_serve_repeat,
               "serve_server_timings": test_serve_server_timings, "chat_cli": test_chat_cli, "latency_cli": test_latency_cli}[CASE]()
     if failures:
         print(f"{len(failures)} check(s) failed")

@@ -6,7 +6,9 @@ client's TTFT, ITL and E2E can be checked against known times. The path prefix p
 behaviour: /ok/v1/..., /nousage/v1/..., /timings/v1/... (inferlab's `timings` in the finish and
 usage chunks, usage.prompt_tokens_details.cached_tokens), /llamacpp/v1/... (llama.cpp's `timings`
 in the finish chunk), /hang, /close, /drop, /http500, /http400, /errorevent,
-/slow, and /mix (cycles through ok, hang, close, drop, http500, http400, errorevent per request).
+/slow, /grow (each stream's timetable stretched by 1 + 0.5 x the /grow streams before it, so
+repeated runs differ), and /mix (cycles through ok, hang, close, drop, http500, http400, errorevent per request).
+GET .../props answers a small JSON (as llama.cpp's /props does), .../server_info 404.
 GET /stats returns the request bodies received, the most streams open at once, and per timings
 request the CSV cells its figures must become (server_csv).
 Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free port).
@@ -27,7 +29,7 @@ MIX = ["ok", "hang", "close", "drop", "http500", "http400", "errorevent"]
 
 # timelines: per streamed request (in arrival order), [before, after] the write of each content
 # event and of [DONE] (ms after t0), so a test can tell server lateness from client error.
-state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0, "server_csv": []}
+state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0, "grow_counter": 0, "server_csv": []}
 
 
 def cell(value):
@@ -86,13 +88,14 @@ class Stream:
         self.writer, self.t0 = writer, t0
         self.loop = asyncio.get_running_loop()
         self.timeline = {"content": [], "done": None}
+        self.scale = 1.0  # /grow: the timetable stretched
         state["timelines"].append(self.timeline)
 
     def now_ms(self):
         return (self.loop.time() - self.t0) * 1000
 
     async def at(self, ms):
-        target = self.t0 + ms / 1000
+        target = self.t0 + ms * self.scale / 1000
         # The event loop wakes with millisecond granularity; with few streams, sleep the last
         # 2 ms in short blocking naps (not a spin: the client needs the CPU on a 2-core machine).
         if target - self.loop.time() > 0.002:
@@ -124,6 +127,9 @@ async def scripted_stream(writer, t0, mode, request):
     completions = "prompt" in request
     include_usage = (request.get("stream_options") or {}).get("include_usage") and mode != "nousage"
     s = Stream(writer, t0)
+    if mode == "grow":
+        s.scale = 1 + 0.5 * state["grow_counter"]
+        state["grow_counter"] += 1
     writer.write(head(200, "OK", "text/event-stream"))
     if not completions:
         await s.at(ROLE_AT)
@@ -195,6 +201,12 @@ async def handle(reader, writer):
             if path.endswith("/models"):
                 await send_json(writer, 200, "OK", {"object": "list", "data": [
                     {"id": "scripted-model", "object": "model", "owned_by": "test"}]})
+                continue
+            if path.endswith("/props"):
+                await send_json(writer, 200, "OK", {"scripted": True, "total_slots": 4})
+                continue
+            if path.endswith("/server_info"):
+                await send_json(writer, 404, "Not Found", {"error": {"message": "no such route"}})
                 continue
             if path == "/stats":
                 await send_json(writer, 200, "OK", {k: state[k] for k in ("bodies", "timelines", "max_open_streams", "server_csv")})

@@ -101,3 +101,24 @@ TEST(Stats, BootstrapRejectsBadArguments) {
   EXPECT_THROW(bootstrap_median({1.0}, 100, 1.0, 0), Error);
   EXPECT_THROW(bootstrap_median({}, 100, 0.95, 0), Error);
 }
+
+TEST(Stats, CoefficientOfVariation) {
+  // numpy: np.std([10, 12, 14], ddof=1) / np.mean([10, 12, 14]) = 2 / 12
+  EXPECT_NEAR(coefficient_of_variation({10, 12, 14}), 2.0 / 12.0, 1e-12);
+  EXPECT_NEAR(coefficient_of_variation({-10, -12, -14}), 2.0 / 12.0, 1e-12);  // relative to |mean|
+  EXPECT_EQ(coefficient_of_variation({5, 5, 5}), 0.0);
+  EXPECT_EQ(coefficient_of_variation({7}), 0.0);  // one run: no spread to measure
+  EXPECT_EQ(coefficient_of_variation({}), 0.0);
+  EXPECT_EQ(coefficient_of_variation({-1, 1}), 0.0);  // zero mean: undefined, reported as 0
+}
+
+TEST(Stats, BootstrapMedianIsSeededAndDegenerateForEqualValues) {
+  const std::vector<double> runs = {101.0, 97.5, 103.2, 99.9, 100.4};
+  Interval a = bootstrap_median(runs, 1000, 0.95, 42), b = bootstrap_median(runs, 1000, 0.95, 42);
+  EXPECT_EQ(a.low, b.low);
+  EXPECT_EQ(a.high, b.high);
+  EXPECT_TRUE(a.contains(median(runs)));
+  Interval same = bootstrap_median({3.0, 3.0, 3.0}, 200, 0.95, 1);
+  EXPECT_EQ(same.low, 3.0);
+  EXPECT_EQ(same.high, 3.0);
+}

@@ -4,19 +4,23 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "command.h"
 #include "inferlab/bench/compare.h"
+#include "inferlab/bench/environment.h"
 #include "inferlab/bench/latency.h"
 #include "inferlab/bench/load_generator.h"
 #include "inferlab/bench/metrics.h"
 #include "inferlab/bench/openai_client.h"
+#include "inferlab/bench/repeat.h"
 #include "inferlab/util/error.h"
 #include "inferlab/model/model.h"
 #include "inferlab/tokenizer/tokenizer.h"
@@ -117,6 +121,82 @@ std::shared_ptr<const Tokenizer> optional_tokenizer(const std::string& tokenizer
   }
 }
 
+struct WarmupResult {
+  std::size_t successful = 0;
+  std::string interrupted_by;
+};
+
+// --warmup N: the first N prompts (cycled when N > the prompt count) sent with the run's options,
+// their records dropped — they warm the server's caches and connections, like vLLM's warm-ups.
+WarmupResult run_warmup(const ServeOptions& options, const std::vector<BenchPrompt>& prompts, int count) {
+  if (count <= 0 || prompts.empty()) return {};
+  std::vector<BenchPrompt> warm;
+  for (int i = 0; i < count; ++i) warm.push_back(prompts[i % prompts.size()]);
+  ServeOptions quiet = options;
+  quiet.progress = false;
+  quiet.request_rate = 0;  // no arrival schedule: the warm-up only has to be served
+  ServeRun run = run_serve_benchmark(quiet, warm);
+  WarmupResult result{.interrupted_by = run.interrupted_by};
+  for (const auto& r : run.records) result.successful += r.status == "ok";
+  return result;
+}
+
+// --repeat K: K runs one after the other. Records keep one time axis (ms since the first run's
+// start) so the pooled window spans them all; with K > 1 each gets its run number (1..K).
+ServeRun run_repeated(const ServeOptions& options, const std::vector<BenchPrompt>& prompts, int repeat) {
+  using Clock = std::chrono::steady_clock;
+  const auto first_start = Clock::now();
+  ServeRun all;
+  for (int k = 1; k <= repeat; ++k) {
+    // Run 1 keeps its times exactly (a single run's CSV and summary stay bit-identical to before).
+    const double offset_ms =
+        k == 1 ? 0.0 : std::chrono::duration<double, std::milli>(Clock::now() - first_start).count();
+    ServeRun run = run_serve_benchmark(options, prompts);
+    for (auto& r : run.records) {
+      r.start_ms += offset_ms;
+      r.end_ms += offset_ms;
+      if (repeat > 1) r.run = k;
+      all.records.push_back(std::move(r));
+    }
+    all.duration_s += run.duration_s;
+    all.max_in_flight = std::max(all.max_in_flight, run.max_in_flight);
+    if (all.output_tokens_source.empty()) all.output_tokens_source = run.output_tokens_source;
+    else if (all.output_tokens_source.find(run.output_tokens_source) == std::string::npos)
+      all.output_tokens_source += ", " + run.output_tokens_source;
+    all.interrupted_by = run.interrupted_by;
+    if (!run.interrupted_by.empty()) break;  // a signal ends the whole series
+  }
+  return all;
+}
+
+// One Summary per run number present (1..K); runs that recorded no request are left out.
+std::vector<Summary> summarize_runs(const std::vector<RequestRecord>& records, int repeat, const Slo& slo,
+                                    PercentileMethod percentiles) {
+  std::vector<Summary> out;
+  if (repeat <= 1) return out;
+  for (int k = 1; k <= repeat; ++k) {
+    std::vector<RequestRecord> of_run;
+    for (const auto& r : records)
+      if (r.run == k) of_run.push_back(r);
+    if (!of_run.empty()) out.push_back(summarize_or_exit(of_run, slo, percentiles));
+  }
+  return out;
+}
+
+// The summary's environment object (docs/measurement.md). cache_warm: a warm-up was served, or a
+// measured request said some of its prompt came from a prefix cache.
+nlohmann::json run_environment(const std::optional<nlohmann::json>& load_before, const nlohmann::json& target,
+                               const Summary& summary, const WarmupResult& warmup) {
+  nlohmann::json env = host_environment();
+  env["load_average_before"] = load_before ? *load_before : nlohmann::json(nullptr);
+  const std::optional<nlohmann::json> load_after = load_average();
+  env["load_average_after"] = load_after ? *load_after : nlohmann::json(nullptr);
+  env["target"] = target;
+  env["prefix_cache_hit_tokens"] = summary.cache_reported ? nlohmann::json(summary.cached_tokens) : nlohmann::json(nullptr);
+  env["cache_warm"] = warmup.successful > 0 || summary.cached_tokens > 0;
+  return env;
+}
+
 void add_bench_serve(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("serve", "Load-test an OpenAI-compatible server with streaming requests and "
                                             "write per-request timings (requests.csv) and a summary");
@@ -125,6 +205,7 @@ void add_bench_serve(CLI::App& bench) {
     int num_requests = 0;
     std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles;
     int input_len = 128, output_len = 64;
+    int warmup = 0, repeat = 1;
     bool no_progress = false;
   };
   auto a = std::make_shared<Args>();
@@ -162,6 +243,12 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--slo", a->slo, "goodput objectives, e.g. ttft_ms=200,tpot_ms=50");
   add_percentiles_option(cmd, a->percentiles);
   cmd->add_flag("--no-progress", a->no_progress, "no progress bar even on a terminal");
+  cmd->add_option("--warmup", a->warmup, "requests sent first (the first prompts) and left out of the CSV and summary")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", a->repeat,
+                  "independent runs of the same load, one after the other; the summary adds each metric's median "
+                  "over runs, its bootstrap 95 % CI and CV")
+      ->check(CLI::Range(1, 1000));
   cmd->callback([=] {
     if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
@@ -178,9 +265,19 @@ void add_bench_serve(CLI::App& bench) {
             ? random_prompts(a->num_requests, a->input_len, a->output_len, options.seed, options.tokenizer.get())
             : sharegpt_prompts(a->dataset_path, a->num_requests, output_len->count() ? a->output_len : 0, options.seed,
                                options.tokenizer.get());
-    ServeRun run = run_serve_benchmark(options, prompts);
+    const std::optional<nlohmann::json> load_before = load_average();
+    const nlohmann::json target = target_environment(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
+    const WarmupResult warmup = run_warmup(options, prompts, a->warmup);
+    ServeRun run = warmup.interrupted_by.empty() ? run_repeated(options, prompts, a->repeat) : ServeRun{};
+    if (run.interrupted_by.empty()) run.interrupted_by = warmup.interrupted_by;
+    if (run.records.empty() && !warmup.interrupted_by.empty())
+      exit_with(fmt::format("interrupted by {} during the warm-up; nothing measured", warmup.interrupted_by));
     if (!a->output.empty()) write_requests_csv(a->output, run.records);
     Summary summary = summarize_or_exit(run.records, slo, percentiles);
+    const std::vector<Summary> per_run = summarize_runs(run.records, a->repeat, slo, percentiles);
+    const RepeatOptions repeat_options{.seed = options.seed};
+    const std::vector<RepeatedMetric> repeated =
+        per_run.size() > 1 ? repeat_metrics(per_run, repeat_options) : std::vector<RepeatedMetric>{};
     if (!a->summary.empty()) {
       nlohmann::json j = summary_json(summary);
       // Cut short by SIGINT/SIGTERM: the figures cover only the requests sent before it.
@@ -199,13 +296,21 @@ void add_bench_serve(CLI::App& bench) {
                   {"ignore_eos", options.ignore_eos},
                   {"timeout_s", options.timeout_s},
                   {"seed", options.seed},
+                  {"warmup", a->warmup},
+                  {"repeat", a->repeat},
                   {"duration_s", run.duration_s},
                   {"max_in_flight", run.max_in_flight},
                   {"tokenizer", options.tokenizer ? (a->tokenizer.empty() ? options.model : a->tokenizer) : ""},
                   {"prompt_lengths", options.tokenizer ? "exact (tokenizer)" : "approximate (random words)"},
                   {"output_tokens_source", run.output_tokens_source}};
+      if (a->warmup > 0) j["warmup"] = {{"requests", a->warmup}, {"successful", warmup.successful}, {"excluded", true}};
+      if (!repeated.empty()) j["repeat"] = repeat_json(repeated, per_run.size(), repeat_options);
+      j["environment"] = run_environment(load_before, target, summary, warmup);
       write_text(a->summary, j.dump(2) + "\n");
     }
+    if (a->warmup > 0)
+      std::printf("Warm-up: %d requests sent first (%zu ok), excluded from the CSV and the figures below\n", a->warmup,
+                  warmup.successful);
     std::fputs(format_report(summary).c_str(), stdout);
     std::printf("Output tokens counted from: %s%s\n", run.output_tokens_source.c_str(),
                 run.output_tokens_source.find("content chunks") != std::string::npos
@@ -214,6 +319,10 @@ void add_bench_serve(CLI::App& bench) {
     if (!options.tokenizer && a->dataset == "random")
       std::printf("Prompt lengths approximate: %d random words each (give --tokenizer for exact token counts)\n",
                   a->input_len);
+    if (!repeated.empty()) {
+      std::printf("All %zu runs pooled above; run column in the CSV\n", per_run.size());
+      std::fputs(format_repeat(repeated, per_run.size(), repeat_options).c_str(), stdout);
+    }
     std::printf("Max in flight: %d; wall time %.3f s\n", run.max_in_flight, run.duration_s);
     if (!run.interrupted_by.empty())
       std::printf("PARTIAL: interrupted by %s; the figures cover the %zu requests sent before it\n",

@@ -38,14 +38,15 @@ struct RequestRecord {
   std::string error;
   std::size_t line = 0;           // where it came from in a CSV, for messages
   ServerTimings server;           // the server_* and cached_tokens, preemptions columns
+  std::optional<int64_t> run;     // which of `bench serve --repeat K` runs (1..K); the optional run column
 };
 
-// The columns written, the course's seven first.
+// The columns written, the course's seven first; a last column, run, only when some record has one.
 extern const std::vector<std::string> kRequestColumns;
 
 // Reads requests.csv: request_id, status, start_ms, end_ms and output_tokens are required columns;
 // input_tokens, ttft_ms, tpot_ms, itl_ms, error and the server's figures (server_queue_ms,
-// server_prefill_ms, server_decode_ms, server_ttft_ms, cached_tokens, preemptions) are optional; other columns are ignored. Throws
+// server_prefill_ms, server_decode_ms, server_ttft_ms, cached_tokens, preemptions, run) are optional; other columns are ignored. Throws
 // Error naming the line of a malformed row.
 std::vector<RequestRecord> read_requests_csv(const std::filesystem::path& path);
 std::vector<RequestRecord> parse_requests_csv(const std::string& text, const std::string& source);

@@ -37,6 +37,8 @@ double median(std::vector<double> values);
 double mean(const std::vector<double>& values);
 // The sample standard deviation (n - 1 in the denominator, as numpy's std(ddof=1)); 0 below two values.
 double sample_stddev(const std::vector<double>& values);
+// The coefficient of variation: sample_stddev / |mean|; 0 below two values or for a zero mean.
+double coefficient_of_variation(const std::vector<double>& values);
 
 // A two-sided confidence interval.
 struct Interval {
