@@ -13,14 +13,7 @@ import urllib.error
 import urllib.request
 
 from serve_helper import Server
-
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        failures.append(what)
+from checks import check, failures
 
 
 def request(base, method, path, body=None, key=None, raw_auth=None):

@@ -14,15 +14,9 @@ import time
 
 from auth_test import request
 from serve_helper import Server
+from checks import check, failures
 
 LIMIT = 2
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        failures.append(what)
 
 
 def send_raw(port, method, path, body=None):

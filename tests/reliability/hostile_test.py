@@ -21,14 +21,7 @@ import time
 from auth_test import request
 from connections_test import read_until_closed, send_raw, split_response
 from serve_helper import Server
-
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        failures.append(what)
+from checks import check, failures
 
 
 def error_of(body):

@@ -23,14 +23,7 @@ import time
 import urllib.request
 
 from serve_helper import Server
-
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        failures.append(what)
+from checks import check, failures
 
 
 def rows_of(path):

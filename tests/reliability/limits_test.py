@@ -9,14 +9,7 @@ import sys
 
 from auth_test import request
 from serve_helper import Server
-
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        failures.append(what)
+from checks import check, failures
 
 
 def error_of(body):

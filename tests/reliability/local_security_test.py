@@ -16,14 +16,7 @@ import json
 import sys
 
 from serve_helper import Server
-
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        failures.append(what)
+from checks import check, failures
 
 
 def call(port, method, path, headers=None, body=None):

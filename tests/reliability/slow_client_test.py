@@ -21,16 +21,10 @@ import time
 
 from auth_test import request
 from serve_helper import Server
+from checks import check, failures
 
 TIMEOUT_S = 8
 PROMPTS = ["Write a haiku about rivers", "List three prime numbers", "What is a tokenizer?"]
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        failures.append(what)
 
 
 def metrics(base):
