@@ -336,8 +336,7 @@ std::string format_report(const Summary& s) {
   row("ITL", s.itl, s.itl_recorded ? "(no inter-token gaps recorded)" : "(no itl_ms column)");
   row("E2E", s.e2e, "(no successful request)");
   // The TTFT split, only when the server sent its figures (old CSVs report as before).
-  const bool split = s.server_queue.n || s.server_prefill.n || s.transport.n;
-  if (split) {
+  if (s.has_ttft_split()) {
     row(" queue", s.server_queue, "(the server sent no queue time)");
     row(" prefill", s.server_prefill, "(the server sent no prefill time)");
     row(" transport", s.transport, "(the server sent no TTFT)");
@@ -347,7 +346,7 @@ std::string format_report(const Summary& s) {
              : "Percentiles by nearest rank over successful requests; median = P50.";
   if (s.tpot_derived) out += " TPOT = (E2E - TTFT) / (output_tokens - 1) where no tpot_ms is given.";
   out += "\n";
-  if (split)
+  if (s.has_ttft_split())
     out += "TTFT split from the server's timings: queue (arrival to scheduled), prefill (to its first token), "
            "transport = client TTFT - server TTFT.\n";
   if (s.cache_reported)
@@ -393,7 +392,7 @@ nlohmann::json summary_json(const Summary& s) {
       {"e2e_ms", dist(s.e2e)},
       {"tpot_derived_from_e2e", s.tpot_derived},
   };
-  if (s.server_queue.n || s.server_prefill.n || s.transport.n)
+  if (s.has_ttft_split())
     j["ttft_split_ms"] = {{"server_queue", dist(s.server_queue)}, {"server_prefill", dist(s.server_prefill)},
                           {"transport", dist(s.transport)}};
   if (s.cache_reported)

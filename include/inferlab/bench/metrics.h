@@ -85,6 +85,7 @@ struct Summary {
   // TTFT split from the server's figures: its queue and prefill, and the transport (client TTFT
   // minus server TTFT) of requests that have both.
   Distribution server_queue, server_prefill, transport;
+  bool has_ttft_split() const { return server_queue.n || server_prefill.n || transport.n; }
   std::size_t cache_reported = 0;     // successful requests that said how many tokens were cached
   int64_t cached_tokens = 0;          // ... their prompt tokens from a prefix cache
   int64_t cache_reported_input = 0;   // ... their prompt tokens in all
