@@ -3,8 +3,8 @@
 
 #include <dirent.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -15,17 +15,27 @@ namespace {
 
 constexpr auto kPollEvery = std::chrono::milliseconds(100);
 
+// The port of an IPv4 or IPv6 socket address (0 for any other family).
+int port_of(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  return 0;
+}
+
 // The numeric host and the port of a socket address, as httplib writes remote_addr/remote_port.
 bool address_is(const sockaddr_storage& address, socklen_t length, const std::string& host, int port) {
-  char host_text[NI_MAXHOST], port_text[NI_MAXSERV];
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host_text, sizeof host_text, port_text,
-                  sizeof port_text, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+  if (port_of(address) != port) return false;
+  char host_text[NI_MAXHOST];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host_text, sizeof host_text, nullptr, 0,
+                  NI_NUMERICHOST) != 0)
     return false;
-  return port == std::atoi(port_text) && host == host_text;
+  return host == host_text;
 }
 
 }  // namespace
 
+// One getpeername per descriptor (it fails on anything that is not a connected socket), and the
+// cheap port comparison before the rest: this runs once per non-streaming request.
 std::optional<int> connection_socket(const httplib::Request& req) {
   DIR* fds = opendir("/proc/self/fd");
   if (!fds) return std::nullopt;
@@ -34,14 +44,12 @@ std::optional<int> connection_socket(const httplib::Request& req) {
     char* end = nullptr;
     const long fd = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || fd == dirfd(fds)) continue;
-    struct stat info {};
-    if (fstat(static_cast<int>(fd), &info) != 0 || !S_ISSOCK(info.st_mode)) continue;
     sockaddr_storage peer{}, local{};
     socklen_t peer_length = sizeof peer, local_length = sizeof local;
     if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) continue;
+    if (!address_is(peer, peer_length, req.remote_addr, req.remote_port)) continue;
     if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_length) != 0) continue;
-    if (address_is(peer, peer_length, req.remote_addr, req.remote_port) &&
-        address_is(local, local_length, req.local_addr, req.local_port)) {
+    if (address_is(local, local_length, req.local_addr, req.local_port)) {
       found = static_cast<int>(fd);
       break;
     }
