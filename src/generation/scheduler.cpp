@@ -58,12 +58,20 @@ void RequestStream::cancel() {
   if (wake_engine_) wake_engine_();
 }
 
+void RequestStream::on_event(std::function<void()> notify) {
+  std::lock_guard lock(mutex_);
+  notify_ = std::move(notify);
+}
+
 void RequestStream::push(StreamEvent event) {
+  std::function<void()> notify;
   {
     std::lock_guard lock(mutex_);
     events_.push_back(std::move(event));
+    notify = notify_;
   }
   ready_.notify_all();
+  if (notify) notify();
 }
 
 // ---- Scheduler ----

@@ -203,17 +203,19 @@ ApiError Completion::error_of(const Choice& c) {
   return c.timed_out ? ApiError(504, c.error, "", "timeout", "timeout_error") : ApiError(500, c.error, "", "", "server_error");
 }
 
-json Completion::wait_for_body() {
-  // Poll every choice so that n > 1 progress together.
-  while (!all_done()) {
-    for (auto& choice : choices_) {
-      if (settled(*choice)) continue;
-      for (auto& event : choice->stream->wait(std::chrono::milliseconds(choices_.size() == 1 ? 200 : 5))) {
-        Delta delta;
-        absorb(*choice, event, delta);
-      }
+void Completion::on_event(const std::function<void()>& notify) {
+  for (auto& choice : choices_) choice->stream->on_event(notify);
+}
+
+std::optional<json> Completion::poll_body() {
+  for (auto& choice : choices_) {
+    if (settled(*choice)) continue;
+    for (auto& event : choice->stream->wait(std::chrono::milliseconds(0))) {
+      Delta delta;
+      absorb(*choice, event, delta);
     }
   }
+  if (!all_done()) return std::nullopt;
   for (auto& choice : choices_)
     if (!choice->error.empty()) throw error_of(*choice);
   const bool chat = request_->chat;

@@ -3,6 +3,7 @@
 // non-streaming body and the chunks a stream sends.
 #pragma once
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,8 +84,11 @@ class Completion {
   json usage() const;
   static ApiError error_of(const Choice& choice);  // 504 for a timeout, else 500
 
-  // Non-streaming: waits for every choice, then the body (ApiError when a choice failed).
-  json wait_for_body();
+  // Calls `notify` (on the engine's thread) whenever a choice has a new event.
+  void on_event(const std::function<void()>& notify);
+  // Non-streaming, never waits: what the choices produced so far absorbed; once every choice is
+  // done, the body (ApiError when a choice failed).
+  std::optional<json> poll_body();
 
   // Streaming: the chunk objects (a chunk holding `choice_items`) and their choice items.
   json chunk(json choice_items) const;

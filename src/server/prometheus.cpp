@@ -59,6 +59,17 @@ std::string prometheus_text(const MetricsSnapshot& snapshot) {
   scalar("inferlab_kv_cache_blocks_cached", "gauge", "KV cache blocks held only by the prefix cache (evictable)", s.kv_blocks_cached);
   scalar("inferlab_kv_cache_usage_ratio", "gauge", "fraction of KV blocks held by sequences", s.kv_blocks_total ? double(s.kv_blocks_in_use) / s.kv_blocks_total : 0.0);
   scalar("inferlab_kv_cache_block_size", "gauge", "token positions per KV block", s.block_size);
+  metric("inferlab_kv_cache_config_info", "gauge", "KV cache layout (labels): token positions per block, blocks in the pool");
+  out += fmt::format("inferlab_kv_cache_config_info{{block_size=\"{}\",num_blocks=\"{}\"}} 1\n", s.block_size, s.kv_blocks_total);
+  if (snapshot.vllm_names) {
+    // What vLLM's production-stack router and the llm-d endpoint picker read by default.
+    scalar("vllm:num_requests_waiting", "gauge", "requests waiting (inferlab_queue_length)", s.waiting);
+    scalar("vllm:num_requests_running", "gauge", "requests running (inferlab_running_requests)", s.running);
+    scalar("vllm:kv_cache_usage_perc", "gauge", "KV cache usage, 0-1 (inferlab_kv_cache_usage_ratio)",
+           s.kv_blocks_total ? double(s.kv_blocks_in_use) / s.kv_blocks_total : 0.0);
+    metric("vllm:cache_config_info", "gauge", "KV cache configuration (inferlab_kv_cache_config_info)");
+    out += fmt::format("vllm:cache_config_info{{block_size=\"{}\",num_gpu_blocks=\"{}\"}} 1\n", s.block_size, s.kv_blocks_total);
+  }
   histogram("inferlab_decode_batch_size", "sequences decoded per decode step", s.decode_batch_size);
   histogram("inferlab_time_to_first_token_seconds", "arrival to first generated token", s.time_to_first_token);
   histogram("inferlab_inter_token_latency_seconds", "time between consecutive tokens of a sequence", s.inter_token_latency);

@@ -1,4 +1,6 @@
-// GET /metrics: the server's counters and the engine's statistics in Prometheus' text format.
+// GET /metrics: the server's counters and the engine's statistics in Prometheus' text format,
+// including the gauges the Gateway API Inference Extension's model-server protocol reads (queue,
+// running, KV-cache use 0-1, a cache-config info metric), optionally also under vLLM's names.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -19,6 +21,7 @@ struct MetricsSnapshot {
   std::map<std::pair<std::string, int>, uint64_t> http_requests;  // (path, status) -> count
   std::optional<SchedulerStats> engine;                           // none until the model is loaded
   int active_streams = 0;
+  bool vllm_names = false;  // --metrics-compat vllm: the router-facing gauges under vLLM's names too
 };
 
 std::string prometheus_text(const MetricsSnapshot& snapshot);

@@ -3,7 +3,9 @@
 // idle-memory housekeeper and the graceful shutdown.
 #include "inferlab/server/server.h"
 
+#include <fmt/format.h>
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <condition_variable>
 #include <csignal>
@@ -11,7 +13,6 @@
 #include <ctime>
 
 #include "inferlab/generation/engine.h"
-#include "server/disconnect_watch.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -19,6 +20,27 @@
 #include "server/sse_stream.h"
 
 namespace inferlab {
+namespace api {
+
+// A non-streaming completion as the transport's deferred answer: polled when a choice has news.
+class CompletionAnswer : public DeferredResponse {
+ public:
+  explicit CompletionAnswer(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
+  void start(std::function<void()> wake) override { completion_->on_event(wake); }
+  std::optional<HttpResponse> poll() override {
+    std::optional<json> body = completion_->poll_body();
+    if (!body) return std::nullopt;
+    HttpResponse res;
+    send_json(res, 200, *body);
+    return res;
+  }
+  void cancel() override { completion_->cancel_all(); }
+
+ private:
+  std::shared_ptr<Completion> completion_;
+};
+
+}  // namespace api
 
 using api::ApiError;
 using api::json;
@@ -35,8 +57,10 @@ struct Server::Impl {
   std::time_t created = std::time(nullptr);
 
   std::atomic<int> active_streams{0};
-  api::DisconnectWatcher disconnects;  // non-streaming requests whose client hung up
   std::atomic<uint64_t> memory_trims{0};
+  // When the engine last made a step or had nothing to do (housekeeping() updates it): /health
+  // says 503 once that is older than --engine-stall-timeout (a hung engine must not look healthy).
+  std::atomic<int64_t> engine_progress_ms{0};
 
   // Returns freed heap memory to the OS once the server goes idle (see housekeeping()).
   std::thread housekeeper;
@@ -48,8 +72,15 @@ struct Server::Impl {
 
   void routes();
   void housekeeping();
-  void generate(const httplib::Request& req, httplib::Response& res, bool chat);
+  void generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat);
   api::MetricsSnapshot metrics() const;
+  static int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+  }
+  bool engine_stalled() const {
+    return options.engine_stall_s > 0 && engine && !engine->idle() &&
+           now_ms() - engine_progress_ms > static_cast<int64_t>(options.engine_stall_s * 1000);
+  }
   void require_ready() const {
     if (draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
     if (!ready) throw ApiError(503, "the model is still loading; retry when GET /health returns 200", "", "loading", "server_error");
@@ -70,6 +101,12 @@ const std::string& Server::model_name() const {
 
 int Server::start() {
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the process
+  // Each connection is a descriptor: thousands of open streams need more than the usual soft
+  // limit of 1024, and the hard limit is ours to take.
+  if (rlimit limit{}; getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
   impl_->bound_port = impl_->http.bind();
   impl_->http.listen_in_background(impl_);
   return impl_->bound_port;
@@ -100,6 +137,7 @@ void Server::load(const std::string& model_name) {
                       .max_prompt_bytes = s.options.max_prompt_bytes};
   for (int32_t id = 0; id < s.engine->text().vocab_size(); ++id)
     s.context.longest_token_bytes = std::max(s.context.longest_token_bytes, s.engine->text().token_bytes(id).size());
+  s.engine_progress_ms = Impl::now_ms();
   s.ready = true;
   s.housekeeper = std::thread([&s] { s.housekeeping(); });
 }
@@ -108,8 +146,12 @@ void Server::Impl::housekeeping() {
   // glibc keeps memory freed by the HTTP threads in their arenas; after load that is tens of MB
   // above a cold start. Trim once per busy -> idle transition, checked a few times a second.
   bool busy_since_trim = false;
+  uint64_t steps = engine->stats().steps;
   std::unique_lock lock(housekeeper_mutex);
   while (!housekeeper_wake.wait_for(lock, std::chrono::milliseconds(200), [this] { return housekeeper_stop; })) {
+    const uint64_t now_steps = engine->stats().steps;
+    if (now_steps != steps || engine->idle()) engine_progress_ms = now_ms();
+    steps = now_steps;
     const bool idle = engine->idle() && active_streams == 0;
     if (!idle) {
       busy_since_trim = true;
@@ -152,28 +194,38 @@ api::MetricsSnapshot Server::Impl::metrics() const {
   m.http_requests = http.request_counts();
   if (engine) m.engine = engine->stats();
   m.active_streams = active_streams;
+  m.vllm_names = options.metrics_compat == "vllm";
   return m;
 }
 
 void Server::Impl::routes() {
-  http.get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  http.get("/health", [this](const api::HttpRequest&, api::HttpResponse& res) {
     if (draining) send_json(res, 503, {{"status", "shutting down"}});
     else if (!ready) send_json(res, 503, {{"status", "loading"}});
+    else if (engine_stalled())
+      send_json(res, 503, {{"status", "engine stalled"},
+                           {"message", fmt::format("the engine made no step for over {} s with requests waiting "
+                                                   "(--engine-stall-timeout)", options.engine_stall_s)}});
     else send_json(res, 200, {{"status", "ok"}});
   });
-  http.get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  // Readiness (load balancers, Kubernetes): serving now. Liveness is /health.
+  http.get("/ready", [this](const api::HttpRequest&, api::HttpResponse& res) {
+    if (ready && !draining) send_json(res, 200, {{"status", "ready"}});
+    else send_json(res, 503, {{"status", draining ? "shutting down" : "loading"}});
+  });
+  http.get("/v1/models", [this](const api::HttpRequest&, api::HttpResponse& res) {
     require_ready();
     json model_entry = {{"id", engine->name()}, {"object", "model"}, {"created", created}, {"owned_by", "inferlab"},
                         {"root", engine->model_path().string()}, {"max_model_len", context.context_length}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry})}});
   });
-  http.get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  http.get("/metrics", [this](const api::HttpRequest&, api::HttpResponse& res) {
     res.set_content(api::prometheus_text(metrics()), "text/plain; version=0.0.4; charset=utf-8");
   });
-  http.post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
-  http.post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });
+  http.post("/v1/chat/completions", [this](const api::HttpRequest& req, api::HttpResponse& res) { generate(req, res, true); });
+  http.post("/v1/completions", [this](const api::HttpRequest& req, api::HttpResponse& res) { generate(req, res, false); });
 
-  http.post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  http.post("/tokenize", [this](const api::HttpRequest& req, api::HttpResponse& res) {
     require_ready();
     api::TokenizeRequest request = api::parse_tokenize_request(api::parse_json_object(req.body, options.max_json_depth), context);
     json out = {{"tokens", request.ids}, {"count", request.ids.size()}, {"max_model_len", context.context_length}};
@@ -184,7 +236,7 @@ void Server::Impl::routes() {
     }
     send_json(res, 200, out);
   });
-  http.post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  http.post("/detokenize", [this](const api::HttpRequest& req, api::HttpResponse& res) {
     require_ready();
     std::vector<int32_t> ids = api::parse_detokenize_request(api::parse_json_object(req.body, options.max_json_depth), context);
     std::string text = engine->text().detokenize(ids);
@@ -192,7 +244,7 @@ void Server::Impl::routes() {
   });
 }
 
-void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+void Server::Impl::generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat) {
   require_ready();
   json body = api::parse_json_object(req.body, options.max_json_depth);
   auto request = std::make_shared<const api::ParsedRequest>(chat ? api::parse_chat_request(body, context)
@@ -222,11 +274,8 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
     api::stream_completion(res, completion, active_streams);
     return;
   }
-  // Nothing is written until the answer is whole, so only the socket tells that the client left.
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const auto& choice : completion->choices()) streams.push_back(choice->stream);
-  auto watch = disconnects.watch(req, std::move(streams));
-  send_json(res, 200, completion->wait_for_body());
+  // Answered once whole; the transport cancels it when the client hangs up before that.
+  res.deferred = std::make_shared<api::CompletionAnswer>(completion);
 }
 
 }  // namespace inferlab

@@ -1,103 +1,92 @@
-// The SSE pump (see sse_stream.h). httplib calls it again and again on the connection's worker
-// while it returns true; each call writes what the choices produced since the last one.
+// The SSE body (see sse_stream.h). The event loop polls it when the engine signals an event and a
+// few times a second; each poll appends what the choices produced since the last one.
 #include "server/sse_stream.h"
-
-#include <httplib.h>
 
 namespace inferlab::api {
 namespace {
 
-constexpr auto kKeepAliveAfter = std::chrono::seconds(2);  // SSE comment so a dead client is noticed
+constexpr auto kKeepAliveAfter = std::chrono::seconds(2);  // SSE comment so a quiet stream is seen alive
 const std::string kDone = "data: [DONE]\n\n";
 
 std::string sse(const json& value) { return "data: " + dump(value) + "\n\n"; }
 
-// One response's pump. Every byte goes through write(), so the keep-alive knows when the client
-// last got any.
-class SsePump {
+class SseBody : public StreamedBody {
  public:
-  explicit SsePump(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
+  SseBody(std::shared_ptr<Completion> completion, std::atomic<int>& active_streams)
+      : completion_(std::move(completion)), active_streams_(active_streams) {
+    ++active_streams_;
+  }
+  ~SseBody() override {
+    completion_->cancel_all();  // a client that went away frees its KV at once
+    --active_streams_;
+  }
 
-  // One call of the content provider; false ends the response (the client is gone).
-  bool operator()(httplib::DataSink& sink) {
+  void start(std::function<void()> wake) override { completion_->on_event(wake); }
+  void cancel() override { completion_->cancel_all(); }
+
+  bool poll(std::string& out) override {
+    if (ended_) return true;
+    const std::size_t before = out.size();
+    try {
+      ended_ = pump(out);
+    } catch (const std::exception& e) {
+      // Past the headers an error can only travel as an event.
+      completion_->cancel_all();
+      out += sse(ApiError(500, e.what(), "", "", "server_error").body()) + kDone;
+      ended_ = true;
+    }
+    if (out.size() > before) last_write_ = Clock::now();
+    else if (!ended_ && Clock::now() - last_write_ > kKeepAliveAfter) {
+      out += ": keep-alive\n\n";
+      last_write_ = Clock::now();
+    }
+    return ended_;
+  }
+
+ private:
+  // Appends what is ready; true once the stream is complete.
+  bool pump(std::string& out) {
     Completion& completion = *completion_;
     if (!started_) {
       started_ = true;
       for (auto& c : completion.choices())
-        if (auto item = completion.opening_item(*c); item && !write(sink, completion.chunk(json::array({*item}))))
-          return fail();
-      return true;
+        if (auto item = completion.opening_item(*c)) out += sse(completion.chunk(json::array({*item})));
     }
-    if (completion.all_done()) {
-      if (completion.request().include_usage && !write(sink, completion.usage_chunk())) return false;
-      if (!write(sink, kDone)) return false;
-      sink.done();
-      return true;
-    }
-    bool first_wait = true;
     for (auto& c : completion.choices()) {
       if (completion.settled(*c)) continue;
-      auto events = c->stream->wait(std::chrono::milliseconds(first_wait ? 100 : 0));
-      first_wait = false;
+      auto events = c->stream->wait(std::chrono::milliseconds(0));
       if (events.empty()) continue;
       Delta delta;
       for (auto& event : events) completion.absorb(*c, event, delta);
       if (!c->error.empty()) {
         completion.cancel_all();
-        write(sink, Completion::error_of(*c).body());
-        write(sink, kDone);
-        sink.done();
+        out += sse(Completion::error_of(*c).body()) + kDone;
         return true;
       }
-      if (auto item = completion.delta_item(*c, delta); item && !write(sink, completion.chunk(json::array({*item}))))
-        return fail();
-      if (delta.finished && !write(sink, completion.finish_chunk(*c))) return fail();
+      if (auto item = completion.delta_item(*c, delta)) out += sse(completion.chunk(json::array({*item})));
+      if (delta.finished) out += sse(completion.finish_chunk(*c));
     }
-    if (Clock::now() - last_write_ > kKeepAliveAfter && !write(sink, std::string(": keep-alive\n\n"))) return fail();
+    if (!completion.all_done()) return false;
+    if (completion.request().include_usage) out += sse(completion.usage_chunk());
+    out += kDone;
     return true;
   }
 
- private:
-  bool write(httplib::DataSink& sink, const std::string& data) {
-    last_write_ = Clock::now();
-    return sink.write(data.data(), data.size());
-  }
-  bool write(httplib::DataSink& sink, const json& event) { return write(sink, sse(event)); }
-  bool fail() {
-    completion_->cancel_all();
-    return false;
-  }
-
   std::shared_ptr<Completion> completion_;
+  std::atomic<int>& active_streams_;
   bool started_ = false;
+  bool ended_ = false;
   Clock::time_point last_write_ = Clock::now();
 };
 
 }  // namespace
 
-void stream_completion(httplib::Response& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams) {
-  ++active_streams;
+void stream_completion(HttpResponse& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams) {
+  res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  auto pump = std::make_shared<SsePump>(completion);
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [pump, completion](std::size_t, httplib::DataSink& sink) -> bool {
-        try {
-          return (*pump)(sink);
-        } catch (const std::exception& e) {
-          // Past the headers an error can only travel as an event.
-          completion->cancel_all();
-          std::string event = sse(ApiError(500, e.what(), "", "", "server_error").body()) + kDone;
-          sink.write(event.data(), event.size());
-          sink.done();
-          return true;
-        }
-      },
-      [completion, &active_streams](bool) {
-        completion->cancel_all();  // a client that went away frees its KV at once
-        --active_streams;
-      });
+  res.content_type = "text/event-stream";
+  res.stream = std::make_shared<SseBody>(std::move(completion), active_streams);
 }
 
 }  // namespace inferlab::api

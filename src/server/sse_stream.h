@@ -1,18 +1,16 @@
-// Streaming a Completion as Server-Sent Events: one writer per response, keep-alive comments
-// while nothing is generated, and every stream cancelled the moment the client goes away.
+// Streaming a Completion as Server-Sent Events: the events each choice produced since the last
+// poll, keep-alive comments while nothing is generated, and every stream cancelled the moment the
+// client goes away.
 #pragma once
 #include <atomic>
 #include <memory>
 
+#include "server/http_message.h"
 #include "server/openai_response.h"
-
-namespace httplib {
-struct Response;
-}
 
 namespace inferlab::api {
 
 // Answers `res` with `completion` as an SSE stream; `active_streams` counts it while it is open.
-void stream_completion(httplib::Response& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams);
+void stream_completion(HttpResponse& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams);
 
 }  // namespace inferlab::api

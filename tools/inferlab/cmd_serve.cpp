@@ -108,11 +108,26 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--threads", args->server.threads, "Compute threads for the model (0: all cores)")->capture_default_str();
   cmd->add_option("--weights", args->server.weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")
       ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));
-  cmd->add_option("--http-threads", args->server.http_threads, "HTTP workers: connections served at once")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--http-threads", args->server.http_threads, "Event-loop threads serving every HTTP connection")
+      ->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--max-connections", args->server.max_connections,
-                  "Connections admitted at once, served or waiting for a worker; beyond: 503 + Retry-After (0: --http-threads)")
+                  "Connections admitted at once; beyond: 503 + Retry-After and closed (0: 8192)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--header-timeout", args->server.header_timeout_s,
+                  "Seconds for a request's line and headers to arrive (408 and closed after; also the keep-alive idle time)")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--body-timeout", args->server.body_timeout_s, "Seconds for a request's body to arrive once its headers did (408)")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--max-header-bytes", args->server.max_header_bytes, "Largest request line + headers (431 above)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{256}, std::size_t{1} << 24));
+  cmd->add_option("--max-header-count", args->server.max_header_count, "Most header fields in a request (431 above)")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--engine-stall-timeout", args->server.engine_stall_s,
+                  "/health answers 503 when the engine made no step for this many seconds with work queued (0: never)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--metrics-compat", args->server.metrics_compat,
+                  "Also export the router-facing gauges under another server's names (vllm: vllm:num_requests_waiting, ...)")
+      ->check(CLI::IsMember({"vllm"}));
   cmd->add_option("--served-model-name", args->server.served_model_name, "Name clients use in 'model' (default: the folder name)");
   cmd->add_option("--timeout", args->server.request_timeout_s, "Per-request timeout in seconds (0: none)")
       ->capture_default_str()->check(CLI::Range(0.0, 1e7));

@@ -92,6 +92,9 @@ class RequestStream {
   // slot and KV blocks before its next step.
   void cancel();
   bool cancelled() const { return cancelled_.load(); }
+  // Called on the engine's thread after each event from now on is queued: how an event loop learns
+  // there is something to send without a thread of its own waiting in wait(). Keep it short.
+  void on_event(std::function<void()> notify);
   int cached_prompt_tokens() const { return cached_prompt_tokens_.load(); }
 
  private:
@@ -103,6 +106,7 @@ class RequestStream {
   std::atomic<bool> cancelled_{false};
   std::atomic<int> cached_prompt_tokens_{0};
   std::function<void()> wake_engine_;
+  std::function<void()> notify_;  // guarded by mutex_
 };
 
 struct SchedulerStats {

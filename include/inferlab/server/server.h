@@ -1,4 +1,4 @@
-// OpenAI-compatible HTTP server (cpp-httplib): /v1/models, /v1/chat/completions, /v1/completions,
+// OpenAI-compatible HTTP server (an event loop on Boost.Beast/Asio, src/server/http_server.cpp): /v1/models, /v1/chat/completions, /v1/completions,
 // /health, /metrics, /tokenize, /detokenize, served from one Engine (continuous batching).
 #pragma once
 #include <chrono>
@@ -17,9 +17,9 @@ struct ServerOptions {
   int threads = 0;                 // model compute threads (0: all cores)
   std::string weights = "auto";    // matmul weights: auto (as stored), f32, bf16, int8, q4
   double request_timeout_s = 600;  // per request, from arrival; 0: none
-  int http_threads = 128;          // workers serving connections (each open stream holds one)
-  int max_connections = 0;         // connections admitted at once, served or waiting for a worker;
-                                   // beyond: 503 + Retry-After and the connection closed (0: http_threads)
+  int http_threads = 4;            // event-loop threads serving every connection
+  int max_connections = 0;         // connections admitted at once; beyond: 503 + Retry-After and the
+                                   // connection closed (0: 8192)
   int max_n = 16;                  // largest `n` (choices per request)
   bool log_requests = false;
   bool timings = true;             // a `timings` object in every answer (docs/measurement.md)
@@ -36,6 +36,13 @@ struct ServerOptions {
   int max_json_depth = 64;              // arrays/objects nested deeper in a request body: 400
   std::size_t max_prompt_bytes = 0;     // longer prompt texts: 400 before tokenizing (0: the prompt token
                                         // limit times the vocabulary's longest token)
+  double header_timeout_s = 10;         // request line + headers must arrive within this (else 408, closed);
+                                        // also how long an idle keep-alive connection stays open
+  double body_timeout_s = 30;           // the body must arrive within this once the headers did (408)
+  std::size_t max_header_bytes = 16384; // request line + headers larger: 431
+  int max_header_count = 100;           // more header fields: 431
+  double engine_stall_s = 30;           // /health 503 when the engine made no step this long with work queued (0: off)
+  std::string metrics_compat;           // "vllm": /metrics also under vLLM's names (routers read them)
   double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
   int send_buffer_bytes = 0;            // SO_SNDBUF of each connection (0: the OS default, autotuned up
                                         // to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian)
