@@ -339,7 +339,7 @@ class Session : public std::enable_shared_from_this<Session> {
       deferred_->start(waker());
       return on_wake();
     }
-    server_.count(method_, path_, res.status);
+    status_ = res.status;  // counted and logged once sent (or cut off), as the request's end
     std::string out = head(res);
     if (res.stream) {
       stream_ = std::move(res.stream);
@@ -403,7 +403,14 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  void log_answer() {
+    if (status_ == 0) return;
+    server_.count(method_, path_, status_);
+    status_ = 0;
+  }
+
   void answered() {
+    log_answer();
     stream_.reset();
     stream_ended_ = false;
     if (close_after_) return linger();
@@ -451,6 +458,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void close() {
     if (phase_ == Phase::closed) return;
     phase_ = Phase::closed;
+    log_answer();
     cancel_work();  // a client that went away frees its slot and KV blocks now
     error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -472,6 +480,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point write_started_;
   bool close_after_ = false;
   std::string method_, path_;
+  int status_ = 0;  // of the answer being sent
   std::string out_;
   std::shared_ptr<StreamedBody> stream_;
   bool stream_ended_ = false;
