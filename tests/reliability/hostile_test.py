@@ -10,9 +10,14 @@ generating for nobody; each now gets a bounded answer and the server keeps servi
   (one byte more is refused by bytes, exactly the bound goes on to the token check);
 - a non-streaming request whose client hangs up: its sequence is cancelled, not run to max_tokens;
 - with every worker busy /health and /metrics are answered; a malformed HTTP request gets 400 and
-  the connection closed; the Bearer scheme in any case.
+  the connection closed; the Bearer scheme in any case;
+- the transport (issue 20 items 2, 5, 6, 7): 300 slowloris connections neither lock out a chat nor
+  /metrics and are closed after --header-timeout; impossible Content-Lengths answered 400/413 at
+  once; half-sent headers and short bodies 408 after their deadlines; pipelined requests answered
+  in order; too many headers 431; Transfer-Encoding with Content-Length 400; each error closes.
 """
 import json
+import threading
 import re
 import socket
 import sys
@@ -182,6 +187,150 @@ def malformed_request(server):
           f"a malformed HTTP request: 400 in OpenAI's shape and the connection closed (got {status}, closed {closed})")
 
 
+def raw_exchange(port, data, timeout=10):
+    """Sends bytes as they are; returns (everything read until the server closed, closed?)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.sendall(data)
+    raw, closed = b"", False
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            raw += chunk
+    except socket.timeout:
+        pass
+    sock.close()
+    return raw, closed
+
+
+def parse_responses(raw):
+    """Consecutive HTTP/1.1 responses with Content-Length bodies: [(status, headers, body)]."""
+    out = []
+    while raw:
+        head, sep, rest = raw.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        status, headers, _ = split_response(head + b"\r\n\r\n")
+        n = int(headers.get("content-length", "0"))
+        out.append((status, headers, rest[:n].decode("utf-8", "replace")))
+        raw = rest[n:]
+    return out
+
+
+def slowloris(cli, model):
+    """Item 2: 300 connections that send one header line a second hold nothing: a chat and /metrics
+    are answered while they trickle, and the server closes each after --header-timeout."""
+    with Server(cli, model, ["--header-timeout", "3"]) as server:
+        slow = []
+        for _ in range(300):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            slow.append(sock)
+        stop = threading.Event()
+        closed = set()
+
+        def trickle():
+            line = 0
+            while not stop.is_set():
+                for i, sock in enumerate(slow):
+                    if i in closed:
+                        continue
+                    try:
+                        sock.sendall(f"X-Slow-{line}: 1\r\n".encode())
+                    except OSError:
+                        closed.add(i)
+                line += 1
+                stop.wait(1.0)
+
+        t = threading.Thread(target=trickle, daemon=True)
+        t.start()
+        try:
+            time.sleep(1.0)
+            status, text, _ = request(server.base, "POST", "/v1/chat/completions",
+                                      {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})
+            check(status == 200, f"a chat while 300 slowloris connections trickle headers: 200 (got {status} {text[:120]})")
+            status, _, _ = request(server.base, "GET", "/metrics")
+            check(status == 200, f"/metrics while they trickle: 200 (got {status})")
+            # Each is answered 408 and closed once --header-timeout (3 s) has passed; bounded wait.
+            answered_408 = 0
+            deadline = time.time() + 30
+            for i, sock in enumerate(slow):
+                sock.settimeout(max(0.1, deadline - time.time()))
+                data = b""
+                try:
+                    while True:
+                        chunk = sock.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                except (socket.timeout, ConnectionResetError):
+                    continue
+                if data.startswith(b"HTTP/1.1 408"):
+                    answered_408 += 1
+            check(answered_408 == 300, f"all 300 slow connections answered 408 and closed by the server ({answered_408})")
+        finally:
+            stop.set()
+            t.join(timeout=5)
+            for sock in slow:
+                sock.close()
+        check(alive(server), "/health after the slowloris connections")
+
+
+def transport_limits(cli, model):
+    """Items 5, 6, 7: impossible lengths, deadlines, pipelining, header count, both framings."""
+    with Server(cli, model, ["--header-timeout", "2", "--body-timeout", "2"]) as server:
+        p = server.port
+        head = "POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        for length, expected in (("-5", 400), ("1e20", 400), (str(2**63 - 1), 413), (str(40 << 20), 413)):
+            raw, closed = raw_exchange(p, (head + f"Content-Length: {length}\r\n\r\n").encode(), timeout=5)
+            status, headers, body = split_response(raw)
+            check(status == expected and closed and "message" in error_of(body),
+                  f"Content-Length: {length} with no body sent: {expected} at once and closed (got {status}, closed {closed})")
+
+        raw, closed = raw_exchange(p, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: ", timeout=10)
+        status, _, body = split_response(raw)
+        check(status == 408 and closed and "--header-timeout" in error_of(body).get("message", ""),
+              f"half-sent headers: 408 naming --header-timeout and closed (got {status}, closed {closed})")
+        raw, closed = raw_exchange(p, (head + "Content-Length: 100\r\n\r\n{\"prompt\"").encode(), timeout=10)
+        status, _, body = split_response(raw)
+        check(status == 408 and closed and "--body-timeout" in error_of(body).get("message", ""),
+              f"a short body: 408 naming --body-timeout and closed (got {status}, closed {closed})")
+
+        for count in (3, 6):
+            reqs = b""
+            for i in range(count):
+                data = json.dumps({"prompt": " ".join(["word"] * (i + 1))}).encode()
+                last = "Connection: close\r\n" if i == count - 1 else ""
+                reqs += (head + f"Content-Length: {len(data)}\r\n{last}\r\n").encode() + data
+            raw, closed = raw_exchange(p, reqs)
+            answers = parse_responses(raw)
+            counts = [json.loads(b).get("count") if st == 200 else st for st, _, b in answers]
+            check(len(answers) == count and counts == sorted(counts) and len(set(counts)) == count,
+                  f"{count} pipelined requests: {count} answers in order (got token counts {counts})")
+
+        many = "".join(f"X-H{i}: 1\r\n" for i in range(10_000))
+        raw, closed = raw_exchange(p, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n{many}\r\n".encode())
+        status, _, _ = split_response(raw)
+        check(status == 431 and closed, f"10,000 headers: 431 and closed (got {status}, closed {closed})")
+        some = "".join(f"X{i}: 1\r\n" for i in range(150))
+        raw, closed = raw_exchange(p, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n{some}\r\n".encode())
+        status, _, body = split_response(raw)
+        check(status == 431 and closed and "--max-header-count" in error_of(body).get("message", ""),
+              f"150 short headers: 431 naming --max-header-count (got {status}, closed {closed})")
+        few = "".join(f"X{i}: 1\r\n" for i in range(50))
+        raw, _ = raw_exchange(p, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{few}\r\n".encode())
+        check(split_response(raw)[0] == 200, "50 headers: served")
+
+        for order in ("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"):
+            raw, closed = raw_exchange(p, (head + order + "\r\n0\r\n\r\n").encode())
+            status, _, body = split_response(raw)
+            check(status == 400 and closed and "RFC 9112" in error_of(body).get("message", ""),
+                  f"Transfer-Encoding with Content-Length ({order.split(':')[0]} first): 400 and closed (got {status}, closed {closed})")
+        check(alive(server), "/health after the transport checks")
+
+
 def main():
     cli, model = sys.argv[1], sys.argv[2]
     with Server(cli, model) as server:
@@ -194,6 +343,8 @@ def main():
     prompt_byte_boundary(cli, model)
     bearer_scheme(cli, model)
     busy_server(cli, model)
+    transport_limits(cli, model)
+    slowloris(cli, model)
     if failures:
         sys.exit(f"{len(failures)} hostile-request checks failed")
     print("hostile: all checks passed")
