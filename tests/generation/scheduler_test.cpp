@@ -2,7 +2,9 @@
 // one-sequence greedy generation; admission control, prefix caching, cancellation, timeouts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -172,6 +174,46 @@ TEST_F(SchedulerTest, CancelFreesTheSlotAndBlocks) {
   EXPECT_EQ(stats.running, 0);
   EXPECT_EQ(stats.kv_blocks_in_use, 0);
   EXPECT_EQ(stats.requests_finished[static_cast<int>(FinishReason::cancelled)], 1u);
+}
+
+// An event loop learns of new events through on_event instead of a thread waiting in wait(): the
+// hook runs after each event is queued, so the events are there to take when it runs.
+TEST_F(SchedulerTest, OnEventSignalsEventsAfterItIsSet) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  auto stream = scheduler.submit(greedy(prompt(30, 2), 40));
+  std::mutex mutex;
+  std::vector<StreamEvent> received;
+  int notified = 0, found_events = 0;
+  auto take = [&] {
+    auto events = stream->wait(std::chrono::milliseconds(0));
+    for (auto& e : events) received.push_back(std::move(e));
+    return !events.empty();
+  };
+  stream->on_event([&] {
+    std::lock_guard lock(mutex);
+    ++notified;
+    found_events += take() ? 1 : 0;
+  });
+  {
+    std::lock_guard lock(mutex);
+    take();  // whatever came before the hook was set
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  for (bool done = false; !done && Clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+    std::lock_guard lock(mutex);
+    done = !received.empty() && received.back().finish.has_value();
+  }
+  wait_idle(scheduler);
+  std::lock_guard lock(mutex);
+  ASSERT_FALSE(received.empty());
+  EXPECT_EQ(received.back().finish, FinishReason::length);
+  EXPECT_GE(notified, 1);
+  // Each call finds its event queued (none was waiting in wait()); only the first may lose it to
+  // the take() before the hook.
+  EXPECT_GE(found_events, notified - 1);
+  EXPECT_EQ(std::count_if(received.begin(), received.end(), [](const StreamEvent& e) { return e.token.has_value(); }), 40);
 }
 
 TEST_F(SchedulerTest, DeadlineEndsARequestWithTimeout) {
