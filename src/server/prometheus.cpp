@@ -59,8 +59,8 @@ std::string prometheus_text(const MetricsSnapshot& snapshot) {
   scalar("inferlab_kv_cache_blocks_cached", "gauge", "KV cache blocks held only by the prefix cache (evictable)", s.kv_blocks_cached);
   scalar("inferlab_kv_cache_usage_ratio", "gauge", "fraction of KV blocks held by sequences", s.kv_blocks_total ? double(s.kv_blocks_in_use) / s.kv_blocks_total : 0.0);
   scalar("inferlab_kv_cache_block_size", "gauge", "token positions per KV block", s.block_size);
-  metric("inferlab_kv_cache_config_info", "gauge", "KV cache layout (labels): token positions per block, blocks in the pool");
-  out += fmt::format("inferlab_kv_cache_config_info{{block_size=\"{}\",num_blocks=\"{}\"}} 1\n", s.block_size, s.kv_blocks_total);
+  metric("inferlab_kv_cache_config_info", "gauge", "KV cache layout (labels, named as the endpoint picker parses them): token positions per block, blocks in the pool");
+  out += fmt::format("inferlab_kv_cache_config_info{{block_size=\"{}\",num_gpu_blocks=\"{}\"}} 1\n", s.block_size, s.kv_blocks_total);
   if (snapshot.vllm_names) {
     // What vLLM's production-stack router and the llm-d endpoint picker read by default.
     scalar("vllm:num_requests_waiting", "gauge", "requests waiting (inferlab_queue_length)", s.waiting);

@@ -163,7 +163,7 @@ def router_metrics(cli, model):
             check(name in m, f"/metrics has {name}")
         blocks = int(m.get("inferlab_kv_cache_blocks_total", -1))
         check(f'vllm:cache_config_info{{block_size="16",num_gpu_blocks="{blocks}"}} 1' in text
-              and f'inferlab_kv_cache_config_info{{block_size="16",num_blocks="{blocks}"}} 1' in text,
+              and f'inferlab_kv_cache_config_info{{block_size="16",num_gpu_blocks="{blocks}"}} 1' in text,
               f"cache config info metrics with block size 16 and {blocks} blocks")
         check(0 <= m.get("vllm:kv_cache_usage_perc", -1) <= 1, "vllm:kv_cache_usage_perc is a 0-1 fraction")
         status, body, _ = request(server.base, "GET", "/ready")
