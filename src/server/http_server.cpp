@@ -293,7 +293,7 @@ class Session : public std::enable_shared_from_this<Session> {
       close_after_ = true;  // past --max-connections: one answer, then the connection goes
       if (!is_monitoring(req.path)) return respond(server_.overloaded());
     }
-    if (req.method == "GET" || req.method == "OPTIONS" || is_monitoring(req.path))
+    if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS" || is_monitoring(req.path))
       return respond(server_.handle(req));
     asio::post(*server_.handlers, [self = shared_from_this(), req = std::move(req)]() mutable {
       HttpResponse res = self->server_.handle(req);
@@ -348,7 +348,7 @@ class Session : public std::enable_shared_from_this<Session> {
       write(std::move(out));
       return;
     }
-    out += res.body;
+    if (method_ != "HEAD") out += res.body;
     phase_ = Phase::writing;
     write(std::move(out));
   }
@@ -518,8 +518,9 @@ void HttpServer::Impl::accept() {
 }
 
 const HttpServer::Impl::Route* HttpServer::Impl::find_route(const HttpRequest& req, std::vector<std::string>& params) const {
+  const std::string method = req.method == "HEAD" ? "GET" : req.method;  // HEAD: a GET's head
   for (const auto& route : routes) {
-    if (route.method != req.method) continue;
+    if (route.method != method) continue;
     if (!route.param && route.path == req.path) return &route;
     if (route.param && req.path.size() > route.path.size() && req.path.compare(0, route.path.size(), route.path) == 0 &&
         req.path.find('/', route.path.size()) == std::string::npos) {
