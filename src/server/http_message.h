@@ -21,10 +21,10 @@ bool has_header(const HttpHeaders& headers, std::string_view name);
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
-  std::string path;    // the target without its query
+  std::string path;    // the target without its query, %XX decoded
   HttpHeaders headers;
   std::string body;
-  std::vector<std::string> params;  // the "{name}" segment of the route, when it has one
+  std::vector<std::string> params;  // what the route's trailing "{name}" matched (may hold slashes)
 
   std::string header(std::string_view name) const { return header_value(headers, name); }
   bool has(std::string_view name) const { return has_header(headers, name); }

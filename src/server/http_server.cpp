@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <boost/asio.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -53,6 +54,22 @@ struct LoopGate {
 
 std::string reason_phrase(int status) {
   return std::string(bhttp::obsolete_reason(bhttp::int_to_status(static_cast<unsigned>(status))));
+}
+
+// A path as routes see it: %XX escapes decoded (a model id sent as Qwen%2FQwen2.5 is Qwen/Qwen2.5).
+std::string percent_decoded(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size() && std::isxdigit(static_cast<unsigned char>(path[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(path[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(path.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += path[i];
+    }
+  }
+  return out;
 }
 
 // The answer to a handler's exception, in OpenAI's error shape.
@@ -280,7 +297,7 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest req;
     req.method = std::string(message.method_string());
     const std::string_view target = message.target();
-    req.path = std::string(target.substr(0, target.find('?')));
+    req.path = percent_decoded(target.substr(0, target.find('?')));
     for (const auto& field : message) req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     req.body = std::move(message.body());
     method_ = req.method;
@@ -522,8 +539,8 @@ const HttpServer::Impl::Route* HttpServer::Impl::find_route(const HttpRequest& r
   for (const auto& route : routes) {
     if (route.method != method) continue;
     if (!route.param && route.path == req.path) return &route;
-    if (route.param && req.path.size() > route.path.size() && req.path.compare(0, route.path.size(), route.path) == 0 &&
-        req.path.find('/', route.path.size()) == std::string::npos) {
+    // The rest may hold slashes: a model id like Qwen/Qwen2.5-0.5B-Instruct.
+    if (route.param && req.path.size() > route.path.size() && req.path.compare(0, route.path.size(), route.path) == 0) {
       params = {req.path.substr(route.path.size())};
       return &route;
     }

@@ -32,7 +32,7 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // `path` is exact, or ends in "{name}" (any non-empty last segment: HttpRequest::params).
+  // `path` is exact, or ends in "{name}" (any non-empty rest, slashes too: HttpRequest::params).
   void get(const std::string& path, Handler handler);
   void post(const std::string& path, Handler handler);
 
