@@ -58,6 +58,11 @@ void RequestStream::cancel() {
   if (wake_engine_) wake_engine_();
 }
 
+void RequestStream::stop() {
+  stopped_ = true;
+  if (wake_engine_) wake_engine_();
+}
+
 void RequestStream::push(StreamEvent event) {
   {
     std::lock_guard lock(mutex_);
@@ -277,6 +282,10 @@ RequestTimings Scheduler::timings_of(Sequence& seq, Clock::time_point end) {
 void Scheduler::drop_cancelled_and_expired() {
   const auto now = Clock::now();
   auto ended = [&](Sequence& seq) {
+    if (seq.stream->stopped()) {
+      finish(seq, FinishReason::stop);
+      return true;
+    }
     if (seq.stream->cancelled()) {
       finish(seq, FinishReason::cancelled);
       return true;

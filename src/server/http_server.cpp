@@ -10,6 +10,7 @@
 #include "inferlab/generation/scheduler.h"
 #include "server/auth.h"
 #include "server/local_access.h"
+#include "server/request_id.h"
 
 namespace inferlab::api {
 namespace {
@@ -114,6 +115,7 @@ HttpServer::HttpServer(const ServerOptions& options)
   // runs for a stranger. A connection beyond --max-connections goes on to its handler, which reads
   // the body and refuses.
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("x-request-id", request_id_for(req.get_header_value("x-request-id")));  // on every answer
     if (refusing_connection && !is_monitoring(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     if (refuse_foreign_caller(req, res)) {
       if (refusing_connection) answer_then_close(res);  // a monitoring request on the overflow pool
@@ -136,12 +138,17 @@ HttpServer::HttpServer(const ServerOptions& options)
       std::string path = req.path;
       static const char* known[] = {"/v1/models", "/v1/chat/completions", "/v1/completions", "/health",
                                     "/metrics", "/tokenize", "/detokenize"};
-      if (std::find(std::begin(known), std::end(known), path) == std::end(known)) path = "other";
+      if (path.starts_with("/v1/models/")) path = "/v1/models/{id}";
+      else if (std::find(std::begin(known), std::end(known), path) == std::end(known)) path = "other";
       ++request_counts_[{path, res.status}];
     }
-    if (options_.log_requests) std::fprintf(stderr, "%s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
+    if (options_.log_requests)
+      std::fprintf(stderr, "%s %s -> %d [%s]\n", req.method.c_str(), req.path.c_str(), res.status,
+                   res.get_header_value("x-request-id").c_str());
   });
   http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // A request httplib could not parse never reached the pre-routing handler.
+    if (!res.has_header("x-request-id")) res.set_header("x-request-id", request_id_for(req.get_header_value("x-request-id")));
     if (res.content_length_ > 0 || !res.body.empty() || refuse_if_overflow(req, res)) return;  // answered already
     std::string message = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
                           : res.status == 413 ? fmt::format("the request body is larger than the server's limit (--max-body-bytes)")

@@ -7,16 +7,16 @@
 namespace inferlab::api {
 namespace {
 
-constexpr auto kKeepAliveAfter = std::chrono::seconds(2);  // SSE comment so a dead client is noticed
 const std::string kDone = "data: [DONE]\n\n";
 
 std::string sse(const json& value) { return "data: " + dump(value) + "\n\n"; }
 
-// One response's pump. Every byte goes through write(), so the keep-alive knows when the client
-// last got any.
+// One response's pump. Every byte goes through write(), so the ping knows when the client last got
+// any. A ping is also a write that finds a client gone while its request still waits.
 class SsePump {
  public:
-  explicit SsePump(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
+  SsePump(std::shared_ptr<Completion> completion, std::chrono::milliseconds ping_interval)
+      : completion_(std::move(completion)), ping_interval_(ping_interval) {}
 
   // One call of the content provider; false ends the response (the client is gone).
   bool operator()(httplib::DataSink& sink) {
@@ -53,7 +53,8 @@ class SsePump {
         return fail();
       if (delta.finished && !write(sink, completion.finish_chunk(*c))) return fail();
     }
-    if (Clock::now() - last_write_ > kKeepAliveAfter && !write(sink, std::string(": keep-alive\n\n"))) return fail();
+    if (ping_interval_.count() > 0 && Clock::now() - last_write_ >= ping_interval_ && !write(sink, std::string(": ping\n\n")))
+      return fail();
     return true;
   }
 
@@ -69,17 +70,19 @@ class SsePump {
   }
 
   std::shared_ptr<Completion> completion_;
+  std::chrono::milliseconds ping_interval_;
   bool started_ = false;
   Clock::time_point last_write_ = Clock::now();
 };
 
 }  // namespace
 
-void stream_completion(httplib::Response& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams) {
+void stream_completion(httplib::Response& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams,
+                       std::chrono::milliseconds ping_interval) {
   ++active_streams;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  auto pump = std::make_shared<SsePump>(completion);
+  auto pump = std::make_shared<SsePump>(completion, ping_interval);
   res.set_chunked_content_provider(
       "text/event-stream",
       [pump, completion](std::size_t, httplib::DataSink& sink) -> bool {

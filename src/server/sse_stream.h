@@ -1,7 +1,8 @@
-// Streaming a Completion as Server-Sent Events: one writer per response, keep-alive comments
-// while nothing is generated, and every stream cancelled the moment the client goes away.
+// Streaming a Completion as Server-Sent Events: one writer per response, `: ping` comments while
+// nothing is generated, and every stream cancelled the moment the client goes away.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 #include "server/openai_response.h"
@@ -13,6 +14,9 @@ struct Response;
 namespace inferlab::api {
 
 // Answers `res` with `completion` as an SSE stream; `active_streams` counts it while it is open.
-void stream_completion(httplib::Response& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams);
+// After `ping_interval` with nothing sent (queue wait, long prefill) a `: ping` comment goes out,
+// so proxies with idle timeouts keep the stream (0: never).
+void stream_completion(httplib::Response& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams,
+                       std::chrono::milliseconds ping_interval);
 
 }  // namespace inferlab::api

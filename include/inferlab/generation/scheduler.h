@@ -88,10 +88,14 @@ class RequestStream {
  public:
   // Up to `timeout` for at least one event; returns them all (empty on timeout).
   std::vector<StreamEvent> wait(std::chrono::milliseconds timeout);
-  // The client went away or has what it needs (stop string): the engine frees the sequence's
-  // slot and KV blocks before its next step.
+  // The client went away: the engine frees the sequence's slot and KV blocks before its next
+  // step and counts it as cancelled.
   void cancel();
   bool cancelled() const { return cancelled_.load(); }
+  // The client has what it needs (a stop string matched in the text): freed like cancel(), but
+  // counted as finished with reason stop. Wins over a later cancel() (the answer went out whole).
+  void stop();
+  bool stopped() const { return stopped_.load(); }
   int cached_prompt_tokens() const { return cached_prompt_tokens_.load(); }
 
  private:
@@ -101,6 +105,7 @@ class RequestStream {
   std::condition_variable ready_;
   std::deque<StreamEvent> events_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> stopped_{false};
   std::atomic<int> cached_prompt_tokens_{0};
   std::function<void()> wake_engine_;
 };
