@@ -25,22 +25,9 @@ while (($#)); do
   esac
 done
 
-BUNDLE=node_modules/node-llama-cpp/llama/gitRelease.bundle
-LIBS=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-if [ ! -f "$BUNDLE" ] || [ ! -d "$LIBS" ]; then
-  echo "build_llama_server.sh: node-llama-cpp and @node-llama-cpp/linux-x64 are not installed (scripts/setup installs them)" >&2
-  exit 1
-fi
-LIBS=$(cd "$LIBS" && pwd)
-libllama=$(cd "$LIBS" && ls libllama.v*.so | head -1)
-libggml=$(cd "$LIBS" && ls libggml.v*.so | head -1)
-
-mkdir -p "$OUT"
+source bench/llama_cpp_prebuilt.sh
+llama_cpp_prebuilt build_llama_server.sh "$OUT"
 OUT=$(cd "$OUT" && pwd)
-if [ ! -d "$OUT/src/.git" ]; then
-  echo "== llama.cpp source from $BUNDLE"
-  git clone -q "$BUNDLE" "$OUT/src"
-fi
 SRC=$OUT/src
 OBJ=$OUT/obj
 mkdir -p "$OBJ"
