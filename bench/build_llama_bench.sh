@@ -18,21 +18,8 @@ while (($#)); do
   esac
 done
 
-BUNDLE=node_modules/node-llama-cpp/llama/gitRelease.bundle
-LIBS=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-if [ ! -f "$BUNDLE" ] || [ ! -d "$LIBS" ]; then
-  echo "build_llama_bench.sh: node-llama-cpp and @node-llama-cpp/linux-x64 are not installed (scripts/setup installs them)" >&2
-  exit 1
-fi
-LIBS=$(cd "$LIBS" && pwd)
-libllama=$(cd "$LIBS" && ls libllama.v*.so | head -1)
-libggml=$(cd "$LIBS" && ls libggml.v*.so | head -1)
-
-mkdir -p "$OUT"
-if [ ! -d "$OUT/src/.git" ]; then
-  echo "== llama.cpp source from $BUNDLE"
-  git clone -q "$BUNDLE" "$OUT/src"
-fi
+source bench/llama_cpp_prebuilt.sh
+llama_cpp_prebuilt build_llama_bench.sh "$OUT"
 echo "== compiling llama-bench ($(git -C "$OUT/src" log -1 --format='%h %cs'))"
 g++ -O2 -DNDEBUG -std=c++17 -I"$OUT/src/include" -I"$OUT/src/ggml/include" -I"$OUT/src/common" -I"$OUT/src/vendor" \
   "$OUT/src/tools/llama-bench/llama-bench.cpp" "$OUT/src/tools/llama-bench/main.cpp" -o "$OUT/llama-bench" \

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <utility>
 
@@ -111,7 +112,8 @@ StreamPool::TransferId StreamPool::start(const HttpRequest& request, TransferCal
   if (request.accept_event_stream) t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
   t->headers = curl_slist_append(t->headers, "Expect:");  // no 100-continue round trip on large bodies
   const std::string auth = "Authorization: Bearer " + (request.api_key.empty() ? std::string("EMPTY") : request.api_key);
-  t->headers = curl_slist_append(t->headers, auth.c_str());
+  if (request.send_authorization) t->headers = curl_slist_append(t->headers, auth.c_str());
+  for (const std::string& line : request.extra_headers) t->headers = curl_slist_append(t->headers, line.c_str());
   CURL* e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
@@ -197,7 +199,20 @@ HttpResponse fetch(const HttpRequest& request, const std::function<bool(std::str
   HttpResponse response;
   bool ended = false;
   StreamPool pool(1);
-  pool.start(request, {.on_header = {},
+  pool.start(request, {.on_header =
+                           [&](std::string_view line) {
+                             // A status line starts the headers of a new answer (after a 100 or a redirect).
+                             if (line.starts_with("HTTP/")) response.headers.clear();
+                             const std::size_t colon = line.find(':');
+                             if (colon == std::string_view::npos) return;
+                             std::string name(line.substr(0, colon));
+                             for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                             std::string_view value = line.substr(colon + 1);
+                             while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+                             while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+                               value.remove_suffix(1);
+                             response.headers[name] = std::string(value);
+                           },
                        .on_body =
                            [&](long status, std::string_view bytes) {
                              if (on_stream && status < 300) return on_stream(bytes);
@@ -215,6 +230,11 @@ HttpResponse fetch(const HttpRequest& request, const std::function<bool(std::str
     pool.wait(1000);
   }
   return response;
+}
+
+std::string HttpResponse::header(const std::string& lower_case_name) const {
+  auto it = headers.find(lower_case_name);
+  return it == headers.end() ? std::string() : it->second;
 }
 
 void require_answer(const HttpResponse& response, const std::string& what) {

@@ -2,7 +2,8 @@
 // thread through libcurl's multi interface (an event loop over non-blocking sockets, so thousands
 // of streams cost file descriptors, not threads), and a blocking request built on it. Every
 // request sends the same headers: Content-Type: application/json, the bearer key ("EMPTY" when
-// none), no 100-continue round trip, and Accept: text/event-stream when asked.
+// none, or no Authorization header at all when asked), no 100-continue round trip, Accept:
+// text/event-stream when asked, and any extra headers.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inferlab::bench {
 
@@ -23,6 +25,8 @@ struct HttpRequest {
   long connect_timeout_ms = 0;      // 0: libcurl's default
   bool accept_event_stream = false;
   bool http_1_1 = false;            // never negotiate HTTP/2
+  bool send_authorization = true;   // false: no Authorization header (the conformance suite's auth check)
+  std::vector<std::string> extra_headers = {};  // "Name: value" lines
 };
 
 // How a transfer ended.
@@ -84,6 +88,8 @@ class StreamPool {
 struct HttpResponse {
   TransferOutcome outcome;
   std::string body;  // the whole body (up to 64 MiB), except 2xx bytes given to on_stream
+  std::map<std::string, std::string> headers;  // of the final answer, names lower-cased (the last of a repeated one)
+  std::string header(const std::string& lower_case_name) const;  // "" when absent
 };
 // One blocking request. With on_stream, a 2xx body goes there as it arrives instead of into body
 // (false or an exception hangs up). Never throws for transport failures: see outcome.

@@ -63,6 +63,11 @@ void RequestStream::on_event(std::function<void()> notify) {
   notify_ = std::move(notify);
 }
 
+void RequestStream::stop() {
+  stopped_ = true;
+  if (wake_engine_) wake_engine_();
+}
+
 void RequestStream::push(StreamEvent event) {
   std::function<void()> notify;
   {
@@ -285,6 +290,10 @@ RequestTimings Scheduler::timings_of(Sequence& seq, Clock::time_point end) {
 void Scheduler::drop_cancelled_and_expired() {
   const auto now = Clock::now();
   auto ended = [&](Sequence& seq) {
+    if (seq.stream->stopped()) {
+      finish(seq, FinishReason::stop);
+      return true;
+    }
     if (seq.stream->cancelled()) {
       finish(seq, FinishReason::cancelled);
       return true;

@@ -27,6 +27,7 @@
 #include "inferlab/generation/scheduler.h"
 #include "server/auth.h"
 #include "server/local_access.h"
+#include "server/request_id.h"
 
 namespace inferlab::api {
 namespace {
@@ -107,6 +108,7 @@ struct HttpServer::Impl {
   struct Route {
     std::string method, path;  // path: exact, or a prefix when `param`
     bool param = false;
+    std::string pattern;  // as given ("/v1/models/{id}"): the path label of /metrics
     Handler handler;
   };
 
@@ -134,12 +136,12 @@ struct HttpServer::Impl {
 
   void accept();
   const Route* find_route(const HttpRequest& req, std::vector<std::string>& params) const;
-  bool path_known(const std::string& path) const;
+  std::string path_label(const std::string& path) const;  // a route's pattern, or "other"
   // Host/Origin, API key, route, handler: the whole answer to one admitted request.
   HttpResponse handle(HttpRequest& req) const;
   bool refuse_foreign_caller(const HttpRequest& req, HttpResponse& res) const;
   HttpResponse overloaded() const;
-  void count(const std::string& method, const std::string& path, int status);
+  void count(const std::string& method, const std::string& path, int status, const std::string& request_id);
 };
 
 namespace {
@@ -286,6 +288,7 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpResponse res;
     send_json(res, status, ApiError(status, message).body());
     close_after_ = true;
+    request_id_ = request_id_for(parser_ && parser_->is_header_done() ? std::string(parser_->get()["x-request-id"]) : "");
     method_ = parser_ && parser_->is_header_done() ? std::string(parser_->get().method_string()) : "-";
     path_ = parser_ && parser_->is_header_done() ? std::string(parser_->get().target()) : "-";
     respond(std::move(res));
@@ -302,6 +305,7 @@ class Session : public std::enable_shared_from_this<Session> {
     req.body = std::move(message.body());
     method_ = req.method;
     path_ = req.path;
+    request_id_ = request_id_for(req.header("x-request-id"));
     if (!message.keep_alive()) close_after_ = true;
     phase_ = Phase::handling;
     watch();
@@ -346,6 +350,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (res.deferred) res.deferred->cancel();
       return;
     }
+    res.set_header("x-request-id", request_id_);  // on every answer
     for (auto& [name, value] : carried_headers_)
       if (!has_header(res.headers, name)) res.headers.emplace_back(name, value);
     carried_headers_.clear();
@@ -422,7 +427,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void log_answer() {
     if (status_ == 0) return;
-    server_.count(method_, path_, status_);
+    server_.count(method_, path_, status_, request_id_);
     status_ = 0;
   }
 
@@ -496,7 +501,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool writing_ = false;
   Clock::time_point write_started_;
   bool close_after_ = false;
-  std::string method_, path_;
+  std::string method_, path_, request_id_;
   int status_ = 0;  // of the answer being sent
   std::string out_;
   std::shared_ptr<StreamedBody> stream_;
@@ -548,18 +553,21 @@ const HttpServer::Impl::Route* HttpServer::Impl::find_route(const HttpRequest& r
   return nullptr;
 }
 
-bool HttpServer::Impl::path_known(const std::string& path) const {
+std::string HttpServer::Impl::path_label(const std::string& path) const {
   for (const auto& route : routes)
-    if (!route.param && route.path == path) return true;
-  return false;
+    if (route.param ? path.size() > route.path.size() && path.compare(0, route.path.size(), route.path) == 0
+                    : route.path == path)
+      return route.pattern;
+  return "other";
 }
 
-void HttpServer::Impl::count(const std::string& method, const std::string& path, int status) {
+void HttpServer::Impl::count(const std::string& method, const std::string& path, int status, const std::string& request_id) {
   {
     std::lock_guard lock(counts_mutex);
-    ++counts[{path_known(path) ? path : "other", status}];
+    ++counts[{path_label(path), status}];
   }
-  if (options.log_requests) std::fprintf(stderr, "%s %s -> %d\n", method.c_str(), path.c_str(), status);
+  if (options.log_requests)
+    std::fprintf(stderr, "%s %s -> %d [%s]\n", method.c_str(), path.c_str(), status, request_id.c_str());
 }
 
 HttpResponse HttpServer::Impl::overloaded() const {
@@ -638,11 +646,11 @@ HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::get(const std::string& path, Handler handler) {
   const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"GET", param ? path.substr(0, path.rfind('{')) : path, param, std::move(handler)});
+  impl_->routes.push_back({"GET", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler)});
 }
 void HttpServer::post(const std::string& path, Handler handler) {
   const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"POST", param ? path.substr(0, path.rfind('{')) : path, param, std::move(handler)});
+  impl_->routes.push_back({"POST", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler)});
 }
 
 int HttpServer::bind() {

@@ -90,10 +90,11 @@ Choice::Choice(const EngineText& text, bool skip_special, std::vector<std::strin
     : decoder(text.stream_decoder(skip_special)), stop(std::move(stops)), completion_logprobs(empty_completion_logprobs()) {}
 
 Completion::Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, std::string model_name,
-                       double request_timeout_s, bool timings)
+                       double request_timeout_s, bool timings, std::string system_fingerprint)
     : request_(std::move(request)),
       text_(text),
       model_name_(std::move(model_name)),
+      system_fingerprint_(std::move(system_fingerprint)),
       request_timeout_s_(request_timeout_s),
       timings_(timings),
       id_(random_id(request_->chat ? "chatcmpl-" : "cmpl-")),
@@ -135,7 +136,7 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
     if (request_->logprobs) add_logprobs(choice, t, delta);
     delta.text += shown;
     if (choice.stop.hit()) {
-      choice.stream->cancel();  // we have what we need: free the sequence now
+      choice.stream->stop();  // we have what we need: free the sequence now (counted as a stop)
       choice.done = true;
       choice.finish_reason = "stop";
     }
@@ -195,8 +196,13 @@ json Completion::usage() const {
   for (auto& c : choices_) completion += c->completion_tokens;
   for (auto& c : choices_)
     if (c->index % request_->n == 0) cached += c->stream->cached_prompt_tokens();  // prompts count once, not per choice
-  return json{{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion},
-              {"total_tokens", prompt_tokens + completion}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  // The details OpenAI's clients read: no audio, no reasoning model, no predicted outputs.
+  return json{{"prompt_tokens", prompt_tokens},
+              {"completion_tokens", completion},
+              {"total_tokens", prompt_tokens + completion},
+              {"prompt_tokens_details", {{"cached_tokens", cached}, {"audio_tokens", 0}}},
+              {"completion_tokens_details",
+               {{"reasoning_tokens", 0}, {"audio_tokens", 0}, {"accepted_prediction_tokens", 0}, {"rejected_prediction_tokens", 0}}}};
 }
 
 ApiError Completion::error_of(const Choice& c) {
@@ -234,14 +240,15 @@ std::optional<json> Completion::poll_body() {
     out_choices.push_back(std::move(c));
   }
   json body = {{"id", id_}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_},
-               {"model", model_name_}, {"choices", out_choices}, {"usage", usage()}};
+               {"model", model_name_}, {"system_fingerprint", system_fingerprint_}, {"choices", out_choices},
+               {"usage", usage()}};
   if (timings_ && choices_.size() == 1) body["timings"] = timings_json(*choices_.front()->timings);
   return body;
 }
 
 json Completion::chunk(json choice_items) const {
   json c = {{"id", id_}, {"object", request_->chat ? "chat.completion.chunk" : "text_completion"}, {"created", created_},
-            {"model", model_name_}, {"choices", std::move(choice_items)}};
+            {"model", model_name_}, {"system_fingerprint", system_fingerprint_}, {"choices", std::move(choice_items)}};
   if (request_->include_usage) c["usage"] = nullptr;
   return c;
 }

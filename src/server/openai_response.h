@@ -64,8 +64,9 @@ struct Delta {
 class Completion {
  public:
   // `timings`: add the engine's RequestTimings to the answer (inferlab serve --no-timings: false).
+  // `system_fingerprint`: the served configuration's id, in the body and every chunk.
   Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, std::string model_name,
-             double request_timeout_s, bool timings);
+             double request_timeout_s, bool timings, std::string system_fingerprint);
   ~Completion();
   Completion(const Completion&) = delete;
   Completion& operator=(const Completion&) = delete;
@@ -105,6 +106,7 @@ class Completion {
   std::shared_ptr<const ParsedRequest> request_;
   const EngineText& text_;
   std::string model_name_;
+  std::string system_fingerprint_;
   double request_timeout_s_;
   bool timings_;
   std::string id_;

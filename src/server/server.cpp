@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <algorithm>
 
 #include "inferlab/generation/engine.h"
 #include "server/http_server.h"
@@ -54,6 +55,7 @@ struct Server::Impl {
 
   std::unique_ptr<Engine> engine;
   api::ModelContext context;
+  std::string system_fingerprint;  // set at load: the served configuration
   std::time_t created = std::time(nullptr);
 
   std::atomic<int> active_streams{0};
@@ -73,6 +75,7 @@ struct Server::Impl {
   void routes();
   void housekeeping();
   void generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat);
+  json model_entry() const;
   api::MetricsSnapshot metrics() const;
   static int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
@@ -86,6 +89,20 @@ struct Server::Impl {
     if (!ready) throw ApiError(503, "the model is still loading; retry when GET /health returns 200", "", "loading", "server_error");
   }
 };
+
+namespace {
+
+// OpenAI's system_fingerprint names the backend configuration a completion ran with, so a client
+// can tell why the same seed gave other tokens: here the model, its weights format and the build.
+std::string fingerprint_of(const Engine& engine, const ServerOptions& options) {
+  const std::string identity = fmt::format("{}|{}|{}|{}", engine.name(), engine.model_path().string(), options.weights,
+                                           options.scheduler.block_size);
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (unsigned char c : identity) hash = (hash ^ c) * 0x100000001b3ULL;
+  return fmt::format("fp_{:010x}", hash & 0xffffffffffULL);
+}
+
+}  // namespace
 
 Server::Server(ServerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
 
@@ -135,6 +152,7 @@ void Server::load(const std::string& model_name) {
                       .max_tokens = s.options.max_tokens_limit,
                       .max_json_depth = s.options.max_json_depth,
                       .max_prompt_bytes = s.options.max_prompt_bytes};
+  s.system_fingerprint = fingerprint_of(*s.engine, s.options);
   for (int32_t id = 0; id < s.engine->text().vocab_size(); ++id)
     s.context.longest_token_bytes = std::max(s.context.longest_token_bytes, s.engine->text().token_bytes(id).size());
   s.engine_progress_ms = Impl::now_ms();
@@ -215,9 +233,16 @@ void Server::Impl::routes() {
   });
   http.get("/v1/models", [this](const api::HttpRequest&, api::HttpResponse& res) {
     require_ready();
-    json model_entry = {{"id", engine->name()}, {"object", "model"}, {"created", created}, {"owned_by", "inferlab"},
-                        {"root", engine->model_path().string()}, {"max_model_len", context.context_length}};
-    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry})}});
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry()})}});
+  });
+  // openai's models.retrieve; any name the chat routes accept finds the one model served.
+  http.get("/v1/models/{id}", [this](const api::HttpRequest& req, api::HttpResponse& res) {
+    require_ready();
+    const std::string& id = req.params.at(0);
+    if (std::find(context.accepted_names.begin(), context.accepted_names.end(), id) == context.accepted_names.end())
+      throw ApiError(404, fmt::format("The model `{}` does not exist.", id),
+                     "model", "model_not_found");
+    send_json(res, 200, model_entry());
   });
   http.get("/metrics", [this](const api::HttpRequest&, api::HttpResponse& res) {
     res.set_content(api::prometheus_text(metrics()), "text/plain; version=0.0.4; charset=utf-8");
@@ -244,13 +269,18 @@ void Server::Impl::routes() {
   });
 }
 
+json Server::Impl::model_entry() const {
+  return {{"id", engine->name()}, {"object", "model"}, {"created", created}, {"owned_by", "inferlab"},
+          {"root", engine->model_path().string()}, {"max_model_len", context.context_length}};
+}
+
 void Server::Impl::generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat) {
   require_ready();
   json body = api::parse_json_object(req.body, options.max_json_depth);
   auto request = std::make_shared<const api::ParsedRequest>(chat ? api::parse_chat_request(body, context)
                                                                   : api::parse_completion_request(body, context));
   auto completion = std::make_shared<api::Completion>(request, engine->text(), engine->name(), options.request_timeout_s,
-                                                       options.timings);
+                                                       options.timings, system_fingerprint);
   std::optional<Clock::time_point> deadline;
   if (options.request_timeout_s > 0)
     deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.request_timeout_s * 1000));
@@ -271,7 +301,8 @@ void Server::Impl::generate(const api::HttpRequest& req, api::HttpResponse& res,
     }
   }
   if (request->stream) {
-    api::stream_completion(res, completion, active_streams);
+    api::stream_completion(res, completion, active_streams,
+                           std::chrono::milliseconds(static_cast<int64_t>(options.sse_ping_interval_s * 1000)));
     return;
   }
   // Answered once whole; the transport cancels it when the client hangs up before that.

@@ -5,15 +5,14 @@
 namespace inferlab::api {
 namespace {
 
-constexpr auto kKeepAliveAfter = std::chrono::seconds(2);  // SSE comment so a quiet stream is seen alive
 const std::string kDone = "data: [DONE]\n\n";
 
 std::string sse(const json& value) { return "data: " + dump(value) + "\n\n"; }
 
 class SseBody : public StreamedBody {
  public:
-  SseBody(std::shared_ptr<Completion> completion, std::atomic<int>& active_streams)
-      : completion_(std::move(completion)), active_streams_(active_streams) {
+  SseBody(std::shared_ptr<Completion> completion, std::atomic<int>& active_streams, std::chrono::milliseconds ping_interval)
+      : completion_(std::move(completion)), active_streams_(active_streams), ping_interval_(ping_interval) {
     ++active_streams_;
   }
   ~SseBody() override {
@@ -36,8 +35,8 @@ class SseBody : public StreamedBody {
       ended_ = true;
     }
     if (out.size() > before) last_write_ = Clock::now();
-    else if (!ended_ && Clock::now() - last_write_ > kKeepAliveAfter) {
-      out += ": keep-alive\n\n";
+    else if (!ended_ && ping_interval_.count() > 0 && Clock::now() - last_write_ >= ping_interval_) {
+      out += ": ping\n\n";
       last_write_ = Clock::now();
     }
     return ended_;
@@ -74,6 +73,7 @@ class SseBody : public StreamedBody {
 
   std::shared_ptr<Completion> completion_;
   std::atomic<int>& active_streams_;
+  std::chrono::milliseconds ping_interval_;
   bool started_ = false;
   bool ended_ = false;
   Clock::time_point last_write_ = Clock::now();
@@ -81,12 +81,13 @@ class SseBody : public StreamedBody {
 
 }  // namespace
 
-void stream_completion(HttpResponse& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams) {
+void stream_completion(HttpResponse& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams,
+                       std::chrono::milliseconds ping_interval) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.content_type = "text/event-stream";
-  res.stream = std::make_shared<SseBody>(std::move(completion), active_streams);
+  res.stream = std::make_shared<SseBody>(std::move(completion), active_streams, ping_interval);
 }
 
 }  // namespace inferlab::api

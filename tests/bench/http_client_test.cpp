@@ -196,3 +196,21 @@ TEST(HttpClient, CancelEndsATransferOnceAndTheServerSeesTheClose) {
   EXPECT_EQ(pool.in_flight(), 0u);
   EXPECT_EQ(server.request().rfind("GET /slow HTTP/1.1\r\n", 0), 0u);  // joins: the server saw the hang-up
 }
+
+// The conformance suite's needs: the answer's headers (names lower-cased, values trimmed), a
+// request without Authorization, extra request headers.
+TEST(HttpClient, FetchKeepsTheHeadersAndCanLeaveOutAuthorization) {
+  OneShotServer server;
+  server.serve("HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\nX-Request-Id:  abc-1 \r\nWWW-Authenticate: Bearer\r\n"
+               "Connection: close\r\n\r\nno");
+  HttpResponse answer = fetch({.url = server.url("/v1/models"), .timeout_ms = 10000, .send_authorization = false,
+                               .extra_headers = {"x-request-id: mine-7"}});
+  EXPECT_EQ(answer.outcome.status, 401);
+  EXPECT_EQ(answer.header("x-request-id"), "abc-1");
+  EXPECT_EQ(answer.header("www-authenticate"), "Bearer");
+  EXPECT_EQ(answer.header("content-length"), "2");
+  EXPECT_EQ(answer.header("absent"), "");
+  const std::string& request = server.request();
+  EXPECT_EQ(request.find("Authorization"), std::string::npos) << request;
+  EXPECT_NE(request.find("x-request-id: mine-7\r\n"), std::string::npos) << request;
+}

@@ -216,6 +216,27 @@ TEST_F(SchedulerTest, OnEventSignalsEventsAfterItIsSet) {
   EXPECT_EQ(std::count_if(received.begin(), received.end(), [](const StreamEvent& e) { return e.token.has_value(); }), 40);
 }
 
+
+// A stop string matched by the server ends the sequence early: freed like a cancel, counted as a
+// stop (the /metrics reason), even when the client's cancel follows before the engine's next step.
+TEST_F(SchedulerTest, StopEndsEarlyAndCountsAsStop) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  auto stream = scheduler.submit(greedy(prompt(30, 4), 400));
+  for (bool got = false; !got;)
+    for (auto& e : stream->wait(std::chrono::milliseconds(100))) got = got || e.token.has_value();
+  stream->stop();
+  stream->cancel();
+  Outcome out = collect(*stream);
+  EXPECT_EQ(out.finish, FinishReason::stop);
+  EXPECT_LT(out.tokens.size(), 400u);
+  wait_idle(scheduler);
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.kv_blocks_in_use, 0);
+  EXPECT_EQ(stats.requests_finished[static_cast<int>(FinishReason::stop)], 1u);
+  EXPECT_EQ(stats.requests_finished[static_cast<int>(FinishReason::cancelled)], 0u);
+}
 TEST_F(SchedulerTest, DeadlineEndsARequestWithTimeout) {
   SchedulerOptions options;
   options.kv_tokens = 1024;

@@ -136,6 +136,9 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_flag("--log-requests", args->server.log_requests, "Print one line per HTTP request");
   cmd->add_flag("!--no-timings", args->server.timings, "Leave the server-side `timings` object out of responses");
+  cmd->add_option("--sse-ping-interval", args->server.sse_ping_interval_s,
+                  "Seconds a stream may stay silent (queue wait, long prefill) before a ': ping' SSE comment (0: none)")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--api-key", args->server.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health (prefer the env variable: "
                   "arguments are visible to other users)")->envname("INFERLAB_API_KEY");

@@ -88,13 +88,17 @@ class RequestStream {
  public:
   // Up to `timeout` for at least one event; returns them all (empty on timeout).
   std::vector<StreamEvent> wait(std::chrono::milliseconds timeout);
-  // The client went away or has what it needs (stop string): the engine frees the sequence's
-  // slot and KV blocks before its next step.
+  // The client went away: the engine frees the sequence's slot and KV blocks before its next
+  // step and counts it as cancelled.
   void cancel();
   bool cancelled() const { return cancelled_.load(); }
   // Called on the engine's thread after each event from now on is queued: how an event loop learns
   // there is something to send without a thread of its own waiting in wait(). Keep it short.
   void on_event(std::function<void()> notify);
+  // The client has what it needs (a stop string matched in the text): freed like cancel(), but
+  // counted as finished with reason stop. Wins over a later cancel() (the answer went out whole).
+  void stop();
+  bool stopped() const { return stopped_.load(); }
   int cached_prompt_tokens() const { return cached_prompt_tokens_.load(); }
 
  private:
@@ -104,6 +108,7 @@ class RequestStream {
   std::condition_variable ready_;
   std::deque<StreamEvent> events_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> stopped_{false};
   std::atomic<int> cached_prompt_tokens_{0};
   std::function<void()> wake_engine_;
   std::function<void()> notify_;  // guarded by mutex_

@@ -23,6 +23,8 @@ struct ServerOptions {
   int max_n = 16;                  // largest `n` (choices per request)
   bool log_requests = false;
   bool timings = true;             // a `timings` object in every answer (docs/measurement.md)
+  double sse_ping_interval_s = 30; // a `: ping` SSE comment after this long with nothing sent (0: none);
+                                   // 30 s is llama.cpp's default (its PR #24013)
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
   std::string api_key;                  // non-empty: all but /health need "Authorization: Bearer KEY" (401)
   std::string allowed_hosts;            // comma-separated extra Host names ("*": no check); a loopback
