@@ -17,6 +17,8 @@ usage: e2e_test.py CASE INFERLAB_CLI SHARED_DIR
   chat_cli          inferlab chat: the course's stream client output
   capacity_scripted bench capacity against single-server queues: the capacity within one
                     bisection step of the closed-form answer (concurrency levels and rates)
+  capacity_demo     bench capacity against inferlab serve (INFERLAB_TEST_MODEL): three searches
+                    agree within one step; /server_info's flags in the environment, no API key
 Exit 77 = skipped.
 """
 import csv
@@ -750,9 +752,9 @@ def test_serve_repeat():
             check(bad.returncode != 0 and flag in bad.stderr, f"{flag} {value}: exit {bad.returncode}: {bad.stderr}")
 
 
-def capacity(url, d, name, extra, timeout=170):
+def capacity(url, d, name, extra, timeout=170, output_len=4):
     out = os.path.join(d, name)
-    r = run(["bench", "capacity", "--base-url", url, "--input-len", "8", "--output-len", "4", "--output-dir", out] + extra,
+    r = run(["bench", "capacity", "--base-url", url, "--input-len", "8", "--output-len", str(output_len), "--output-dir", out] + extra,
             timeout=timeout)
     print(r.stdout, r.stderr)
     result = None
@@ -850,11 +852,76 @@ def test_capacity_scripted():
         check(server.stats()["queue_served"] == before, "bad input sent no load")
 
 
+def test_capacity_demo():
+    """bench capacity against `inferlab serve` (a demo-shaped model, --max-batch 4): three searches
+    over concurrency levels agree within one step. Above 4 streams a request waits for a whole
+    answer (24 tokens), so the P95 TTFT jumps past the objective: the capacity is the server's own
+    limit, not the machine's noise. The environment records the server's flags, never its key."""
+    model = os.environ.get("INFERLAB_TEST_MODEL")
+    if not model or not os.path.exists(os.path.join(model, "config.json")):
+        print("skipped: INFERLAB_TEST_MODEL names no model")
+        return 77
+    key = "capacity-test-key-1234"
+    proc = subprocess.Popen([CLI, "serve", model, "--port", "0", "--threads", "2", "--max-batch", "4", "--api-key", key,
+                             "--host", "127.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        port = None
+        for line in proc.stdout:
+            m = re.search(r"listening on http://[^:\s]+:(\d+)", line)
+            if m:
+                port = int(m.group(1))
+                break
+        threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
+        check(port is not None, "inferlab serve printed its port")
+        if port is None:
+            return
+        import urllib.request
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except Exception:
+                time.sleep(0.2)
+        found = []
+        with tempfile.TemporaryDirectory() as d:
+            for i in range(3):
+                r, result, out = capacity(f"http://127.0.0.1:{port}", d, f"demo{i}",
+                                          ["--concurrency-levels", "3:6", "--slo", "ttft_p95_ms=250", "--num-requests", "8",
+                                           "--ignore-eos", "--repeat", "3", "--seed", str(i), "--api-key", key],
+                                          timeout=120, output_len=24)
+                check(r.returncode == 0 and result, f"demo {i}: exit {r.returncode}: {r.stderr}")
+                if not result:
+                    continue
+                check_capacity_json(result, f"demo {i}")
+                check(result["outcome"] == "found", f"demo {i}: outcome {result['outcome']}")
+                found.append(result["capacity"])
+                with open(os.path.join(out, "capacity.json")) as f:
+                    text = f.read()
+                check(key not in text, f"demo {i}: the API key is not recorded")
+                info = result.get("environment", {}).get("target", {}).get("server_info", {})
+                flags = info.get("flags", {})
+                check(info.get("server") == "inferlab" and flags.get("max_batch") == 4 and flags.get("api_key_required") is True
+                      and flags.get("threads") == 2 and info.get("resolved", {}).get("context_length", 0) > 0,
+                      f"demo {i}: /server_info in the environment: {info}")
+        print("capacities found:", found)
+        check(len(found) == 3 and None not in found and max(found) - min(found) <= 1,
+              f"three searches agree within one step (1 stream): {found}")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 if __name__ == "__main__":
     result = {"report_cli": test_report_cli, "report_stats": test_report_stats, "serve_timing": test_serve_timing, "serve_failures": test_serve_failures,
               "serve_concurrency": test_serve_concurrency, "serve_repeat": test_serve_repeat,
               "serve_server_timings": test_serve_server_timings, "chat_cli": test_chat_cli, "latency_cli": test_latency_cli,
-              "capacity_scripted": test_capacity_scripted}[CASE]()
+              "capacity_scripted": test_capacity_scripted, "capacity_demo": test_capacity_demo}[CASE]()
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)
