@@ -151,8 +151,15 @@ std::vector<MetricComparison> compare_repeated(const nlohmann::json& a, const nl
   };
   std::vector<MetricComparison> rows;
   uint64_t seed = options.seed;
-  for (const auto& [metric, value] : ma.items()) {
-    if (!mb.contains(metric)) continue;
+  // The repeat block's order (JSON objects come back sorted by name), then any other name.
+  std::vector<std::string> names = {"ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms", "itl_p50_ms",
+                                    "itl_p95_ms",  "e2e_p50_ms",  "e2e_p95_ms",  "output_throughput",
+                                    "request_throughput"};
+  for (const auto& [metric, value] : ma.items())
+    if (std::find(names.begin(), names.end(), metric) == names.end()) names.push_back(metric);
+  for (const std::string& metric : names) {
+    if (!ma.contains(metric) || !mb.contains(metric)) continue;
+    const nlohmann::json& value = ma[metric];
     MetricComparison c;
     c.metric = metric;
     const bool throughput = metric.ends_with("_throughput");
