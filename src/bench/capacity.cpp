@@ -454,15 +454,17 @@ std::string capacity_svg(const CapacityResult& result, const CapacityOptions& o,
                        "stroke-dasharray=\"3 3\"/>\n<text x=\"{}\" y=\"{}\" fill=\"#888\">offered</text>\n",
                        throughput.px(0), throughput.py(0), throughput.px(max_load), throughput.py(max_load),
                        throughput.right + 10, throughput.top + 14 + 32);
-  auto marker = [&](double load, const char* color, const std::string& label) {
+  // label_y: the capacity's label above the panel, the knee's just below its top edge (they may coincide).
+  auto marker = [&](double load, const char* color, const std::string& label, double label_y) {
     for (const svg::Frame* f : {&latency, static_cast<const svg::Frame*>(&throughput)})
       out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"2 3\"/>\n",
                          f->px(load), f->top, f->bottom, color);
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"{}\" text-anchor=\"middle\">{}</text>\n", latency.px(load),
-                       latency.top - 6, color, svg::escape(label));
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"{}\" text-anchor=\"start\">{}</text>\n",
+                       latency.px(load) + 4, label_y, color, svg::escape(label));
   };
-  if (result.knee) marker(*result.knee, "#7f7f7f", "knee " + load_text(*result.knee, o.kind));
-  if (result.capacity) marker(*result.capacity, "#2ca02c", "capacity " + load_text(*result.capacity, o.kind));
+  if (result.knee) marker(*result.knee, "#7f7f7f", "knee " + load_text(*result.knee, o.kind), latency.top + 12);
+  if (result.capacity)
+    marker(*result.capacity, "#2ca02c", "capacity " + load_text(*result.capacity, o.kind), latency.top - 6);
   out += "</svg>\n";
   return out;
 }
