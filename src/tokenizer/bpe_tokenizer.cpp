@@ -119,7 +119,8 @@ BpeTokenizer::BpeTokenizer(Spec spec, PieceBytes piece_bytes, bool byte_level)
   }
   if (byte_level && not_byte_level > spec.vocab.size() / 100 + 8)
     fail("{}: {} vocab entries (e.g. {:?}) are not byte-level BPE (characters outside GPT-2's byte table); "
-         "only byte-level BPE tokenizers (GPT-2, Qwen2, Llama-3 families) are supported",
+         "byte-level BPE (GPT-2, Qwen2, Llama-3 families) needs them all to be; SentencePiece-style vocabularies "
+         "need model.byte_fallback or a ByteFallback/Metaspace decoder",
          spec.source, not_byte_level, example);
   for (const auto& token : added_tokens_) {
     pieces_[token.id] = token.content;

@@ -398,7 +398,7 @@ std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path
                        mentions_type(decoder, "Metaspace");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
-      fail("{}: model.{} is set; only byte-level BPE without subword affixes is supported", spec.source, key);
+      fail("{}: model.{} is set; only BPE without subword affixes is supported", spec.source, key);
   spec.ignore_merges = f.boolean(model, "ignore_merges", false, "model");
   const json& vocab = f.object(model, "vocab", "model");
   spec.vocab.reserve(vocab.size());
