@@ -29,8 +29,12 @@ double linear_percentile(const std::vector<double>& sorted, double p) {
   const double h = (static_cast<double>(sorted.size()) - 1) * std::clamp(p, 0.0, 1.0);
   const auto lo = static_cast<std::size_t>(std::floor(h));
   if (lo + 1 >= sorted.size()) return sorted.back();
-  // numpy's _lerp: a + (b - a) * t, so equal neighbours give exactly their value.
-  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (h - static_cast<double>(lo));
+  // numpy's _lerp: a + (b - a) * t, so equal neighbours give exactly their value. Returning a
+  // directly then changes no finite result, and keeps an infinite value (a capacity run whose
+  // failures rank last) from becoming inf - inf = NaN.
+  const double t = h - static_cast<double>(lo);
+  if (t == 0 || sorted[lo] == sorted[lo + 1]) return sorted[lo];
+  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * t;
 }
 
 double percentile(const std::vector<double>& sorted, double p, PercentileMethod method) {

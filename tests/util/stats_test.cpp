@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "inferlab/util/error.h"
 #include "inferlab/util/stats.h"
@@ -59,6 +60,18 @@ TEST(Stats, LinearPercentileIsNumpysDefault) {
   EXPECT_EQ(linear_percentile({5}, 0.9), 5);
   EXPECT_EQ(linear_percentile(sorted, 1.0), 20);
   EXPECT_EQ(linear_percentile(sorted, 0.0), 1);
+}
+
+// Infinite values (capacity runs whose failures rank last) stay infinite, never NaN.
+TEST(Stats, LinearPercentileKeepsInfinities) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(linear_percentile({1, inf, inf}, 0.9), inf);
+  EXPECT_EQ(linear_percentile({1, 2, inf}, 0.9), inf);  // between 2 and inf
+  EXPECT_EQ(linear_percentile({1, 2, inf}, 0.5), 2);    // exactly on 2
+  EXPECT_DOUBLE_EQ(linear_percentile({1, 2, inf}, 0.25), 1.5);
+  const Interval ci = bootstrap_median({inf, inf, 3}, 500, 0.95, 1);
+  EXPECT_EQ(ci.high, inf);
+  EXPECT_FALSE(std::isnan(ci.low));
 }
 
 TEST(Stats, PercentileMethodByName) {
