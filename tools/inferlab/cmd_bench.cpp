@@ -16,6 +16,7 @@
 #include "command.h"
 #include "inferlab/bench/compare.h"
 #include "inferlab/bench/environment.h"
+#include "inferlab/bench/html_report.h"
 #include "inferlab/bench/latency.h"
 #include "inferlab/bench/load_generator.h"
 #include "inferlab/bench/metrics.h"
@@ -74,7 +75,7 @@ void add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Metrics of a requests.csv: success, window, throughput, TTFT/TPOT/ITL/E2E "
                                            "percentiles, goodput under --slo; or --compare A.csv B.csv");
   struct Args {
-    std::string csv, slo, percentiles;
+    std::string csv, slo, percentiles, html;
     std::vector<std::string> compare;
     bool json = false;
     CompareOptions compare_options;
@@ -88,6 +89,10 @@ void add_report(CLI::App& app) {
                       ->expected(2)
                       ->excludes(csv);
   cmd->add_flag("--json", a->json, "print the metrics (or the comparison) as JSON");
+  cmd->add_option("--html", a->html,
+                  "also write the report as one self-contained HTML page (CDFs, ITL histogram, tokens/s over time, "
+                  "per-request timeline, the numbers)")
+      ->excludes(compare);
   cmd->add_option("--slo", a->slo, "service-level objectives for goodput, e.g. ttft_ms=200,tpot_ms=50 (also e2e_ms)")
       ->excludes(compare);
   add_percentiles_option(cmd, a->percentiles)->excludes(compare);
@@ -105,7 +110,10 @@ void add_report(CLI::App& app) {
     }
     if (a->csv.empty()) fail("report: give a requests.csv, or --compare A.csv B.csv");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
-    Summary summary = summarize_or_exit(read_requests_csv(a->csv), slo, parse_percentile_method(a->percentiles));
+    require_writable(a->html, "--html");
+    const std::vector<RequestRecord> records = read_requests_csv(a->csv);
+    Summary summary = summarize_or_exit(records, slo, parse_percentile_method(a->percentiles));
+    if (!a->html.empty()) write_text(a->html, requests_report_html(records, summary, a->csv));
     if (a->json) std::printf("%s\n", summary_json(summary).dump(2).c_str());
     else std::fputs(format_report(summary).c_str(), stdout);
   });
@@ -203,7 +211,7 @@ void add_bench_serve(CLI::App& bench) {
   struct Args {
     ServeOptions serve;
     int num_requests = 0;
-    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles;
+    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles, html;
     int input_len = 128, output_len = 64;
     int warmup = 0, repeat = 1;
     bool no_progress = false;
@@ -240,6 +248,7 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--api-key", a->serve.api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
   cmd->add_option("--output", a->output, "per-request CSV (default requests.csv; '' to skip)");
   cmd->add_option("--summary", a->summary, "JSON summary file");
+  cmd->add_option("--html", a->html, "the report as one self-contained HTML page (as report --html)");
   cmd->add_option("--slo", a->slo, "goodput objectives, e.g. ttft_ms=200,tpot_ms=50");
   add_percentiles_option(cmd, a->percentiles);
   cmd->add_flag("--no-progress", a->no_progress, "no progress bar even on a terminal");
@@ -254,6 +263,7 @@ void add_bench_serve(CLI::App& bench) {
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
     require_writable(a->output, "--output");
     require_writable(a->summary, "--summary");
+    require_writable(a->html, "--html");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
     const PercentileMethod percentiles = parse_percentile_method(a->percentiles);
     ServeOptions options = a->serve;
@@ -308,6 +318,10 @@ void add_bench_serve(CLI::App& bench) {
       j["environment"] = run_environment(load_before, target, summary, warmup);
       write_text(a->summary, j.dump(2) + "\n");
     }
+    if (!a->html.empty())
+      write_text(a->html, requests_report_html(run.records, summary,
+                                               fmt::format("bench serve {} ({}), {} requests", options.base_url,
+                                                           options.model, run.records.size())));
     if (a->warmup > 0)
       std::printf("Warm-up: %d requests sent first (%zu ok), excluded from the CSV and the figures below\n", a->warmup,
                   warmup.successful);
@@ -340,7 +354,7 @@ void add_bench_latency(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("latency", "The course's chapter 3: greedy-generation latency against input length "
                                               "(median of repeats), linear fit, verdicts, CSV and SVG");
   struct Args {
-    std::string model, lengths = "8,16,32,64,128,256", csv, svg;
+    std::string model, lengths = "8,16,32,64,128,256", csv, svg, html;
     LatencyOptions options;
     bool check_repeat = false;
     int threads = 0;
@@ -356,8 +370,12 @@ void add_bench_latency(CLI::App& bench) {
   cmd->add_flag("--check-repeat", a->check_repeat, "run the sweep twice and check each length agrees within 20 %");
   cmd->add_option("--csv", a->csv, "write the points (both runs with --check-repeat) as CSV");
   cmd->add_option("--svg", a->svg, "write a scatter plot with the fitted line as SVG");
+  cmd->add_option("--html", a->html, "write a self-contained HTML page: the plot with both fits and the points' table");
   cmd->add_option("--threads", a->threads, "compute threads (0 = all cores)")->default_val(0);
   cmd->callback([=] {
+    require_writable(a->csv, "--csv");
+    require_writable(a->svg, "--svg");
+    require_writable(a->html, "--html");
     LatencyOptions options = a->options;
     options.lengths = parse_lengths(a->lengths);
     options.on_length_done = [](int length) { std::fprintf(stderr, "  measured %d tokens\n", length); };
@@ -400,9 +418,14 @@ void add_bench_latency(CLI::App& bench) {
                   worst < 0.2 ? "yes" : "NO", worst * 100, worst_len);
     }
     if (!a->csv.empty()) write_text(a->csv, latency_csv(runs));
-    if (!a->svg.empty())
-      write_text(a->svg, latency_svg(sweep, fmt::format("{}: latency vs input length (gen_len {}, median of {})",
-                                                        model->config().architecture, options.gen_len, options.repeat)));
+    const std::string title = fmt::format("{}: latency vs input length (gen_len {}, median of {})",
+                                          model->config().architecture, options.gen_len, options.repeat);
+    if (!a->svg.empty()) write_text(a->svg, latency_svg(sweep, title));
+    if (!a->html.empty())
+      write_text(a->html, latency_report_html(runs, title,
+                                              fmt::format("{} ({} layers, hidden {}), input = id {} repeated", a->model,
+                                                          model->config().num_layers, model->config().hidden_size,
+                                                          options.token_id)));
   });
 }
 
