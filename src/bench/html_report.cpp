@@ -56,19 +56,33 @@ std::string number_cell(const std::string& key, const json& value, int decimals)
                      esc(value.dump()), shown);
 }
 
-// Decimals of tick labels for a span split in 5.
+// The smallest round span (5 ticks of 1, 2, 2.5 or 5 times a power of ten) holding `span`, so the
+// axes' ticks fall on round numbers.
+double nice_span(double span) {
+  const double raw = span / 5, magnitude = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * magnitude >= raw * (1 - 1e-9)) return 5 * m * magnitude;
+  return span;
+}
+
+// Decimals a tick label needs for a span split in 5 (2.5 -> 1, 0.25 -> 2, 20 -> 0).
 int tick_digits(double span) {
   const double step = span / 5;
-  return step >= 10 ? 0 : step >= 1 ? 1 : step >= 0.1 ? 2 : 3;
+  int digits = 0;
+  while (digits < 6 && std::abs(step * std::pow(10, digits) - std::round(step * std::pow(10, digits))) > 1e-6) ++digits;
+  return digits;
 }
 
 struct Chart {
   double width = 760, height = 300;
   svg::Frame frame;
   std::string marks;
-  Chart(double x_min, double x_max, double y_min, double y_max, double h = 300) : height(h) {
+  // Round spans on both axes unless `exact_y` (the timeline's rows).
+  Chart(double x_min, double x_max, double y_min, double y_max, double h = 300, bool exact_y = false) : height(h) {
     if (!(x_max > x_min)) x_max = x_min + 1;
     if (!(y_max > y_min)) y_max = y_min + 1;
+    x_max = x_min + nice_span(x_max - x_min);
+    if (!exact_y) y_max = y_min + nice_span(y_max - y_min);
     frame = svg::Frame{.left = 78, .right = width - 20, .top = 14, .bottom = height - 48,
                        .x_min = x_min, .x_max = x_max, .y_min = y_min, .y_max = y_max};
   }
@@ -99,7 +113,7 @@ std::string cdf_chart(std::vector<double> values, const std::string& name, const
   if (values.empty()) return fmt::format("<p class=\"note\">No {} values (no successful request has one).</p>\n", esc(name));
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
-  Chart chart(0, values.back() * 1.02, 0, 1);
+  Chart chart(0, values.back(), 0, 1);
   const svg::Frame& f = chart.frame;
   // At most ~1500 steps drawn: the shape is the same, the file stays small.
   const std::size_t stride = std::max<std::size_t>(1, n / 1500);
@@ -111,10 +125,12 @@ std::string cdf_chart(std::vector<double> values, const std::string& name, const
   chart.marks += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, color);
   for (double q : {0.5, 0.95}) {
     const double v = values[static_cast<std::size_t>(std::ceil(q * n)) - 1];  // nearest rank, as the report's default
+    const bool near_right = f.px(v) > f.right - 100;  // label on the left of the point there
     chart.marks += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"><title>P{:.0f} (nearest rank): {:.2f} ms</title></circle>"
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">P{:.0f} {:.2f} ms</text>\n",
-        f.px(v), f.py(q), color, q * 100, v, f.px(v) + 7, f.py(q) + 12, q * 100, v);
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"{}\">P{:.0f} {:.2f} ms</text>\n",
+        f.px(v), f.py(q), color, q * 100, v, f.px(v) + (near_right ? -7 : 7), f.py(q) + 12,
+        near_right ? "end" : "start", q * 100, v);
   }
   return chart.render(name + " CDF", name + " (ms)", "fraction of requests ≤ x");
 }
@@ -307,7 +323,7 @@ HtmlSection timeline_section(const std::vector<RequestRecord>& records) {
   double t0 = rows.front()->start_ms, t1 = 0;
   for (std::size_t i = 0; i < shown; ++i) t1 = std::max(t1, rows[i]->end_ms);
   const double row_h = std::clamp(360.0 / static_cast<double>(shown), 1.0, 12.0);
-  Chart chart(0, (t1 - t0) / 1000, 0, static_cast<double>(shown), row_h * shown + 62);
+  Chart chart(0, (t1 - t0) / 1000, 0, static_cast<double>(shown), row_h * shown + 62, true);
   const svg::Frame& f = chart.frame;
   bool any_server = false;
   for (std::size_t i = 0; i < shown; ++i) {

@@ -121,7 +121,9 @@ test('dashboard in Chromium under bench serve load: figures move and agree with 
       if (!seen.shot && seen.rows >= 2 && seen.genRate > 0) {
         const shot = join(SHOTS || dir, 'dashboard.png');
         if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-        await page.screenshot({ path: shot });
+        await page.setViewportSize({ width: 1100, height: 300 });
+        await page.screenshot({ path: shot, fullPage: true });  // the content's height, no blank below
+        await page.setViewportSize({ width: 1100, height: 900 });
         assert.ok(statSync(shot).size > 10_000);
         seen.shot = true;
       }
@@ -158,6 +160,7 @@ test('dashboard in Chromium under bench serve load: figures move and agree with 
     assert.ok(cells.length > 20);
     for (const [key, value] of cells)
       assert.equal(value, key.split('.').reduce((v, p) => v?.[p], json), key);
+    if (SHOTS) await report.screenshot({ path: join(SHOTS, 'report.png'), fullPage: true });
   } finally {
     if (bench && bench.exitCode === null) bench.kill('SIGKILL');
     await close();
