@@ -17,6 +17,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus.h"
+#include "server/server_info.h"
 #include "server/sse_stream.h"
 
 namespace inferlab {
@@ -167,6 +168,10 @@ void Server::Impl::routes() {
     json model_entry = {{"id", engine->name()}, {"object", "model"}, {"created", created}, {"owned_by", "inferlab"},
                         {"root", engine->model_path().string()}, {"max_model_len", context.context_length}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry})}});
+  });
+  http.get("/server_info", [this](const httplib::Request&, httplib::Response& res) {
+    require_ready();
+    send_json(res, 200, api::server_info(options, bound_port, engine->name(), engine->model_path().string(), context));
   });
   http.get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(api::prometheus_text(metrics()), "text/plain; version=0.0.4; charset=utf-8");

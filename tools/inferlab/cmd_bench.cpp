@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "inferlab/bench/capacity.h"
 #include "inferlab/bench/compare.h"
 #include "inferlab/bench/environment.h"
 #include "inferlab/bench/html_report.h"
@@ -344,6 +346,156 @@ void add_bench_serve(CLI::App& bench) {
   });
 }
 
+// "LOW:HIGH" (or one value: LOW = HIGH) of --rates / --concurrency-levels.
+std::pair<double, double> parse_load_range(const std::string& text, const char* flag) {
+  const auto colon = text.find(':');
+  const std::string low = text.substr(0, colon), high = colon == std::string::npos ? low : text.substr(colon + 1);
+  auto number = [&](const std::string& item) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !(v > 0) || !std::isfinite(v))
+      fail("{}: '{}' is not a positive number (write LOW:HIGH, e.g. 0.5:64)", flag, item);
+    return v;
+  };
+  const double lo = number(low), hi = number(high);
+  if (hi < lo) fail("{}: {} is below {} (write LOW:HIGH)", flag, high, low);
+  return {lo, hi};
+}
+
+void add_bench_capacity(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("capacity", "SLO capacity search: the highest Poisson request rate (or concurrency) "
+                                               "whose requests meet --slo; sweep, bisection, repeated points, curve, "
+                                               "knee, JSON and SVG");
+  struct Args {
+    ServeOptions serve;
+    std::string slo, rates = "0.5:64", levels, tokenizer, output_dir = "capacity";
+    int num_requests = 100, input_len = 128, output_len = 64, warmup = 0;
+    CapacityOptions capacity;
+    bool json = false, no_files = false;
+  };
+  auto a = std::make_shared<Args>();
+  a->serve.timeout_s = 60;
+  cmd->add_option("--base-url", a->serve.base_url, "server URL, e.g. http://127.0.0.1:30000 (/v1 added when missing)")
+      ->required();
+  cmd->add_option("--slo", a->slo,
+                  "objectives, METRIC_pNN_ms=BOUND with METRIC ttft, tpot or e2e, e.g. ttft_p95_ms=200,tpot_p95_ms=50")
+      ->required();
+  auto* rates = cmd->add_option("--rates", a->rates, "Poisson request rates searched, LOW:HIGH req/s (default 0.5:64)");
+  cmd->add_option("--concurrency-levels", a->levels, "search concurrency levels LOW:HIGH instead of rates (closed loop)")
+      ->excludes(rates);
+  cmd->add_option("--repeat", a->capacity.repeat,
+                  "most runs per point (K, default 3): a point is run again until the bootstrap CI of every SLO "
+                  "metric is on one side of its bound")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--num-requests", a->num_requests, "requests per run (default 100)")->check(CLI::PositiveNumber);
+  cmd->add_option("--sweep-factor", a->capacity.sweep_factor, "the sweep multiplies the load by this (default 2)");
+  cmd->add_option("--resolution", a->capacity.resolution,
+                  "rates: bisection stops when first failing / last passing <= 1 + this (default 0.1); "
+                  "concurrency: at adjacent levels");
+  cmd->add_option("--model", a->serve.model, "model name sent to the server (default: the first of GET /v1/models)");
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer for exact prompt lengths and token counts (as bench serve)");
+  cmd->add_option("--input-len", a->input_len, "prompt tokens (default 128)")->check(CLI::PositiveNumber);
+  cmd->add_option("--output-len", a->output_len, "max_tokens of each request (default 64)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--ignore-eos", a->serve.ignore_eos, "ask the server to ignore EOS so every request yields --output-len");
+  cmd->add_option("--burstiness", a->serve.burstiness, "gamma shape of the arrival gaps: 1 Poisson (default)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", a->serve.timeout_s, "seconds per request before it counts as timeout (default 60)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", a->serve.seed, "seed of prompts, arrivals and the bootstrap");
+  cmd->add_option("--endpoint", a->serve.endpoint, "chat (/v1/chat/completions) or completions (/v1/completions)")
+      ->check(CLI::IsMember({"chat", "completions"}));
+  cmd->add_option("--api-key", a->serve.api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
+  cmd->add_option("--warmup", a->warmup, "requests sent once before the search, left out of every figure")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--output-dir", a->output_dir,
+                  "where capacity.json, capacity.svg and requests.csv (every run, its run column) go (default capacity)");
+  cmd->add_flag("--no-files", a->no_files, "write no files");
+  cmd->add_flag("--json", a->json, "print capacity.json's content instead of the text report");
+  cmd->callback([=] {
+    CapacityOptions options = a->capacity;
+    options.slo = parse_capacity_slo(a->slo);
+    options.kind = a->levels.empty() ? LoadKind::Rate : LoadKind::Concurrency;
+    std::tie(options.low, options.high) = a->levels.empty() ? parse_load_range(a->rates, "--rates")
+                                                            : parse_load_range(a->levels, "--concurrency-levels");
+    options.statistics.seed = a->serve.seed;
+    const std::filesystem::path dir = a->output_dir;
+    if (!a->no_files) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) fail("--output-dir {}: cannot be created ({})", a->output_dir, ec.message());
+      for (const char* name : {"capacity.json", "capacity.svg", "requests.csv"})
+        require_writable((dir / name).string(), "--output-dir");
+    }
+    ServeOptions serve = a->serve;
+    serve.tokenizer = optional_tokenizer(a->tokenizer, serve.model);
+    if (serve.model.empty()) serve.model = first_model_id(serve.base_url, serve.api_key, std::min(serve.timeout_s, 30.0));
+    const std::optional<nlohmann::json> load_before = load_average();
+    const nlohmann::json target = target_environment(serve.base_url, serve.api_key, std::min(serve.timeout_s, 30.0));
+    const WarmupResult warmup =
+        run_warmup(serve, random_prompts(std::max(a->warmup, 1), a->input_len, a->output_len, serve.seed, serve.tokenizer.get()),
+                   a->warmup);
+    if (!warmup.interrupted_by.empty()) exit_with(fmt::format("interrupted by {} during the warm-up", warmup.interrupted_by));
+
+    std::vector<RequestRecord> all;
+    auto run_load = [&](double load, int run) {
+      ServeOptions o = serve;
+      o.seed = serve.seed + static_cast<uint64_t>(run);  // each run its own prompts and arrivals
+      if (options.kind == LoadKind::Rate) o.request_rate = load;
+      else o.concurrency = static_cast<int>(load);
+      ServeRun r = run_serve_benchmark(
+          o, random_prompts(a->num_requests, a->input_len, a->output_len, o.seed, serve.tokenizer.get()));
+      for (auto& record : r.records) {
+        record.run = run;
+        all.push_back(record);
+      }
+      return CapacityRun{.records = std::move(r.records), .interrupted_by = r.interrupted_by};
+    };
+    const char* unit = load_unit(options.kind);
+    auto on_point = [&](const CapacityPoint& p) {
+      std::string objectives;
+      for (const auto& r : p.objectives)
+        objectives += fmt::format(" {} {:.2f} [{:.2f}, {:.2f}]", r.objective.key, r.median, r.ci.low, r.ci.high);
+      std::fprintf(stderr, "capacity: %s %g %s, %zu run(s):%s -> %s%s\n", p.phase.c_str(), p.load, unit,
+                   p.runs.size(), objectives.c_str(), p.meets ? "meets" : "fails",
+                   p.decided_by == "median" ? " (CI straddles; median decided)" : "");
+    };
+    const CapacityResult result = search_capacity(options, run_load, on_point);
+
+    nlohmann::json j = capacity_json(result, options);
+    j["run"] = {{"base_url", serve.base_url}, {"model", serve.model},           {"endpoint", serve.endpoint},
+                {"num_requests", a->num_requests}, {"input_len", a->input_len}, {"output_len", a->output_len},
+                {"ignore_eos", serve.ignore_eos}, {"burstiness", serve.burstiness}, {"timeout_s", serve.timeout_s},
+                {"warmup", a->warmup}};
+    j["environment"] = run_environment(load_before, target,
+                                       all.empty() ? Summary{} : summarize_or_exit(all, {}, PercentileMethod::NearestRank),
+                                       warmup);
+    if (!a->no_files) {
+      write_text((dir / "capacity.json").string(), j.dump(2) + "\n");
+      write_text((dir / "capacity.svg").string(),
+                 capacity_svg(result, options, fmt::format("{}: capacity under {}", serve.model, a->slo)));
+      write_requests_csv(dir / "requests.csv", all);
+    }
+    if (a->json) {
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::printf("Capacity search: %s, %s..%s %s, %d requests per run, up to %d runs per point\n",
+                  options.kind == LoadKind::Rate ? "Poisson arrivals" : "closed loop",
+                  fmt::format("{:g}", options.low).c_str(), fmt::format("{:g}", options.high).c_str(), unit,
+                  a->num_requests, options.repeat);
+      std::fputs(format_capacity(result, options).c_str(), stdout);
+      if (!a->no_files)
+        std::printf("Wrote %s, %s, %s\n", (dir / "capacity.json").c_str(), (dir / "capacity.svg").c_str(),
+                    (dir / "requests.csv").c_str());
+    }
+    if (result.outcome == "interrupted") throw CLI::RuntimeError(130);
+  });
+}
+
 std::vector<int> parse_lengths(const std::string& text) {
   const std::vector<long> values = parse_int_list(text, 1, INT32_MAX, "--lengths", "a positive number of tokens");
   if (values.size() < 2) fail("--lengths: give at least two lengths, e.g. 8,16,32,64,128,256");
@@ -460,6 +612,7 @@ static Registrar reg([](CLI::App& app) {
   add_chat(app);
   CLI::App& bench = command_group(app, "bench", "Benchmarks: serve (load generator), latency (course chapter 3), ...");
   add_bench_serve(bench);
+  add_bench_capacity(bench);
   add_bench_latency(bench);
 });
 
