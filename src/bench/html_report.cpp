@@ -51,7 +51,9 @@ std::string element_id(std::string key) {
 // A table cell holding one number of the JSON: the value as the JSON writes it (data-value) and
 // shown with the text report's decimals.
 std::string number_cell(const std::string& key, const json& value, int decimals) {
-  const std::string shown = value.is_number_float() ? fmt::format("{:.{}f}", value.get<double>(), decimals) : value.dump();
+  const std::string shown = value.is_number_float() ? fmt::format("{:.{}f}", value.get<double>(), decimals)
+                            : value.is_null()        ? "—"  // none, e.g. no knee, or an objective at +inf
+                                                     : value.dump();
   return fmt::format("<td class=\"num\" id=\"{}\" data-key=\"{}\" data-value=\"{}\">{}</td>", esc(element_id(key)), esc(key),
                      esc(value.dump()), shown);
 }
@@ -435,6 +437,63 @@ HtmlSection latency_sweep_section(const std::vector<LatencySweep>& runs, const s
 std::string latency_report_html(const std::vector<LatencySweep>& runs, const std::string& title,
                                 const std::string& subtitle) {
   return html_page("inferlab bench latency", subtitle, {latency_sweep_section(runs, title)});
+}
+
+HtmlSection capacity_section(const CapacityResult& result, const CapacityOptions& options, const std::string& title) {
+  const json j = capacity_json(result, options);
+  const std::string unit = load_unit(options.kind);
+  std::string html = capacity_svg(result, options, title);
+  // capacity_svg is a standalone document; inline, it only needs to scale with the page.
+  html.insert(4, " role=\"img\" aria-label=\"capacity curve\"");
+  html += "<table id=\"capacity-outcome\">\n<tr><th>figure</th><th>value</th><th></th></tr>\n";
+  html += fmt::format("<tr><td>outcome</td><td id=\"outcome\" data-key=\"outcome\" data-value=\"{0}\">{0}</td><td></td></tr>\n",
+                      esc(j["outcome"].get<std::string>()));
+  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{
+           {"capacity", "capacity (highest load meeting the SLO)"}, {"first_failing", "first failing load"},
+           {"step", "step between them"}, {"knee", "knee of the latency curve"}})
+    html += fmt::format("<tr><td>{}</td>{}<td>{}</td></tr>\n", esc(name), number_cell(key, j[key], 2), esc(unit));
+  html += "</table>\n";
+  // One row per point measured (in the order measured), the objectives then the curve's metrics.
+  html += "<table id=\"capacity-points\">\n<tr><th>load</th><th>phase</th><th>runs</th><th>verdict</th><th>figure</th>"
+          "<th>median</th><th>CI low</th><th>CI high</th><th>bound</th></tr>\n";
+  const json& points = j["points"];
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const json& p = points[i];
+    const std::string base = fmt::format("points.{}", i);
+    std::vector<std::string> rows;
+    auto row = [&](const std::string& group, const std::string& name, const json& v, bool bound) {
+      const std::string key = fmt::format("{}.{}.{}", base, group, name);
+      rows.push_back(fmt::format("<td>{}</td>{}{}{}{}", esc(name), number_cell(key + ".median", v["median"], 2),
+                                 number_cell(key + ".ci_low", v["ci_low"], 2), number_cell(key + ".ci_high", v["ci_high"], 2),
+                                 bound ? number_cell(key + ".bound_ms", v["bound_ms"], 2) : "<td></td>"));
+    };
+    if (p.contains("objectives"))
+      for (const auto& [name, v] : p["objectives"].items()) row("objectives", name, v, true);
+    if (p.contains("metrics"))
+      for (const auto& [name, v] : p["metrics"].items()) row("metrics", name, v, false);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      html += "<tr>";
+      if (r == 0)
+        html += fmt::format("<td rowspan=\"{0}\" class=\"num\" id=\"{1}\" data-key=\"{2}.load\" data-value=\"{3}\">{4:g} {5}</td>"
+                            "<td rowspan=\"{0}\">{6}</td><td rowspan=\"{0}\" class=\"num\">{7}</td><td rowspan=\"{0}\">{8}</td>",
+                            rows.size(), element_id(base + ".load"), base, esc(p["load"].dump()), p["load"].get<double>(), esc(unit),
+                            esc(p["phase"].get<std::string>()), p["runs"].size(),
+                            fmt::format("{} (by {})", p["meets"].get<bool>() ? "meets" : "fails",
+                                        esc(p["decided_by"].get<std::string>())));
+      html += rows[r] + "</tr>\n";
+    }
+  }
+  html += fmt::format("</table>\n<p class=\"note\">Each point: up to {} runs of the same load; median over its runs and the "
+                      "bootstrap {:.0f} % CI of that median. An objective's value is the nearest-rank percentile over all of a "
+                      "run's requests, a failed one ranked last (— when it is +inf). docs/measurement.md, \"SLO capacity "
+                      "search\".</p>\n",
+                      options.repeat, options.statistics.confidence * 100);
+  return {"capacity-curve", "Capacity curve", html};
+}
+
+std::string capacity_report_html(const CapacityResult& result, const CapacityOptions& options, const std::string& title,
+                                 const std::string& subtitle) {
+  return html_page("inferlab bench capacity", subtitle, {capacity_section(result, options, title)});
 }
 
 }  // namespace inferlab::bench

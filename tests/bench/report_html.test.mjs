@@ -148,3 +148,51 @@ test('bench latency --html: the page shows the --csv figures', { skip: skip || (
     await close();
   }
 });
+
+test('bench capacity --html: the curve and every point figure equal capacity.json', { skip }, async () => {
+  // The scripted single-server queue of tests/bench/sse_server.py: 60 ms per request, one at a time.
+  const { spawn } = await import('node:child_process');
+  const server = spawn('/usr/bin/python3', [join(import.meta.dirname, 'sse_server.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      let text = '';
+      server.stdout.on('data', (d) => {
+        text += d;
+        const m = /^PORT (\d+)\n/.exec(text);
+        if (m) resolve(Number(m[1]));
+      });
+      server.once('exit', () => reject(new Error(`the scripted server did not start: ${text}`)));
+    });
+    const out = join(dir, 'capacity'), html = join(dir, 'capacity.html');
+    const json = JSON.parse(execFileSync(CLI, ['bench', 'capacity', '--base-url', `http://127.0.0.1:${port}/queue-60`,
+      '--concurrency-levels', '1:8', '--slo', 'ttft_p50_ms=270,tpot_p95_ms=50', '--num-requests', '8', '--repeat', '2',
+      '--seed', '3', '--output-dir', out, '--html', html, '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+    const { context, close } = await launchChromium();
+    try {
+      const requests = [];
+      const page = await openPage(context, html, requests);
+      assert.deepEqual(requests.filter((u) => !u.startsWith('file://')), []);
+      const cells = await page.$$eval('[data-key]', (els) => els.map((e) => ({ key: e.dataset.key, value: e.dataset.value, text: e.textContent.trim() })));
+      let numbers = 0;
+      for (const { key, value, text } of cells) {
+        const expected = lookup(json, key);
+        assert.notEqual(expected, undefined, `${key} not in capacity.json`);
+        if (expected === null) assert.equal(text, '—', key);
+        else if (typeof expected === 'string') assert.equal(value, expected, key);
+        else { assert.equal(Number(value), expected, key); numbers++; }
+      }
+      const keys = new Set(cells.map((c) => c.key));
+      for (const k of ['capacity', 'first_failing', 'knee', 'outcome', 'points.0.load', 'points.0.objectives.ttft_p50_ms.ci_high',
+        'points.0.metrics.goodput.median'])
+        assert.ok(keys.has(k), `${k} not shown`);
+      assert.equal(numbers > json.points.length * 6, true, `only ${numbers} numbers shown`);
+      assert.equal(Number(await page.locator('#capacity').getAttribute('data-value')), json.capacity);
+      const box = await page.locator('#capacity-curve svg').first().boundingBox();
+      assert.ok(box && box.height > 300, 'the capacity curve is not drawn');
+    } finally {
+      await close();
+    }
+  } finally {
+    server.kill();
+  }
+});

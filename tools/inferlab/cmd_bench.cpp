@@ -373,7 +373,7 @@ void add_bench_capacity(CLI::App& bench) {
                                                "knee, JSON and SVG");
   struct Args {
     ServeOptions serve;
-    std::string slo, rates = "0.5:64", levels, tokenizer, output_dir = "capacity";
+    std::string slo, rates = "0.5:64", levels, tokenizer, output_dir = "capacity", html;
     int num_requests = 100, input_len = 128, output_len = 64, warmup = 0;
     CapacityOptions capacity;
     bool json = false, no_files = false;
@@ -415,6 +415,7 @@ void add_bench_capacity(CLI::App& bench) {
   cmd->add_option("--output-dir", a->output_dir,
                   "where capacity.json, capacity.svg and requests.csv (every run, its run column) go (default capacity)");
   cmd->add_flag("--no-files", a->no_files, "write no files");
+  cmd->add_option("--html", a->html, "also write the capacity curve and every point's figures as one self-contained HTML page");
   cmd->add_flag("--json", a->json, "print capacity.json's content instead of the text report");
   cmd->callback([=] {
     CapacityOptions options = a->capacity;
@@ -431,6 +432,7 @@ void add_bench_capacity(CLI::App& bench) {
       for (const char* name : {"capacity.json", "capacity.svg", "requests.csv"})
         require_writable((dir / name).string(), "--output-dir");
     }
+    require_writable(a->html, "--html");
     ServeOptions serve = a->serve;
     serve.tokenizer = optional_tokenizer(a->tokenizer, serve.model);
     if (serve.model.empty()) serve.model = first_model_id(serve.base_url, serve.api_key, std::min(serve.timeout_s, 30.0));
@@ -480,6 +482,10 @@ void add_bench_capacity(CLI::App& bench) {
                  capacity_svg(result, options, fmt::format("{}: capacity under {}", serve.model, a->slo)));
       write_requests_csv(dir / "requests.csv", all);
     }
+    if (!a->html.empty())
+      write_text(a->html, capacity_report_html(result, options, fmt::format("{}: capacity under {}", serve.model, a->slo),
+                                               fmt::format("bench capacity {} ({}), {} requests per run", serve.base_url,
+                                                           serve.model, a->num_requests)));
     if (a->json) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/bench/capacity.h"
 #include "inferlab/bench/latency.h"
 #include "inferlab/bench/metrics.h"
 
@@ -44,5 +45,13 @@ std::string requests_report_html(const std::vector<RequestRecord>& records, cons
 HtmlSection latency_sweep_section(const std::vector<LatencySweep>& runs, const std::string& title);
 std::string latency_report_html(const std::vector<LatencySweep>& runs, const std::string& title,
                                 const std::string& subtitle);
+
+// `bench capacity --html`: the capacity curve (capacity_svg: p95 latencies with their CIs against
+// the objectives, throughput and goodput; the capacity and the knee marked), the outcome and every
+// point's objectives and curve metrics with CIs (data-key: their path in capacity.json, e.g.
+// "capacity", "points.3.objectives.ttft_p95_ms.ci_high", "points.0.metrics.goodput.median").
+HtmlSection capacity_section(const CapacityResult& result, const CapacityOptions& options, const std::string& title);
+std::string capacity_report_html(const CapacityResult& result, const CapacityOptions& options, const std::string& title,
+                                 const std::string& subtitle);
 
 }  // namespace inferlab::bench
