@@ -58,11 +58,11 @@ std::string number_cell(const std::string& key, const json& value, int decimals)
                      esc(value.dump()), shown);
 }
 
-// The smallest round span (5 ticks of 1, 2, 2.5 or 5 times a power of ten) holding `span`, so the
-// axes' ticks fall on round numbers.
+// The smallest round span (5 ticks of 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten)
+// holding `span`, so the axes' ticks fall on round numbers without much room wasted.
 double nice_span(double span) {
   const double raw = span / 5, magnitude = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+  for (double m : {1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0})
     if (m * magnitude >= raw * (1 - 1e-9)) return 5 * m * magnitude;
   return span;
 }

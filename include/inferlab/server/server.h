@@ -24,7 +24,7 @@ struct ServerOptions {
   bool log_requests = false;
   bool timings = true;             // a `timings` object in every answer (docs/measurement.md)
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
-  std::string api_key;                  // non-empty: all but /health need "Authorization: Bearer KEY" (401)
+  std::string api_key;                  // non-empty: all but /health and the static /dashboard page need "Authorization: Bearer KEY" (401)
   std::string allowed_hosts;            // comma-separated extra Host names ("*": no check); a loopback
                                         // server answers only localhost, 127.0.0.1, [::1] and these (403)
   std::string allowed_origins;          // comma-separated web origins ("*": any) that get CORS headers;
