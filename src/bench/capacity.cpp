@@ -272,10 +272,16 @@ std::optional<double> find_knee(const std::vector<double>& loads, const std::vec
   const auto [x_lo, x_hi] = std::minmax_element(loads.begin(), loads.end());
   const auto [y_lo, y_hi] = std::minmax_element(values.begin(), values.end());
   if (!(*x_hi > *x_lo) || !(*y_hi > *y_lo) || !std::isfinite(*y_hi)) return std::nullopt;
-  double best = 0.1;
+  // Kneedle wants an increasing curve; a noisy dip (a later, lower P95) would look like a knee at
+  // the dip, so each value counts as the highest one so far in load order.
+  std::vector<std::size_t> order(loads.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return loads[a] < loads[b]; });
+  double best = 0.1, envelope = -std::numeric_limits<double>::infinity();
   std::optional<double> knee;
-  for (std::size_t i = 0; i < loads.size(); ++i) {
-    const double x = (loads[i] - *x_lo) / (*x_hi - *x_lo), y = (values[i] - *y_lo) / (*y_hi - *y_lo);
+  for (std::size_t i : order) {
+    envelope = std::max(envelope, values[i]);
+    const double x = (loads[i] - *x_lo) / (*x_hi - *x_lo), y = (envelope - *y_lo) / (*y_hi - *y_lo);
     if (x - y >= best) best = x - y, knee = loads[i];
   }
   return knee;
@@ -315,7 +321,7 @@ std::string format_capacity(const CapacityResult& result, const CapacityOptions&
                                   fmt::join(r.per_run, ", ")));
     out += fmt::format("  {:>9} {}: {}\n", load_text(p->load, o.kind), unit, fmt::join(parts, "; "));
   }
-  out += result.knee ? fmt::format("Knee: {} {} (P95 TTFT bends up most sharply there: Kneedle)\n",
+  out += result.knee ? fmt::format("Knee: {} {} (P95 TTFT bends up most sharply there: Kneedle on its running maximum)\n",
                                    load_text(*result.knee, o.kind), unit)
                      : "Knee: none (fewer than 3 points, or the P95 TTFT curve hardly bends)\n";
   const std::string range = fmt::format("{}..{} {}", load_text(o.low, o.kind), load_text(o.high, o.kind), unit);

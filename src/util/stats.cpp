@@ -141,6 +141,26 @@ double coefficient_of_variation(const std::vector<double>& values) {
   return values.size() < 2 || m == 0 ? 0.0 : sample_stddev(values) / std::abs(m);
 }
 
+Interval bootstrap_difference(std::size_t count_a, const ResampleStatistic& statistic_a, std::size_t count_b,
+                              const ResampleStatistic& statistic_b, int resamples, double confidence, uint64_t seed) {
+  check_bootstrap_arguments(resamples, confidence);
+  if (count_a == 0 || count_b == 0) fail("bootstrap: each side needs at least one value");
+  std::mt19937_64 rng(seed);
+  std::vector<double> differences;
+  std::vector<std::size_t> indices;
+  auto draw = [&](std::size_t n, const ResampleStatistic& statistic) {
+    indices.clear();
+    for (std::size_t i = 0; i < n; ++i) indices.push_back(draw_index(rng, n));
+    return statistic(indices);
+  };
+  differences.reserve(resamples);
+  for (int i = 0; i < resamples; ++i) {
+    const double a = draw(count_a, statistic_a);
+    differences.push_back(draw(count_b, statistic_b) - a);
+  }
+  return percentile_interval(std::move(differences), confidence);
+}
+
 Interval bootstrap_median(const std::vector<double>& values, int resamples, double confidence, uint64_t seed) {
   check_bootstrap_arguments(resamples, confidence);
   if (values.empty()) fail("bootstrap: no values");

@@ -182,4 +182,7 @@ TEST(Capacity, KneeOfAConvexCurve) {
   EXPECT_EQ(find_knee({1, 2, 3, 4, 5}, {10, 10, 11, 30, 100}), 4);
   EXPECT_FALSE(find_knee({1, 2, 3}, {1, 2, 3}));  // a straight line does not bend
   EXPECT_FALSE(find_knee({1, 2}, {1, 100}));
+  // A late dip (noise) is not a knee: the running maximum keeps the curve increasing.
+  EXPECT_EQ(find_knee({4, 4.76, 5.19, 5.66, 8}, {364, 444, 2527, 1089, 609}), 4.76);
+  EXPECT_EQ(find_knee({5, 3, 4, 1, 2}, {100, 11, 30, 10, 10}), 4);  // the first case, shuffled
 }

@@ -689,6 +689,11 @@ def check_environment(env, label, warm):
     check(env.get("cache_warm") is warm, f"{label}: cache_warm {env.get('cache_warm')!r}, expected {warm}")
 
 
+def summary_of(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def test_serve_repeat():
     import statistics
     with ScriptedServer() as server, tempfile.TemporaryDirectory() as d:
@@ -745,6 +750,29 @@ def test_serve_repeat():
         check(ttft.get("unstable") is True and ttft.get("cv", 0) > 0.10, f"grow: TTFT unstable: {ttft}")
         check(re.search(r"^WARNING: P50 TTFT \(ms\) varies between runs: CV \d+\.\d % > 10 %", r.stdout, re.M),
               "grow: the CV warning line")
+
+        # report --compare of the two repeated summaries: /grow's runs are slower, over runs.
+        rep_json, grow_json = os.path.join(d, "repeat.json"), os.path.join(d, "grow.json")
+        r = run(["report", "--compare", rep_json, grow_json, "--json"])
+        j = json.loads(r.stdout) if r.returncode == 0 else {}
+        m = j.get("metrics", {})
+        check(j.get("ci_method") == "percentile bootstrap over runs" and m.get("ttft_p50_ms", {}).get("runs_a") == 3,
+              f"compare summaries: {r.stdout}{r.stderr}")
+        ttft_a = statistics.median(summary_of(rep_json)["repeat"]["metrics"]["ttft_p50_ms"]["per_run"])
+        check(abs(m.get("ttft_p50_ms", {}).get("median_a", 0) - ttft_a) < 1e-9, "compare summaries: median over runs of A")
+        check(m.get("output_throughput", {}).get("unit") == "token/s" and "verdict" in m.get("output_throughput", {}),
+              f"compare summaries: throughput row: {m.get('output_throughput')}")
+        r = run(["report", "--compare", rep_json, grow_json])
+        check(r.returncode == 0 and re.search(r"^output_throughput +3 +3 ", r.stdout, re.M) and "resamples of runs" in r.stdout,
+              f"compare summaries text: {r.stdout}{r.stderr}")
+        csv_a = os.path.join(d, "repeat.csv")
+        r = run(["report", "--compare", csv_a, csv_a])
+        check(r.returncode == 0 and re.search(r"^Output tok/s +9 +9 .*no significant difference at 95 %$", r.stdout, re.M),
+              f"compare CSVs: the throughput row: {r.stdout}{r.stderr}")
+        for args, message in (([rep_json, csv_a], "is a summary JSON but"),
+                              ([os.path.join(d, "single.json"), grow_json], "not a summary of repeated runs")):
+            e = run(["report", "--compare"] + args)
+            check(e.returncode != 0 and message in e.stderr, f"compare {args}: rc {e.returncode} {e.stderr!r}")
 
         # Bad input: clear errors, nothing sent.
         for flag, value in (("--repeat", "0"), ("--warmup", "-1"), ("--repeat", "x")):

@@ -135,3 +135,23 @@ TEST(Stats, BootstrapMedianIsSeededAndDegenerateForEqualValues) {
   EXPECT_EQ(same.low, 3.0);
   EXPECT_EQ(same.high, 3.0);
 }
+
+// Any statistic of a resample: here the mean of 0..99 against the same shifted by 10.
+TEST(Stats, BootstrapDifferenceOfAnyStatistic) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 100; ++i) a.push_back(i), b.push_back(i + 10);
+  auto mean_of = [](const std::vector<double>& v) {
+    return [&v](const std::vector<std::size_t>& idx) {
+      double sum = 0;
+      for (std::size_t i : idx) sum += v[i];
+      return sum / static_cast<double>(idx.size());
+    };
+  };
+  const Interval ci = bootstrap_difference(a.size(), mean_of(a), b.size(), mean_of(b), 1000, 0.95, 7);
+  EXPECT_TRUE(ci.contains(10));
+  EXPECT_GT(ci.low, 0);
+  const Interval again = bootstrap_difference(a.size(), mean_of(a), b.size(), mean_of(b), 1000, 0.95, 7);
+  EXPECT_EQ(ci.low, again.low);
+  EXPECT_EQ(ci.high, again.high);
+  EXPECT_THROW(bootstrap_difference(0, mean_of(a), b.size(), mean_of(b), 1000, 0.95, 7), Error);
+}

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -73,6 +74,21 @@ void require_writable(const std::string& path, const char* flag) {
   if (!existed) std::filesystem::remove(path, ec);
 }
 
+// --compare's inputs: a file whose first non-blank character is '{' is a summary JSON (parsed, or
+// an error naming it); anything else is left to the CSV reader.
+std::optional<nlohmann::json> summary_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--compare: cannot open {}", path);
+  char c = 0;
+  while (in.get(c) && std::isspace(static_cast<unsigned char>(c))) {
+  }
+  if (!in || c != '{') return std::nullopt;
+  in.seekg(0);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) fail("--compare: {} starts like JSON but is not valid JSON", path);
+  return j;
+}
+
 void add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Metrics of a requests.csv: success, window, throughput, TTFT/TPOT/ITL/E2E "
                                            "percentiles, goodput under --slo; or --compare A.csv B.csv");
@@ -86,8 +102,9 @@ void add_report(CLI::App& app) {
   auto* csv = cmd->add_option(
       "csv", a->csv, "requests.csv (request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms[,...])");
   auto* compare = cmd->add_option("--compare", a->compare,
-                                  "A.csv B.csv: per metric the median difference B - A with a bootstrap CI and a "
-                                  "verdict (faster, slower, no significant difference)")
+                                  "A B: two requests.csv (per metric the median difference B - A over requests, and "
+                                  "the output throughput) or two bench serve --repeat summaries (over runs), with a "
+                                  "bootstrap CI and a verdict (faster, slower, no significant difference)")
                       ->expected(2)
                       ->excludes(csv);
   cmd->add_flag("--json", a->json, "print the metrics (or the comparison) as JSON");
@@ -105,9 +122,17 @@ void add_report(CLI::App& app) {
   cmd->callback([=] {
     if (!a->compare.empty()) {
       const std::string &name_a = a->compare[0], &name_b = a->compare[1];
-      auto rows = compare_runs(read_requests_csv(name_a), read_requests_csv(name_b), a->compare_options);
-      if (a->json) std::printf("%s\n", comparison_json(rows, name_a, name_b, a->compare_options).dump(2).c_str());
-      else std::fputs(format_comparison(rows, name_a, name_b, a->compare_options).c_str(), stdout);
+      // Two summary JSONs of repeated runs (they start with '{'), or two requests.csv.
+      const std::optional<nlohmann::json> ja = summary_file(name_a), jb = summary_file(name_b);
+      if (ja.has_value() != jb.has_value())
+        fail("--compare: {} is a {} but {} is a {}; compare two requests.csv or two summaries of repeated runs",
+             name_a, ja ? "summary JSON" : "CSV", name_b, jb ? "summary JSON" : "CSV");
+      const bool over_runs = ja.has_value();
+      auto rows = over_runs ? compare_repeated(*ja, *jb, name_a, name_b, a->compare_options)
+                            : compare_runs(read_requests_csv(name_a), read_requests_csv(name_b), a->compare_options);
+      if (a->json)
+        std::printf("%s\n", comparison_json(rows, name_a, name_b, a->compare_options, over_runs).dump(2).c_str());
+      else std::fputs(format_comparison(rows, name_a, name_b, a->compare_options, over_runs).c_str(), stdout);
       return;
     }
     if (a->csv.empty()) fail("report: give a requests.csv, or --compare A.csv B.csv");

@@ -92,8 +92,9 @@ CapacityResult search_capacity(const CapacityOptions& options, const RunLoad& ru
                                const std::function<void(const CapacityPoint&)>& on_point = {});
 
 // The knee of a latency curve (Kneedle, Satopaa et al. 2011, for a convex increasing curve): loads
-// and values scaled to [0, 1], the load whose point lies farthest below the diagonal. None below
-// 3 points or when no point is at least 0.1 below it (the curve hardly bends).
+// and values scaled to [0, 1], the load whose point lies farthest below the diagonal; each value
+// taken as the running maximum in load order (a noisy dip is not a knee). None below 3 points or
+// when no point is at least 0.1 below it (the curve hardly bends).
 std::optional<double> find_knee(const std::vector<double>& loads, const std::vector<double>& values);
 
 std::string format_capacity(const CapacityResult& result, const CapacityOptions& options);
