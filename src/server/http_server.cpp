@@ -121,7 +121,7 @@ HttpServer::HttpServer(const ServerOptions& options)
       if (refusing_connection) answer_then_close(res);  // a monitoring request on the overflow pool
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (options_.api_key.empty() || is_public_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
@@ -137,7 +137,7 @@ HttpServer::HttpServer(const ServerOptions& options)
       std::lock_guard lock(request_counts_mutex_);
       std::string path = req.path;
       static const char* known[] = {"/v1/models", "/v1/chat/completions", "/v1/completions", "/health",
-                                    "/metrics", "/tokenize", "/detokenize"};
+                                    "/metrics", "/tokenize", "/detokenize", "/dashboard", "/dashboard/stats"};
       if (path.starts_with("/v1/models/")) path = "/v1/models/{id}";
       else if (std::find(std::begin(known), std::end(known), path) == std::end(known)) path = "other";
       ++request_counts_[{path, res.status}];

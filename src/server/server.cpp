@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "inferlab/generation/engine.h"
+#include "server/dashboard.h"
 #include "server/disconnect_watch.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
@@ -200,6 +201,19 @@ void Server::Impl::routes() {
   });
   http.get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(api::prometheus_text(metrics()), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  // The page is the same static bytes for everyone (no data: the API-key check lets it through,
+  // as a login page); every figure it shows comes from /dashboard/stats, which needs the key.
+  http.get("/dashboard", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                              "connect-src 'self'; img-src 'self'; frame-ancestors 'none'");
+    res.set_content(api::dashboard_page(), "text/html; charset=utf-8");
+  });
+  http.get("/dashboard/stats", [this](const httplib::Request&, httplib::Response& res) {
+    const std::vector<SequenceSnapshot> running = engine ? engine->running_sequences() : std::vector<SequenceSnapshot>{};
+    res.set_header("Cache-Control", "no-store");
+    send_json(res, 200, api::dashboard_stats(metrics(), running, engine ? engine->name() : "", Clock::now()));
   });
   http.post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
   http.post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });

@@ -19,6 +19,7 @@
 #include "inferlab/bench/capacity.h"
 #include "inferlab/bench/compare.h"
 #include "inferlab/bench/environment.h"
+#include "inferlab/bench/html_report.h"
 #include "inferlab/bench/latency.h"
 #include "inferlab/bench/load_generator.h"
 #include "inferlab/bench/metrics.h"
@@ -92,7 +93,7 @@ void add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Metrics of a requests.csv: success, window, throughput, TTFT/TPOT/ITL/E2E "
                                            "percentiles, goodput under --slo; or --compare A.csv B.csv");
   struct Args {
-    std::string csv, slo, percentiles;
+    std::string csv, slo, percentiles, html;
     std::vector<std::string> compare;
     bool json = false;
     CompareOptions compare_options;
@@ -107,6 +108,10 @@ void add_report(CLI::App& app) {
                       ->expected(2)
                       ->excludes(csv);
   cmd->add_flag("--json", a->json, "print the metrics (or the comparison) as JSON");
+  cmd->add_option("--html", a->html,
+                  "also write the report as one self-contained HTML page (CDFs, ITL histogram, tokens/s over time, "
+                  "per-request timeline, the numbers)")
+      ->excludes(compare);
   cmd->add_option("--slo", a->slo, "service-level objectives for goodput, e.g. ttft_ms=200,tpot_ms=50 (also e2e_ms)")
       ->excludes(compare);
   add_percentiles_option(cmd, a->percentiles)->excludes(compare);
@@ -132,7 +137,10 @@ void add_report(CLI::App& app) {
     }
     if (a->csv.empty()) fail("report: give a requests.csv, or --compare A.csv B.csv");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
-    Summary summary = summarize_or_exit(read_requests_csv(a->csv), slo, parse_percentile_method(a->percentiles));
+    require_writable(a->html, "--html");
+    const std::vector<RequestRecord> records = read_requests_csv(a->csv);
+    Summary summary = summarize_or_exit(records, slo, parse_percentile_method(a->percentiles));
+    if (!a->html.empty()) write_text(a->html, requests_report_html(records, summary, a->csv));
     if (a->json) std::printf("%s\n", summary_json(summary).dump(2).c_str());
     else std::fputs(format_report(summary).c_str(), stdout);
   });
@@ -230,7 +238,7 @@ void add_bench_serve(CLI::App& bench) {
   struct Args {
     ServeOptions serve;
     int num_requests = 0;
-    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles;
+    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles, html;
     int input_len = 128, output_len = 64;
     int warmup = 0, repeat = 1;
     bool no_progress = false;
@@ -267,6 +275,7 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--api-key", a->serve.api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
   cmd->add_option("--output", a->output, "per-request CSV (default requests.csv; '' to skip)");
   cmd->add_option("--summary", a->summary, "JSON summary file");
+  cmd->add_option("--html", a->html, "the report as one self-contained HTML page (as report --html)");
   cmd->add_option("--slo", a->slo, "goodput objectives, e.g. ttft_ms=200,tpot_ms=50");
   add_percentiles_option(cmd, a->percentiles);
   cmd->add_flag("--no-progress", a->no_progress, "no progress bar even on a terminal");
@@ -281,6 +290,7 @@ void add_bench_serve(CLI::App& bench) {
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
     require_writable(a->output, "--output");
     require_writable(a->summary, "--summary");
+    require_writable(a->html, "--html");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
     const PercentileMethod percentiles = parse_percentile_method(a->percentiles);
     ServeOptions options = a->serve;
@@ -335,6 +345,10 @@ void add_bench_serve(CLI::App& bench) {
       j["environment"] = run_environment(load_before, target, summary, warmup);
       write_text(a->summary, j.dump(2) + "\n");
     }
+    if (!a->html.empty())
+      write_text(a->html, requests_report_html(run.records, summary,
+                                               fmt::format("bench serve {} ({}), {} requests", options.base_url,
+                                                           options.model, run.records.size())));
     if (a->warmup > 0)
       std::printf("Warm-up: %d requests sent first (%zu ok), excluded from the CSV and the figures below\n", a->warmup,
                   warmup.successful);
@@ -384,7 +398,7 @@ void add_bench_capacity(CLI::App& bench) {
                                                "knee, JSON and SVG");
   struct Args {
     ServeOptions serve;
-    std::string slo, rates = "0.5:64", levels, tokenizer, output_dir = "capacity";
+    std::string slo, rates = "0.5:64", levels, tokenizer, output_dir = "capacity", html;
     int num_requests = 100, input_len = 128, output_len = 64, warmup = 0;
     CapacityOptions capacity;
     bool json = false, no_files = false;
@@ -426,6 +440,7 @@ void add_bench_capacity(CLI::App& bench) {
   cmd->add_option("--output-dir", a->output_dir,
                   "where capacity.json, capacity.svg and requests.csv (every run, its run column) go (default capacity)");
   cmd->add_flag("--no-files", a->no_files, "write no files");
+  cmd->add_option("--html", a->html, "also write the capacity curve and every point's figures as one self-contained HTML page");
   cmd->add_flag("--json", a->json, "print capacity.json's content instead of the text report");
   cmd->callback([=] {
     CapacityOptions options = a->capacity;
@@ -442,6 +457,7 @@ void add_bench_capacity(CLI::App& bench) {
       for (const char* name : {"capacity.json", "capacity.svg", "requests.csv"})
         require_writable((dir / name).string(), "--output-dir");
     }
+    require_writable(a->html, "--html");
     ServeOptions serve = a->serve;
     serve.tokenizer = optional_tokenizer(a->tokenizer, serve.model);
     if (serve.model.empty()) serve.model = first_model_id(serve.base_url, serve.api_key, std::min(serve.timeout_s, 30.0));
@@ -491,6 +507,10 @@ void add_bench_capacity(CLI::App& bench) {
                  capacity_svg(result, options, fmt::format("{}: capacity under {}", serve.model, a->slo)));
       write_requests_csv(dir / "requests.csv", all);
     }
+    if (!a->html.empty())
+      write_text(a->html, capacity_report_html(result, options, fmt::format("{}: capacity under {}", serve.model, a->slo),
+                                               fmt::format("bench capacity {} ({}), {} requests per run", serve.base_url,
+                                                           serve.model, a->num_requests)));
     if (a->json) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {
@@ -517,7 +537,7 @@ void add_bench_latency(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("latency", "The course's chapter 3: greedy-generation latency against input length "
                                               "(median of repeats), linear fit, verdicts, CSV and SVG");
   struct Args {
-    std::string model, lengths = "8,16,32,64,128,256", csv, svg;
+    std::string model, lengths = "8,16,32,64,128,256", csv, svg, html;
     LatencyOptions options;
     bool check_repeat = false;
     int threads = 0;
@@ -533,8 +553,12 @@ void add_bench_latency(CLI::App& bench) {
   cmd->add_flag("--check-repeat", a->check_repeat, "run the sweep twice and check each length agrees within 20 %");
   cmd->add_option("--csv", a->csv, "write the points (both runs with --check-repeat) as CSV");
   cmd->add_option("--svg", a->svg, "write a scatter plot with the fitted line as SVG");
+  cmd->add_option("--html", a->html, "write a self-contained HTML page: the plot with both fits and the points' table");
   cmd->add_option("--threads", a->threads, "compute threads (0 = all cores)")->default_val(0);
   cmd->callback([=] {
+    require_writable(a->csv, "--csv");
+    require_writable(a->svg, "--svg");
+    require_writable(a->html, "--html");
     LatencyOptions options = a->options;
     options.lengths = parse_lengths(a->lengths);
     options.on_length_done = [](int length) { std::fprintf(stderr, "  measured %d tokens\n", length); };
@@ -577,9 +601,14 @@ void add_bench_latency(CLI::App& bench) {
                   worst < 0.2 ? "yes" : "NO", worst * 100, worst_len);
     }
     if (!a->csv.empty()) write_text(a->csv, latency_csv(runs));
-    if (!a->svg.empty())
-      write_text(a->svg, latency_svg(sweep, fmt::format("{}: latency vs input length (gen_len {}, median of {})",
-                                                        model->config().architecture, options.gen_len, options.repeat)));
+    const std::string title = fmt::format("{}: latency vs input length (gen_len {}, median of {})",
+                                          model->config().architecture, options.gen_len, options.repeat);
+    if (!a->svg.empty()) write_text(a->svg, latency_svg(sweep, title));
+    if (!a->html.empty())
+      write_text(a->html, latency_report_html(runs, title,
+                                              fmt::format("{} ({} layers, hidden {}), input = id {} repeated", a->model,
+                                                          model->config().num_layers, model->config().hidden_size,
+                                                          options.token_id)));
   });
 }
 
