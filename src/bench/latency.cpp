@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "bench/svg_plot.h"
 #include "inferlab/util/error.h"
 #include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/model.h"
@@ -134,7 +135,7 @@ std::string latency_csv(const std::vector<LatencySweep>& runs) {
 }
 
 std::string latency_svg(const LatencySweep& sweep, const std::string& title) {
-  const double width = 640, height = 420, left = 70, right = 20, top = 40, bottom = 55;
+  const double width = 640, height = 420;
   double max_x = 0, max_y = 0;
   for (const auto& p : sweep.points) {
     max_x = std::max(max_x, static_cast<double>(p.input_len));
@@ -142,42 +143,23 @@ std::string latency_svg(const LatencySweep& sweep, const std::string& title) {
   }
   max_x *= 1.05;
   max_y = std::max(max_y, sweep.fit.intercept + sweep.fit.slope * max_x) * 1.1;
-  auto px = [&](double x) { return left + x / max_x * (width - left - right); };
-  auto py = [&](double y) { return height - bottom - y / max_y * (height - top - bottom); };
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      width, height);
-  std::string escaped;
-  for (char c : title) escaped += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
-  svg += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n", width / 2, escaped);
-  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, height - bottom,
-                     width - right);
-  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, height - bottom, top);
-  for (int i = 0; i <= 5; ++i) {
-    double xv = max_x * i / 5, yv = max_y * i / 5;
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:.0f}</text>\n", px(xv),
-                       height - bottom + 16, xv);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3f}</text>\n", left - 6, py(yv) + 4, yv);
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n", left,
-                       py(yv), width - right);
-  }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">input length (tokens)</text>\n",
-                     (left + width - right) / 2, height - 15);
-  svg += fmt::format("<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">latency (s)</text>\n",
-                     (top + height - bottom) / 2);
-  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#d62728\" stroke-width=\"2\"/>\n",
+  const svg::Frame frame{.left = 70, .right = width - 20, .top = 40, .bottom = height - 55, .x_max = max_x, .y_max = max_y};
+  auto px = [&](double x) { return frame.px(x); };
+  auto py = [&](double y) { return frame.py(y); };
+  std::string out = svg::open(width, height) + svg::title(width, title);
+  out += svg::axes(frame, 5, 0, 3, "input length (tokens)", "latency (s)");
+  out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#d62728\" stroke-width=\"2\"/>\n",
                      px(0), py(sweep.fit.intercept), px(max_x), py(sweep.fit.intercept + sweep.fit.slope * max_x));
   for (const auto& p : sweep.points) {
     for (double s : p.samples_s)
-      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\" fill=\"#9ecae1\"/>\n", px(p.input_len), py(s));
-    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4.5\" fill=\"#1f77b4\"><title>{} tokens: {:.4f} s</title></circle>\n",
+      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\" fill=\"#9ecae1\"/>\n", px(p.input_len), py(s));
+    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4.5\" fill=\"#1f77b4\"><title>{} tokens: {:.4f} s</title></circle>\n",
                        px(p.input_len), py(p.latency_s), p.input_len, p.latency_s);
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#d62728\">fit: {:.3e} s/token + {:.4f} s</text>\n", left + 10,
-                     top + 14, sweep.fit.slope, sweep.fit.intercept);
-  svg += "</svg>\n";
-  return svg;
+  out += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#d62728\">fit: {:.3e} s/token + {:.4f} s</text>\n", frame.left + 10,
+                     frame.top + 14, sweep.fit.slope, sweep.fit.intercept);
+  out += "</svg>\n";
+  return out;
 }
 
 }  // namespace inferlab::bench

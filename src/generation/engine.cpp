@@ -111,6 +111,7 @@ std::shared_ptr<RequestStream> Engine::submit(ChoiceRequest request) {
 
 bool Engine::idle() const { return scheduler_->idle(); }
 SchedulerStats Engine::stats() const { return scheduler_->stats(); }
+std::vector<SequenceSnapshot> Engine::running_sequences() const { return scheduler_->running_sequences(); }
 void Engine::shutdown(const std::string& reason) { scheduler_->shutdown(reason); }
 
 }  // namespace inferlab

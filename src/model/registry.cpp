@@ -16,7 +16,8 @@ namespace inferlab {
 namespace {
 
 const std::vector<const Architecture*>& architectures() {
-  static const std::vector<const Architecture*> all{&gpt2_architecture(), &qwen2_architecture(), &llama_architecture()};
+  static const std::vector<const Architecture*> all{&gpt2_architecture(), &qwen2_architecture(), &qwen3_architecture(),
+                                                    &llama_architecture(), &mistral_architecture()};
   return all;
 }
 

@@ -254,6 +254,10 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
       float* q = &qkv[static_cast<std::size_t>(r) * qkv_dim];
       float* k = q + q_dim;
       const float* v = k + kv_dim;
+      if (!L.q_norm.empty()) {  // Qwen3: each head normalised on its own, before RoPE
+        rms_norm_to(q, q, heads, hd, L.q_norm.data(), eps);
+        rms_norm_to(k, k, kv_heads, hd, L.k_norm.data(), eps);
+      }
       if (w_.positions == PositionKind::Rope) {
         const float* cs = &cos_table[static_cast<std::size_t>(r) * half];
         const float* sn = &sin_table[static_cast<std::size_t>(r) * half];
@@ -267,7 +271,9 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
       // One pass over each sequence's cache blocks per (row, kv head): scores, online softmax and
       // the weighted values fused (src/tensor/fast/attention.cpp), threaded on the kernel pool.
       for (std::size_t e = 0; e < batch.size(); ++e) cache.layer_blocks(layer, *batch[e].kv, kv_views[e]);
-      for (int r = 0; r < rows; ++r) attention_rows[r] = {&kv_views[row_entry[r]], row_pos[r]};
+      for (int r = 0; r < rows; ++r)
+        attention_rows[r] = {&kv_views[row_entry[r]], row_pos[r],
+                             c.sliding_window > 0 ? std::max(0, row_pos[r] - c.sliding_window + 1) : 0};
       fast::causal_attention(qkv.data(), qkv_dim, attn.data(), q_dim, attention_rows, {heads, kv_heads, hd, scale});
     } else {
       // Causal attention per sequence and kv head: its cached K/V gathered contiguous, then two
@@ -283,7 +289,7 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
           const int kvh = h / group;
           causal_attention(&qkv[static_cast<std::size_t>(first_row) * qkv_dim + h * hd], qkv_dim, n, start,
                            gathered_k.data() + kvh * hd, gathered_v.data() + kvh * hd, kv_dim, hd, scale,
-                           &attn[static_cast<std::size_t>(first_row) * q_dim + h * hd], q_dim, scores);
+                           &attn[static_cast<std::size_t>(first_row) * q_dim + h * hd], q_dim, scores, c.sliding_window);
         }
         first_row += n;
       }

@@ -21,6 +21,7 @@ enum class PositionKind { Learned, Rope };
 struct LayerWeights {
   std::vector<float> norm1_weight, norm1_bias, norm2_weight, norm2_bias;  // bias empty for RMSNorm
   LinearWeight qkv;   // fused [q | k | v] rows: one matmul per layer
+  std::vector<float> q_norm, k_norm;  // Qwen3: RMSNorm of each q / k head before RoPE ([head_dim]); else empty
   LinearWeight out;   // attention output projection
   LinearWeight up;    // GELU: fc; SwiGLU: fused [gate | up] rows
   LinearWeight down;
@@ -87,13 +88,17 @@ struct Architecture {
 const Architecture& gpt2_architecture();
 const Architecture& qwen2_architecture();
 const Architecture& llama_architecture();
+const Architecture& qwen3_architecture();
+const Architecture& mistral_architecture();
 
 // By model_type, else by architectures[]; Error listing what is supported.
 const Architecture& find_architecture(const nlohmann::json& config, const std::string& where);
 
-// Llama-family pieces shared by llama.cpp and qwen2.cpp (they differ in biases and defaults).
+// Llama-family pieces shared by llama.cpp, qwen2.cpp, qwen3.cpp and mistral.cpp (they differ in
+// biases, q/k norms and defaults).
 struct LlamaStyle {
   bool qkv_bias = false, out_bias = false, mlp_bias = false;
+  bool qk_norm = false;  // self_attn.q_norm / k_norm weights (Qwen3)
 };
 ModelConfig parse_llama_style_config(const nlohmann::json& config, const std::string& where, const std::string& arch,
                                      bool tie_default);

@@ -37,6 +37,8 @@ bool bearer_matches(std::string_view authorization, std::string_view key) {
   return !key.empty() && constant_time_equal(trim(authorization.substr(scheme.size())), key);
 }
 
+bool is_public_path(std::string_view path) { return path == "/health" || path == "/dashboard"; }
+
 }  // namespace inferlab::api
 
 namespace inferlab {

@@ -583,7 +583,7 @@ HttpResponse HttpServer::Impl::handle(HttpRequest& req) const {
   // Host, Origin, then the API key: checked before routing, so no handler (and no body parsing)
   // runs for a stranger.
   if (refuse_foreign_caller(req, res)) return res;
-  if (!options.api_key.empty() && req.path != "/health" && !bearer_matches(req.header("Authorization"), options.api_key)) {
+  if (!options.api_key.empty() && !is_public_path(req.path) && !bearer_matches(req.header("Authorization"), options.api_key)) {
     res.set_header("WWW-Authenticate", "Bearer");
     send_error(res, ApiError(401, req.has("Authorization")
                                       ? "incorrect API key provided (the key given to inferlab serve --api-key is needed)"

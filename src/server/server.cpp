@@ -14,10 +14,12 @@
 #include <algorithm>
 
 #include "inferlab/generation/engine.h"
+#include "server/dashboard.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus.h"
+#include "server/server_info.h"
 #include "server/sse_stream.h"
 
 namespace inferlab {
@@ -244,8 +246,25 @@ void Server::Impl::routes() {
                      "model", "model_not_found");
     send_json(res, 200, model_entry());
   });
+  http.get("/server_info", [this](const api::HttpRequest&, api::HttpResponse& res) {
+    require_ready();
+    send_json(res, 200, api::server_info(options, bound_port, engine->name(), engine->model_path().string(), context));
+  });
   http.get("/metrics", [this](const api::HttpRequest&, api::HttpResponse& res) {
     res.set_content(api::prometheus_text(metrics()), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  // The page is the same static bytes for everyone (no data: the API-key check lets it through,
+  // as a login page); every figure it shows comes from /dashboard/stats, which needs the key.
+  http.get("/dashboard", [](const api::HttpRequest&, api::HttpResponse& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                              "connect-src 'self'; img-src 'self'; frame-ancestors 'none'");
+    res.set_content(api::dashboard_page(), "text/html; charset=utf-8");
+  });
+  http.get("/dashboard/stats", [this](const api::HttpRequest&, api::HttpResponse& res) {
+    const std::vector<SequenceSnapshot> running = engine ? engine->running_sequences() : std::vector<SequenceSnapshot>{};
+    res.set_header("Cache-Control", "no-store");
+    send_json(res, 200, api::dashboard_stats(metrics(), running, engine ? engine->name() : "", Clock::now()));
   });
   http.post("/v1/chat/completions", [this](const api::HttpRequest& req, api::HttpResponse& res) { generate(req, res, true); });
   http.post("/v1/completions", [this](const api::HttpRequest& req, api::HttpResponse& res) { generate(req, res, false); });

@@ -122,7 +122,7 @@ void softmax(float* x, int n) {
 }
 
 void causal_attention(const float* q, int q_stride, int n, int start, const float* k, const float* v, int kv_stride,
-                      int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch) {
+                      int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch, int window) {
   const int ctx = start + n;
   // Query rows in chunks so the score matrix stays small for long prompts.
   const int chunk = std::max(1, std::min(n, static_cast<int>((1u << 22) / std::max(ctx, 1))));
@@ -140,7 +140,9 @@ void causal_attention(const float* q, int q_stride, int n, int start, const floa
     for (int i = 0; i < m; ++i) {
       float* row = s + static_cast<std::size_t>(i) * visible;
       const int see = start + i0 + i + 1;
-      softmax(row, see);
+      const int first = window > 0 ? std::max(0, see - window) : 0;  // older keys are outside the window
+      softmax(row + first, see - first);
+      std::fill(row, row + first, 0.0f);
       std::fill(row + see, row + visible, 0.0f);
     }
     float* o = out + static_cast<std::size_t>(i0) * out_stride;

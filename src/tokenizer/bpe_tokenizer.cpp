@@ -14,73 +14,6 @@
 namespace inferlab::tokenizer_detail {
 
 // ---------------------------------------------------------------------------------------------
-// Regex
-
-namespace {
-
-struct ThreadMatchState {
-  pcre2_match_data* data = pcre2_match_data_create(32, nullptr);
-  // Long runs (a 1 MB word) can outgrow PCRE2's default 32 KB JIT stack.
-  pcre2_jit_stack* jit_stack = pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, nullptr);
-  pcre2_match_context* context = pcre2_match_context_create(nullptr);
-  ThreadMatchState() { pcre2_jit_stack_assign(context, nullptr, jit_stack); }
-  ~ThreadMatchState() {
-    pcre2_match_context_free(context);
-    pcre2_jit_stack_free(jit_stack);
-    pcre2_match_data_free(data);
-  }
-};
-
-ThreadMatchState& match_state() {
-  thread_local ThreadMatchState state;
-  return state;
-}
-
-}  // namespace
-
-Regex::Regex(const std::string& pattern) : pattern_(pattern) {
-  int error_code = 0;
-  PCRE2_SIZE error_offset = 0;
-  code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                        PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error_code, &error_offset, nullptr);
-  if (!code_) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(error_code, message, sizeof message);
-    fail("pre-tokenizer regex does not compile at offset {}: {} (pattern: {})", error_offset,
-         reinterpret_cast<char*>(message), pattern);
-  }
-  jit_ = pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE) == 0;
-}
-
-Regex::~Regex() { pcre2_code_free(code_); }
-
-template <typename F>
-void Regex::for_each_match(std::string_view subject, F&& on_match) const {
-  ThreadMatchState& state = match_state();
-  auto* text = reinterpret_cast<PCRE2_SPTR>(subject.data());
-  std::size_t start = 0;
-  while (start < subject.size()) {
-    int rc = jit_ ? pcre2_jit_match(code_, text, subject.size(), start, 0, state.data, state.context)
-                  : pcre2_match(code_, text, subject.size(), start, 0, state.data, state.context);
-    if (rc == PCRE2_ERROR_NOMATCH) return;
-    if (rc < 0) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(rc, message, sizeof message);
-      fail("pre-tokenizer regex failed at byte {}: {}", start, reinterpret_cast<char*>(message));
-    }
-    PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
-    std::size_t begin = ovector[0], end = ovector[1];
-    if (end == begin) {  // an empty match: step over one code point and look again
-      start = end + 1;
-      while (start < subject.size() && (static_cast<unsigned char>(subject[start]) & 0xC0) == 0x80) ++start;
-      continue;
-    }
-    on_match(begin, end);
-    start = end;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Byte-level table
 
 const std::array<char32_t, 256>& byte_to_unicode() {
@@ -136,7 +69,9 @@ constexpr uint64_t kEmptyKey = ~0ull;
 
 }  // namespace
 
-BpeTokenizer::BpeTokenizer(Spec spec)
+BpeTokenizer::BpeTokenizer(Spec spec) : BpeTokenizer(std::move(spec), byte_level_to_bytes, true) {}
+
+BpeTokenizer::BpeTokenizer(Spec spec, PieceBytes piece_bytes, bool byte_level)
     : added_tokens_(std::move(spec.added_tokens)),
       normalizers_(std::move(spec.normalizers)),
       pre_tokenizers_(std::move(spec.pre_tokenizers)),
@@ -170,7 +105,7 @@ BpeTokenizer::BpeTokenizer(Spec spec)
   std::size_t not_byte_level = 0;
   std::string example;
   for (auto& [piece, id] : spec.vocab) {
-    if (!byte_level_to_bytes(piece, raw)) {
+    if (!piece_bytes(piece, raw)) {
       // A few literal entries (control tokens) are fine; a whole vocabulary of them is SentencePiece.
       ++not_byte_level;
       if (example.empty()) example = piece;
@@ -180,14 +115,16 @@ BpeTokenizer::BpeTokenizer(Spec spec)
     bytes_[id] = raw;
     bytes_to_id_.emplace(raw, id);
     piece_to_id_.emplace(piece, id);
+    vocab_ids_.emplace(piece, id);
   }
-  if (not_byte_level > spec.vocab.size() / 100 + 8)
+  if (byte_level && not_byte_level > spec.vocab.size() / 100 + 8)
     fail("{}: {} vocab entries (e.g. {:?}) are not byte-level BPE (characters outside GPT-2's byte table); "
-         "only byte-level BPE tokenizers (GPT-2, Qwen2, Llama-3 families) are supported",
+         "byte-level BPE (GPT-2, Qwen2, Llama-3 families) needs them all to be; SentencePiece-style vocabularies "
+         "need model.byte_fallback or a ByteFallback/Metaspace decoder",
          spec.source, not_byte_level, example);
   for (const auto& token : added_tokens_) {
     pieces_[token.id] = token.content;
-    bytes_[token.id] = token.content;
+    if (byte_level || !piece_bytes(token.content, bytes_[token.id])) bytes_[token.id] = token.content;
     special_[token.id] = token.special;
     added_[token.id] = 1;
     piece_to_id_[token.content] = token.id;
@@ -205,8 +142,11 @@ BpeTokenizer::BpeTokenizer(Spec spec)
   while (capacity < spec.merges.size() * 2 + 16) capacity <<= 1;
   merge_table_.assign(capacity, MergeSlot{kEmptyKey, {0, 0}});
   merge_mask_ = capacity - 1;
-  int32_t rank = 0;
-  for (const auto& [left, right] : spec.merges) {
+  if (!spec.merge_ranks.empty() && spec.merge_ranks.size() != spec.merges.size())
+    fail("{}: {} merge ranks for {} merges", spec.source, spec.merge_ranks.size(), spec.merges.size());
+  for (std::size_t index = 0; index < spec.merges.size(); ++index) {
+    const auto& [left, right] = spec.merges[index];
+    int32_t rank = spec.merge_ranks.empty() ? static_cast<int32_t>(index) : spec.merge_ranks[index];
     auto l = piece_to_id_.find(left), r = piece_to_id_.find(right), m = piece_to_id_.find(left + right);
     if (l == piece_to_id_.end() || r == piece_to_id_.end() || m == piece_to_id_.end())
       fail("{}: merge {} (\"{} {}\") uses a piece missing from the vocabulary", spec.source, rank, left, right);
@@ -218,7 +158,6 @@ BpeTokenizer::BpeTokenizer(Spec spec)
         break;
       }
     }
-    ++rank;
   }
 }
 
@@ -236,29 +175,43 @@ const BpeTokenizer::Merge* BpeTokenizer::find_merge(int32_t left, int32_t right)
 // ---------------------------------------------------------------------------------------------
 // BPE on one pre-tokenized word (raw bytes)
 
+std::size_t BpeTokenizer::initial_ids(std::string_view word, int32_t* out) const {
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    int32_t id = byte_ids_[static_cast<unsigned char>(word[i])];
+    if (id < 0) fail("byte 0x{:02X} has no token in this vocabulary", static_cast<unsigned char>(word[i]));
+    out[i] = id;
+  }
+  return word.size();
+}
+
+std::optional<int32_t> BpeTokenizer::whole_word_id(std::string_view word) const {
+  auto it = bytes_to_id_.find(std::string(word));
+  if (it == bytes_to_id_.end()) return std::nullopt;
+  return it->second;
+}
+
+int32_t BpeTokenizer::vocab_id(std::string_view piece) const {
+  auto it = vocab_ids_.find(std::string(piece));
+  return it == vocab_ids_.end() ? -1 : it->second;
+}
+
 void BpeTokenizer::bpe(std::string_view word, std::vector<int32_t>& out) const {
   if (ignore_merges_) {
-    if (auto it = bytes_to_id_.find(std::string(word)); it != bytes_to_id_.end()) {
-      out.push_back(it->second);
+    if (auto id = whole_word_id(word)) {
+      out.push_back(*id);
       return;
     }
   }
-  std::size_t n = word.size();
-  auto byte_id = [&](std::size_t i) {
-    int32_t id = byte_ids_[static_cast<unsigned char>(word[i])];
-    if (id < 0) fail("byte 0x{:02X} has no token in this vocabulary", static_cast<unsigned char>(word[i]));
-    return id;
-  };
-  if (n < 2) {
-    out.push_back(byte_id(0));
-    return;
-  }
-  if (n <= 64) {
+  if (word.size() <= 64) {
     // Short words, on the stack: keep the rank of each adjacent pair and rescan for the best
     // (leftmost lowest) merge.
     int32_t ids[64], ranks[64], merged[64];
+    std::size_t n = initial_ids(word, ids);
+    if (n < 2) {
+      out.insert(out.end(), ids, ids + n);
+      return;
+    }
     std::size_t count = n;
-    for (std::size_t i = 0; i < n; ++i) ids[i] = byte_id(i);
     auto rank_of = [&](std::size_t i) {
       const Merge* m = find_merge(ids[i], ids[i + 1]);
       ranks[i] = m ? m->rank : INT_MAX;
@@ -284,8 +237,9 @@ void BpeTokenizer::bpe(std::string_view word, std::vector<int32_t>& out) const {
     out.insert(out.end(), ids, ids + count);
     return;
   }
-  std::vector<int32_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = byte_id(i);
+  std::vector<int32_t> ids(word.size());
+  std::size_t n = initial_ids(word, ids.data());
+  ids.resize(n);
   // Long words: a heap of candidate merges over a linked list, O(n log n).
   struct Candidate {
     int32_t rank;
@@ -349,86 +303,6 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
 // Normalization and pre-tokenization of the text between added tokens
 
 namespace {
-
-std::string apply_normalizer(NormalizerKind kind, std::string_view text) {
-  if (kind != NormalizerKind::Lowercase) {
-    // Code points below U+0300 are unchanged by every normalization form unless a combining mark
-    // follows; lead bytes from 0xCC up start U+0300 and beyond.
-    bool trivial = std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0xCC; });
-    if (trivial && (kind == NormalizerKind::NFC || kind == NormalizerKind::NFD)) return std::string(text);
-    if (kind != NormalizerKind::NFC && kind != NormalizerKind::NFD &&
-        std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
-      return std::string(text);
-  }
-  int options = UTF8PROC_STABLE;
-  switch (kind) {
-    case NormalizerKind::NFC: options |= UTF8PROC_COMPOSE; break;
-    case NormalizerKind::NFD: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalizerKind::NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalizerKind::NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
-    case NormalizerKind::Lowercase: break;
-  }
-  std::string out;
-  // Normalize each valid UTF-8 run; invalid bytes pass through untouched (see docs/tokenizer.md).
-  std::size_t i = 0;
-  while (i < text.size()) {
-    std::size_t run_end = i;
-    while (run_end < text.size()) {
-      if (static_cast<unsigned char>(text[run_end]) < 0x80) { ++run_end; continue; }
-      std::size_t n = utf8::sequence_length(text, run_end);
-      if (n == 0) break;
-      run_end += n;
-    }
-    std::string_view run = text.substr(i, run_end - i);
-    if (kind == NormalizerKind::Lowercase) {
-      for (std::size_t k = 0; k < run.size();) {
-        utf8proc_int32_t cp = 0;
-        auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(run.data() + k),
-                                  static_cast<utf8proc_ssize_t>(run.size() - k), &cp);
-        utf8::append(out, static_cast<char32_t>(utf8proc_tolower(cp)));
-        k += static_cast<std::size_t>(n);
-      }
-    } else if (!run.empty()) {
-      utf8proc_uint8_t* mapped = nullptr;
-      auto length = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(run.data()),
-                                 static_cast<utf8proc_ssize_t>(run.size()), &mapped,
-                                 static_cast<utf8proc_option_t>(options));
-      if (length < 0) fail("Unicode normalization failed: {}", utf8proc_errmsg(length));
-      out.append(reinterpret_cast<char*>(mapped), static_cast<std::size_t>(length));
-      std::free(mapped);
-    }
-    i = run_end;
-    if (i < text.size()) out += text[i++];  // one invalid byte, as is
-  }
-  return out;
-}
-
-// True when NFC (and NFD) leave the text as it is: no character that decomposes canonically, has a
-// non-zero combining class, or can be the second half of a composition (Hangul V/T jamo included).
-// Most text (ASCII, CJK) passes, skipping utf8proc's decompose/recompose and its allocation.
-bool nfc_inert(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    auto lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0xCC) {  // below U+0300 (or invalid bytes, which normalization leaves alone)
-      ++i;
-      continue;
-    }
-    utf8proc_int32_t cp = 0;
-    auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
-                              static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
-    if (n <= 0) {
-      ++i;
-      continue;
-    }
-    i += static_cast<std::size_t>(n);
-    if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;
-    const utf8proc_property_t* p = utf8proc_get_property(cp);
-    if (p->combining_class != 0) return false;
-    if (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) return false;
-    if (p->comb_index != UINT16_MAX && p->comb_index >= 0x8000) return false;
-  }
-  return true;
-}
 
 struct Span {
   std::size_t begin, end;
@@ -497,16 +371,16 @@ void split_by(const PreTokenizerStep& step, std::string_view piece, std::vector<
 
 }  // namespace
 
-void BpeTokenizer::encode_segment(std::string_view segment, std::vector<int32_t>& out) const {
+void BpeTokenizer::encode_segment(std::string_view segment, bool at_text_start, std::vector<int32_t>& out) const {
   if (segment.empty()) return;
   std::string normalized;
   std::string_view text = segment;
-  bool unchanged = std::all_of(normalizers_.begin(), normalizers_.end(), [&](NormalizerKind kind) {
-    return (kind == NormalizerKind::NFC || kind == NormalizerKind::NFD) && nfc_inert(segment);
+  bool unchanged = std::all_of(normalizers_.begin(), normalizers_.end(), [&](const Normalizer& n) {
+    return (n.kind == NormalizerKind::NFC || n.kind == NormalizerKind::NFD) && nfc_inert(segment);
   });
   if (!unchanged) {
     normalized = std::string(segment);
-    for (NormalizerKind kind : normalizers_) normalized = apply_normalizer(kind, normalized);
+    for (const Normalizer& n : normalizers_) normalized = apply_normalizer(n, normalized);
     text = normalized;
   }
   // Fast path for the common single-regex pipeline: BPE each match as it is found.
@@ -526,10 +400,30 @@ void BpeTokenizer::encode_segment(std::string_view segment, std::vector<int32_t>
   std::vector<Span> spans;
   for (const PreTokenizerStep& step : pre_tokenizers_) {
     next.clear();
-    for (std::string_view piece : pieces) {
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      std::string_view piece = pieces[k];
       if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.add_prefix_space && !piece.starts_with(' ')) {
         arena.push_back(" " + std::string(piece));
         piece = arena.back();
+      }
+      if (step.kind == PreTokenizerStep::Kind::Metaspace) {
+        // Spaces become the replacement; a piece gets one in front per prepend_scheme ("first": only
+        // the text's first piece, as Hugging Face decides by the piece's offset 0).
+        std::string replaced;
+        for (char c : piece) {
+          if (c == ' ') replaced += step.replacement;
+          else replaced += c;
+        }
+        bool first = at_text_start && k == 0 && piece.data() == text.data();
+        if (!replaced.starts_with(step.replacement) &&
+            (step.prepend == PrependScheme::Always || (step.prepend == PrependScheme::First && first)))
+          replaced = step.replacement + replaced;
+        arena.push_back(std::move(replaced));
+        piece = arena.back();
+        if (!step.regex) {
+          next.push_back(piece);
+          continue;
+        }
       }
       if (step.regex) split_by(step, piece, next, spans);
       else next.push_back(piece);
@@ -581,23 +475,27 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
     std::size_t segment_end = i;
     if (found->lstrip)
       while (segment_end > segment_start && is_space_byte(text[segment_end - 1])) --segment_end;
-    encode_segment(text.substr(segment_start, segment_end - segment_start), out);
+    encode_segment(text.substr(segment_start, segment_end - segment_start), segment_start == 0, out);
     out.push_back(found->id);
     i += found->content.size();
     if (found->rstrip)
       while (i < text.size() && is_space_byte(text[i])) ++i;
     segment_start = i;
   }
-  encode_segment(text.substr(segment_start), out);
+  encode_segment(text.substr(segment_start), segment_start == 0, out);
   if (add_special_tokens) out.insert(out.end(), post_processor_.suffix.begin(), post_processor_.suffix.end());
   return out;
+}
+
+void BpeTokenizer::check_id(int32_t id) const {
+  if (id < 0 || id >= static_cast<int32_t>(bytes_.size()))
+    fail("token id {} is out of range (vocabulary size {})", id, bytes_.size());
 }
 
 std::string BpeTokenizer::decode_bytes(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::string out;
   for (int32_t id : ids) {
-    if (id < 0 || id >= static_cast<int32_t>(bytes_.size()))
-      fail("token id {} is out of range (vocabulary size {})", id, bytes_.size());
+    check_id(id);
     if (skip_special_tokens && special_[id]) continue;
     out += bytes_[id];
   }

@@ -1,5 +1,5 @@
-// The byte-level BPE tokenizer behind inferlab::Tokenizer, built by the loaders (tokenizer.json,
-// vocab.json + merges.txt, GGUF).
+// The BPE tokenizer behind inferlab::Tokenizer, built by the loaders (tokenizer.json, vocab.json +
+// merges.txt, GGUF): byte-level BPE here; SentencePiece-style BPE (spm_bpe.h) derives from it.
 #pragma once
 #include <array>
 #include <memory>
@@ -9,41 +9,24 @@
 #include <unordered_map>
 #include <vector>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include "inferlab/tokenizer/tokenizer.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/regex.h"
 
 namespace inferlab::tokenizer_detail {
 
-// A JIT-compiled PCRE2 pattern (UTF + UCP; invalid UTF-8 in the subject simply never matches).
-class Regex {
- public:
-  explicit Regex(const std::string& pattern);
-  ~Regex();
-  Regex(const Regex&) = delete;
-  Regex& operator=(const Regex&) = delete;
-  // Calls on_match(start, end) for each non-overlapping match in order.
-  template <typename F>
-  void for_each_match(std::string_view subject, F&& on_match) const;
-  const std::string& pattern() const { return pattern_; }
-
- private:
-  std::string pattern_;
-  pcre2_code* code_ = nullptr;
-  bool jit_ = false;
-};
-
-enum class NormalizerKind { NFC, NFD, NFKC, NFKD, Lowercase };
-
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
+enum class PrependScheme { Always, First, Never };
+
 struct PreTokenizerStep {
-  enum class Kind { Split, ByteLevel, Digits } kind;
-  std::shared_ptr<Regex> regex;  // Split, ByteLevel with use_regex
+  enum class Kind { Split, ByteLevel, Digits, Metaspace } kind;
+  std::shared_ptr<Regex> regex = nullptr;  // Split, ByteLevel with use_regex, Metaspace with split
   SplitBehavior behavior = SplitBehavior::Isolated;
   bool invert = false;
   bool add_prefix_space = false;  // ByteLevel
+  std::string replacement = {};   // Metaspace: what a space becomes ("▁")
+  PrependScheme prepend = PrependScheme::Always;  // Metaspace
 };
 
 // TemplateProcessing / Roberta / Bert reduce to: ids before and after the sequence.
@@ -60,8 +43,9 @@ struct AddedToken {
 struct Spec {
   std::unordered_map<std::string, int32_t> vocab;  // byte-level piece -> id
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  std::vector<int32_t> merge_ranks;  // one per merge when ranks repeat (SentencePiece scores); else empty
   std::vector<AddedToken> added_tokens;
-  std::vector<NormalizerKind> normalizers;
+  std::vector<Normalizer> normalizers;
   std::vector<PreTokenizerStep> pre_tokenizers;
   PostProcessor post_processor;
   bool ignore_merges = false;  // Llama-3: a word found whole in the vocab is one token
@@ -69,9 +53,9 @@ struct Spec {
   std::string source;  // for error messages
 };
 
-class BpeTokenizer final : public Tokenizer {
+class BpeTokenizer : public Tokenizer {
  public:
-  explicit BpeTokenizer(Spec spec);
+  explicit BpeTokenizer(Spec spec);  // byte-level: every vocab string is in GPT-2's byte alphabet
   ~BpeTokenizer() override;
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override;
@@ -89,11 +73,28 @@ class BpeTokenizer final : public Tokenizer {
   void set_bos_eos(std::string bos, std::string eos) { bos_token_ = std::move(bos); eos_token_ = std::move(eos); }
   void set_post_processor(PostProcessor p) { post_processor_ = std::move(p); }
 
+ protected:
+  // The bytes a vocab string stands for; false when it is not of this tokenizer's form.
+  using PieceBytes = bool (*)(std::string_view piece, std::string& out);
+  // byte_level: most vocab strings must pass piece_bytes, and added tokens decode as written;
+  // otherwise added tokens go through piece_bytes too (SentencePiece's "▁▁" decodes to two spaces).
+  BpeTokenizer(Spec spec, PieceBytes piece_bytes, bool byte_level);
+  // The ids a pre-tokenized word starts as before any merge; at most word.size() of them.
+  // Byte-level: one per byte.
+  virtual std::size_t initial_ids(std::string_view word, int32_t* out) const;
+  // With ignore_merges: the id of a word found whole in the vocabulary.
+  virtual std::optional<int32_t> whole_word_id(std::string_view word) const;
+  // The id of a vocab string (not an added token), or -1.
+  int32_t vocab_id(std::string_view piece) const;
+  const std::string& bytes_of(int32_t id) const { return bytes_[id]; }
+  bool skipped(int32_t id, bool skip_special_tokens) const { return skip_special_tokens && special_[id]; }
+  void check_id(int32_t id) const;
+
  private:
   struct Merge {
     int32_t rank, merged;
   };
-  void encode_segment(std::string_view segment, std::vector<int32_t>& out) const;
+  void encode_segment(std::string_view segment, bool at_text_start, std::vector<int32_t>& out) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   void bpe(std::string_view word, std::vector<int32_t>& out) const;
   const Merge* find_merge(int32_t left, int32_t right) const;
@@ -103,6 +104,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<uint8_t> special_;     // id -> 1 when a special added token
   std::vector<uint8_t> added_;       // id -> 1 when an added token (decoded as its content)
   std::unordered_map<std::string, int32_t> piece_to_id_;
+  std::unordered_map<std::string, int32_t> vocab_ids_;  // model vocab only (no added tokens)
   std::unordered_map<std::string, int32_t> bytes_to_id_;
   std::array<int32_t, 256> byte_ids_{};
   // Open-addressing table of (left, right) -> merge; key and value share a cache line.
@@ -115,7 +117,7 @@ class BpeTokenizer final : public Tokenizer {
 
   std::vector<AddedToken> added_tokens_;
   std::array<uint8_t, 256> added_first_byte_{};
-  std::vector<NormalizerKind> normalizers_;
+  std::vector<Normalizer> normalizers_;
   std::vector<PreTokenizerStep> pre_tokenizers_;
   PostProcessor post_processor_;
   bool ignore_merges_ = false;

@@ -1,4 +1,5 @@
-// Builds BpeTokenizer from the three on-disk forms: tokenizer.json, vocab.json + merges.txt, GGUF.
+// Builds the tokenizers from the three on-disk forms: tokenizer.json, vocab.json + merges.txt, GGUF
+// (byte-level BpeTokenizer, or SpmBpeTokenizer for SentencePiece-style vocabularies).
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "inferlab/loading/gguf.h"
 #include "inferlab/util/model_path.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/spm_bpe.h"
 
 namespace inferlab {
 
@@ -75,7 +77,19 @@ std::string regex_escape(const std::string& literal) {
   return out;
 }
 
-void parse_normalizer(const Fields& f, const json& node, std::vector<NormalizerKind>& out, int depth = 0) {
+// A Split or Replace pattern: {"Regex": ...} or {"String": ...} (a literal, escaped for PCRE2).
+std::shared_ptr<Regex> parse_pattern(const Fields& f, const json& node, const char* where) {
+  const json& pattern = f.object(node, "pattern", where);
+  if (pattern.contains("Regex")) return std::make_shared<Regex>(f.string(pattern, "Regex", where));
+  if (pattern.contains("String")) {
+    std::string literal = f.string(pattern, "String", where);
+    if (literal.empty()) fail("{}: {}.pattern.String is empty", f.source, where);
+    return std::make_shared<Regex>(regex_escape(literal));
+  }
+  fail("{}: {}.pattern needs Regex or String", f.source, where);
+}
+
+void parse_normalizer(const Fields& f, const json& node, std::vector<Normalizer>& out, int depth = 0) {
   if (node.is_null()) return;
   if (depth > 32) fail("{}: normalizer Sequences nested deeper than 32 levels", f.source);
   if (!node.is_object()) fail("{}: normalizer must be an object or null", f.source);
@@ -85,12 +99,28 @@ void parse_normalizer(const Fields& f, const json& node, std::vector<NormalizerK
   else if (type == "NFKC") out.push_back(NormalizerKind::NFKC);
   else if (type == "NFKD") out.push_back(NormalizerKind::NFKD);
   else if (type == "Lowercase") out.push_back(NormalizerKind::Lowercase);
-  else if (type == "Sequence") {
+  else if (type == "Prepend") {
+    Normalizer prepend(NormalizerKind::Prepend);
+    prepend.text = f.string(node, "prepend", "normalizer(Prepend)");
+    out.push_back(std::move(prepend));
+  } else if (type == "Replace") {
+    Normalizer replace(NormalizerKind::Replace);
+    const json& pattern = f.object(node, "pattern", "normalizer(Replace)");
+    if (pattern.contains("String")) {
+      replace.literal = f.string(pattern, "String", "normalizer(Replace).pattern");
+      if (replace.literal.empty()) fail("{}: normalizer(Replace).pattern.String is empty", f.source);
+    } else {
+      replace.regex = parse_pattern(f, node, "normalizer(Replace)");
+    }
+    replace.text = f.string(node, "content", "normalizer(Replace)");
+    out.push_back(std::move(replace));
+  } else if (type == "Sequence") {
     auto it = node.find("normalizers");
     if (it == node.end() || !it->is_array()) fail("{}: normalizer Sequence needs a normalizers array", f.source);
     for (const json& child : *it) parse_normalizer(f, child, out, depth + 1);
   } else {
-    fail("{}: normalizer type {:?} is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Sequence)", f.source, type);
+    fail("{}: normalizer type {:?} is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, Sequence)",
+         f.source, type);
   }
 }
 
@@ -119,15 +149,32 @@ void parse_pre_tokenizer(const Fields& f, const json& node, std::vector<PreToken
     out.push_back(std::move(step));
   } else if (type == "Split") {
     PreTokenizerStep step{PreTokenizerStep::Kind::Split};
-    const json& pattern = f.object(node, "pattern", "pre_tokenizer(Split)");
-    if (pattern.contains("Regex")) step.regex = std::make_shared<Regex>(f.string(pattern, "Regex", "pre_tokenizer(Split).pattern"));
-    else if (pattern.contains("String")) step.regex = std::make_shared<Regex>(regex_escape(f.string(pattern, "String", "pre_tokenizer(Split).pattern")));
-    else fail("{}: pre_tokenizer(Split).pattern needs Regex or String", f.source);
+    step.regex = parse_pattern(f, node, "pre_tokenizer(Split)");
     step.behavior = parse_behavior(f, f.string(node, "behavior", "pre_tokenizer(Split)"));
     step.invert = f.boolean(node, "invert", false, "pre_tokenizer(Split)");
     out.push_back(std::move(step));
+  } else if (type == "Metaspace") {
+    // Hugging Face tokenizers' semantics: spaces become the replacement, one is prepended per
+    // prepend_scheme (older files: add_prefix_space), and with split the text is cut before each.
+    PreTokenizerStep step{PreTokenizerStep::Kind::Metaspace};
+    step.replacement = node.contains("replacement") ? f.string(node, "replacement", "pre_tokenizer(Metaspace)") : "\u2581";
+    if (step.replacement.empty()) fail("{}: pre_tokenizer(Metaspace).replacement is empty", f.source);
+    if (node.contains("prepend_scheme")) {
+      std::string scheme = f.string(node, "prepend_scheme", "pre_tokenizer(Metaspace)");
+      if (scheme == "always") step.prepend = PrependScheme::Always;
+      else if (scheme == "first") step.prepend = PrependScheme::First;
+      else if (scheme == "never") step.prepend = PrependScheme::Never;
+      else fail("{}: pre_tokenizer(Metaspace).prepend_scheme {:?} is not always, first or never", f.source, scheme);
+    } else {
+      step.prepend = f.boolean(node, "add_prefix_space", true, "pre_tokenizer(Metaspace)") ? PrependScheme::Always : PrependScheme::Never;
+    }
+    if (f.boolean(node, "split", true, "pre_tokenizer(Metaspace)")) {
+      step.regex = std::make_shared<Regex>(regex_escape(step.replacement));
+      step.behavior = SplitBehavior::MergedWithNext;
+    }
+    out.push_back(std::move(step));
   } else {
-    fail("{}: pre_tokenizer type {:?} is not supported (supported: ByteLevel, Split, Sequence)", f.source, type);
+    fail("{}: pre_tokenizer type {:?} is not supported (supported: ByteLevel, Split, Metaspace, Sequence)", f.source, type);
   }
 }
 
@@ -230,6 +277,95 @@ void apply_tokenizer_config(const std::filesystem::path& folder, Spec& spec, boo
   }
 }
 
+bool mentions_type(const json& node, const char* type, int depth = 0) {
+  if (depth > 32) return false;
+  if (node.is_object()) {
+    if (auto it = node.find("type"); it != node.end() && it->is_string() && *it == type) return true;
+    for (const auto& [key, child] : node.items())
+      if (mentions_type(child, type, depth + 1)) return true;
+  } else if (node.is_array()) {
+    for (const json& child : node)
+      if (mentions_type(child, type, depth + 1)) return true;
+  }
+  return false;
+}
+
+// A SentencePiece-style decoder: Replace("▁" -> " "), ByteFallback, Fuse, Strip(" ", start <= 1,
+// stop 0) or Metaspace, alone or in a Sequence. Their effect beyond what SpmBpeTokenizer always does
+// ("▁" is a space, <0xNN> a byte) is the rule at the start of the text.
+SpmTextStart parse_spm_decoder(const Fields& f, const json& node, int depth = 0) {
+  if (node.is_null()) fail("{}: a SentencePiece-style tokenizer needs a decoder (Replace/ByteFallback/Fuse or Metaspace)", f.source);
+  if (depth > 32) fail("{}: decoder Sequences nested deeper than 32 levels", f.source);
+  if (!node.is_object()) fail("{}: decoder must be an object", f.source);
+  std::string type = f.string(node, "type", "decoder");
+  if (type == "Sequence") {
+    auto it = node.find("decoders");
+    if (it == node.end() || !it->is_array()) fail("{}: decoder Sequence needs a decoders array", f.source);
+    SpmTextStart start = SpmTextStart::Keep;
+    for (const json& child : *it) {
+      SpmTextStart s = parse_spm_decoder(f, child, depth + 1);
+      if (s != SpmTextStart::Keep) start = s;
+    }
+    return start;
+  }
+  if (type == "ByteFallback" || type == "Fuse") return SpmTextStart::Keep;
+  if (type == "Replace") {
+    const json& pattern = f.object(node, "pattern", "decoder(Replace)");
+    if (!pattern.contains("String") || f.string(pattern, "String", "decoder(Replace).pattern") != "\u2581" ||
+        f.string(node, "content", "decoder(Replace)") != " ")
+      fail("{}: decoder Replace must turn \"\u2581\" into \" \" (found {})", f.source, node.dump());
+    return SpmTextStart::Keep;
+  }
+  if (type == "Strip") {
+    if (f.string(node, "content", "decoder(Strip)") != " " || node.value("stop", 0) != 0 || node.value("start", 0) > 1)
+      fail("{}: decoder Strip is supported for content \" \", start 0 or 1 and stop 0 (found {})", f.source, node.dump());
+    return node.value("start", 0) == 1 ? SpmTextStart::StripSpace : SpmTextStart::Keep;
+  }
+  if (type == "Metaspace") {
+    if (node.contains("replacement") && f.string(node, "replacement", "decoder(Metaspace)") != "\u2581")
+      fail("{}: decoder Metaspace with a replacement other than \"\u2581\" is not supported", f.source);
+    std::string scheme = node.contains("prepend_scheme") ? f.string(node, "prepend_scheme", "decoder(Metaspace)")
+                         : f.boolean(node, "add_prefix_space", true, "decoder(Metaspace)") ? "always" : "never";
+    return scheme == "never" ? SpmTextStart::Keep : SpmTextStart::DropFirstMetaspace;
+  }
+  fail("{}: decoder type {:?} is not supported for a SentencePiece-style tokenizer (supported: Replace, ByteFallback, "
+       "Fuse, Strip, Metaspace, Sequence)", f.source, type);
+}
+
+// transformers' LlamaTokenizerFast and GemmaTokenizerFast rebuild the post-processor from
+// tokenizer_config.json's add_bos_token / add_eos_token (defaults true / false); add_prefix_space
+// there makes them re-convert the SentencePiece model, which needs tokenizer.model: refused.
+// legacy only matters for that conversion, so a tokenizer.json is used as written.
+void apply_spm_tokenizer_config(const std::filesystem::path& folder, Spec& spec) {
+  std::filesystem::path file = folder / "tokenizer_config.json";
+  if (!std::filesystem::exists(file)) return;
+  json config = read_json(file);
+  Fields f{file.string()};
+  std::string cls = config.contains("tokenizer_class") && config["tokenizer_class"].is_string()
+                        ? config["tokenizer_class"].get<std::string>() : "";
+  if (!(cls.starts_with("Llama") || cls.starts_with("Gemma") || cls.starts_with("CodeLlama"))) return;
+  if (config.contains("add_prefix_space") && !config["add_prefix_space"].is_null())
+    fail("{}: add_prefix_space makes transformers rebuild this tokenizer from tokenizer.model (SentencePiece); "
+         "not supported: remove the key to use tokenizer.json as written", file.string());
+  bool add_bos = f.boolean(config, "add_bos_token", true, "tokenizer_config");
+  bool add_eos = f.boolean(config, "add_eos_token", false, "tokenizer_config");
+  auto id_of = [&](const std::string& name, const char* which) {
+    for (const AddedToken& t : spec.added_tokens)
+      if (t.content == name) return t.id;
+    if (auto it = spec.vocab.find(name); it != spec.vocab.end()) return it->second;
+    fail("{}: {}_token {:?} is neither an added token nor in the vocabulary", file.string(), which, name);
+  };
+  spec.post_processor = {};
+  if (add_bos) {
+    if (spec.bos_token.empty()) fail("{}: add_bos_token is true but there is no bos_token", file.string());
+    spec.post_processor.prefix.push_back(id_of(spec.bos_token, "bos"));
+  }
+  if (add_eos) {
+    if (spec.eos_token.empty()) fail("{}: add_eos_token is true but there is no eos_token", file.string());
+    spec.post_processor.suffix.push_back(id_of(spec.eos_token, "eos"));
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -253,12 +389,16 @@ std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path
   if (!root.is_object()) fail("{}: must be a JSON object", spec.source);
   const json& model = f.object(root, "model", "tokenizer");
   std::string type = model.value("type", "BPE");
-  if (type != "BPE") fail("{}: model type {:?} is not supported (only byte-level BPE)", spec.source, type);
-  if (f.boolean(model, "byte_fallback", false, "model"))
-    fail("{}: model.byte_fallback is true (SentencePiece-style BPE); only byte-level BPE is supported", spec.source);
+  if (type != "BPE")
+    fail("{}: model type {:?} is not supported (only BPE: byte-level, or SentencePiece-style with byte_fallback)",
+         spec.source, type);
+  const json decoder = root.value("decoder", json());
+  // SentencePiece-style: byte fallback, or a decoder that turns "▁" back into spaces.
+  bool sentencepiece = f.boolean(model, "byte_fallback", false, "model") || mentions_type(decoder, "ByteFallback") ||
+                       mentions_type(decoder, "Metaspace");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
-      fail("{}: model.{} is set; only byte-level BPE without subword affixes is supported", spec.source, key);
+      fail("{}: model.{} is set; only BPE without subword affixes is supported", spec.source, key);
   spec.ignore_merges = f.boolean(model, "ignore_merges", false, "model");
   const json& vocab = f.object(model, "vocab", "model");
   spec.vocab.reserve(vocab.size());
@@ -301,7 +441,19 @@ std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path
       if (!known) fail("{}: post_processor adds token id {}, which is neither in model.vocab nor in added_tokens", f.source, id);
     }
   apply_tokenizer_config(file.parent_path(), spec, false);
-  return std::make_shared<BpeTokenizer>(std::move(spec));
+  if (!sentencepiece) return std::make_shared<BpeTokenizer>(std::move(spec));
+  SpmOptions options;
+  options.byte_fallback = f.boolean(model, "byte_fallback", false, "model");
+  options.fuse_unk = f.boolean(model, "fuse_unk", false, "model");
+  if (auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
+    std::string name = f.string(model, "unk_token", "model");
+    auto it = spec.vocab.find(name);
+    if (it == spec.vocab.end()) fail("{}: model.unk_token {:?} is not in model.vocab", spec.source, name);
+    options.unk_id = it->second;
+  }
+  options.text_start = parse_spm_decoder(f, decoder);
+  apply_spm_tokenizer_config(file.parent_path(), spec);
+  return std::make_shared<SpmBpeTokenizer>(std::move(spec), options);
 }
 }  // namespace
 
@@ -344,6 +496,102 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_gguf(const std::filesystem::pat
 }
 
 namespace {
+
+// Special ids, add_bos/add_eos and the chat template, as llama.cpp reads them (absent ids are fine;
+// present but outside the vocabulary is an error). add_bos defaults per vocabulary type.
+void gguf_special_tokens(const GgufFile& gguf, const json& tokens, bool add_bos_default, Spec& spec) {
+  auto token_id = [&](const char* key) -> std::optional<int32_t> {
+    const json* id = gguf.find(key);
+    if (!id) return std::nullopt;
+    if (!id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() >= static_cast<int64_t>(tokens.size()))
+      fail("{}: GGUF metadata {} must be a token id 0..{}, found {}", spec.source, key, tokens.size() - 1, id->dump());
+    return static_cast<int32_t>(id->get<int64_t>());
+  };
+  auto flag = [&](const char* key, bool fallback) {
+    const json* value = gguf.find(key);
+    if (!value) return fallback;
+    if (!value->is_boolean()) fail("{}: GGUF metadata {} must be a bool, found {}", spec.source, key, value->type_name());
+    return value->get<bool>();
+  };
+  auto bos = token_id("tokenizer.ggml.bos_token_id"), eos = token_id("tokenizer.ggml.eos_token_id");
+  if (bos) spec.bos_token = tokens[*bos].get<std::string>();
+  if (eos) spec.eos_token = tokens[*eos].get<std::string>();
+  if (flag("tokenizer.ggml.add_bos_token", add_bos_default && bos.has_value())) {
+    if (!bos) fail("{}: GGUF metadata tokenizer.ggml.add_bos_token is true but there is no tokenizer.ggml.bos_token_id", spec.source);
+    spec.post_processor.prefix.push_back(*bos);
+  }
+  if (flag("tokenizer.ggml.add_eos_token", false)) {
+    if (!eos) fail("{}: GGUF metadata tokenizer.ggml.add_eos_token is true but there is no tokenizer.ggml.eos_token_id", spec.source);
+    spec.post_processor.suffix.push_back(*eos);
+  }
+  if (const json* chat = gguf.find("tokenizer.chat_template")) {
+    if (!chat->is_string()) fail("{}: GGUF metadata tokenizer.chat_template must be a string, found {}", spec.source, chat->type_name());
+    spec.chat_template = chat->get<std::string>();
+  }
+}
+
+// tokenizer.ggml.model "llama": SentencePiece BPE, which merges the adjacent pair whose joined text is
+// the vocabulary entry with the highest score (ties: leftmost). That is BPE with one merge per way of
+// splitting each entry in two known pieces, ranked by the entry's score.
+std::shared_ptr<const Tokenizer> spm_from_gguf(const GgufFile& gguf, const json& tokens, Spec spec) {
+  const json* scores = gguf.find("tokenizer.ggml.scores");
+  if (!scores || !scores->is_array() || scores->size() != tokens.size())
+    fail("{}: tokenizer.ggml.model \"llama\" needs tokenizer.ggml.scores with one number per token", spec.source);
+  std::unordered_map<std::string, int32_t> all;  // every token text (vocab and added) -> id
+  all.reserve(tokens.size());
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    if (!(*scores)[id].is_number()) fail("{}: tokenizer.ggml.scores[{}] must be a number", spec.source, id);
+    all.emplace(tokens[id].get<std::string>(), static_cast<int32_t>(id));
+  }
+  struct Candidate {
+    float score;
+    std::string left, right;
+  };
+  std::vector<Candidate> candidates;
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    const std::string& text = tokens[id].get_ref<const std::string&>();
+    if (all.at(text) != static_cast<int32_t>(id)) continue;  // a repeated text: the first id stands
+    for (std::size_t cut = 1; cut < text.size(); ++cut) {
+      if ((static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) continue;  // inside a character
+      std::string left = text.substr(0, cut), right = text.substr(cut);
+      if (all.contains(left) && all.contains(right))
+        candidates.push_back({(*scores)[id].get<float>(), std::move(left), std::move(right)});
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  int32_t rank = -1;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (i == 0 || candidates[i].score != candidates[i - 1].score) ++rank;  // equal scores, equal rank
+    spec.merges.emplace_back(std::move(candidates[i].left), std::move(candidates[i].right));
+    spec.merge_ranks.push_back(rank);
+  }
+  // llama.cpp: a space in front of each text fragment (add_space_prefix, default true), spaces
+  // written as "▁"; decoding drops that first space again.
+  bool space_prefix = true;
+  if (const json* value = gguf.find("tokenizer.ggml.add_space_prefix")) {
+    if (!value->is_boolean()) fail("{}: GGUF metadata tokenizer.ggml.add_space_prefix must be a bool", spec.source);
+    space_prefix = value->get<bool>();
+  }
+  if (space_prefix) {
+    Normalizer prepend(NormalizerKind::Prepend);
+    prepend.text = "\u2581";
+    spec.normalizers.push_back(std::move(prepend));
+  }
+  Normalizer replace(NormalizerKind::Replace);
+  replace.literal = " ";
+  replace.text = "\u2581";
+  spec.normalizers.push_back(std::move(replace));
+  gguf_special_tokens(gguf, tokens, true, spec);
+  SpmOptions options;
+  options.text_start = space_prefix ? SpmTextStart::StripSpace : SpmTextStart::Keep;
+  if (const json* unk = gguf.find("tokenizer.ggml.unknown_token_id")) {
+    if (!unk->is_number_integer() || unk->get<int64_t>() < 0 || unk->get<int64_t>() >= static_cast<int64_t>(tokens.size()))
+      fail("{}: GGUF metadata tokenizer.ggml.unknown_token_id must be a token id", spec.source);
+    options.unk_id = static_cast<int32_t>(unk->get<int64_t>());
+  }
+  return std::make_shared<SpmBpeTokenizer>(std::move(spec), options);
+}
+
 // GGUF metadata is untrusted: every value is type-checked here so a wrong type is an Error that
 // names the key, not a json type error from get<>().
 std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path& file) {
@@ -365,8 +613,9 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
     return value;
   };
   std::string model = string_of("tokenizer.ggml.model", get("tokenizer.ggml.model"));
-  if (model != "gpt2")
-    fail("{}: tokenizer.ggml.model is {:?}; only byte-level BPE (\"gpt2\") is supported", spec.source, model);
+  if (model != "gpt2" && model != "llama")
+    fail("{}: tokenizer.ggml.model is {:?}; supported: \"gpt2\" (byte-level BPE) and \"llama\" (SentencePiece BPE "
+         "by scores); Unigram (\"t5\"), WordPiece (\"bert\") and RWKV vocabularies are not", spec.source, model);
   const json& tokens = array_of("tokenizer.ggml.tokens");
   const json* types = gguf.find("tokenizer.ggml.token_type");
   if (types && (!types->is_array() || types->size() != tokens.size()))
@@ -378,10 +627,12 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
     if (types && !(*types)[id].is_number_integer())
       fail("{}: tokenizer.ggml.token_type[{}] must be an integer, found {}", spec.source, id, (*types)[id].type_name());
     int64_t type = types ? (*types)[id].get<int64_t>() : 1;
-    // llama.cpp token types: 3 control (special), 4 user-defined (added, not special).
+    // llama.cpp token types: 1 normal, 2 unknown, 3 control (special), 4 user-defined (added, not
+    // special), 5 unused, 6 byte.
     if (type == 3 || type == 4) spec.added_tokens.push_back({piece, static_cast<int32_t>(id), type == 3});
     else spec.vocab.emplace(piece, static_cast<int32_t>(id));
   }
+  if (model == "llama") return spm_from_gguf(gguf, tokens, std::move(spec));
   const json& merges = array_of("tokenizer.ggml.merges");
   Fields f{spec.source};
   for (std::size_t i = 0; i < merges.size(); ++i) {
@@ -400,26 +651,7 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
   spec.pre_tokenizers.push_back(std::move(step));
   if (pre == "qwen2") spec.normalizers.push_back(NormalizerKind::NFC);
   if (pre == "llama-bpe" || pre == "llama3") spec.ignore_merges = true;
-  // Special token ids: absent is fine; present but not an id of this vocabulary is an error.
-  auto token_id = [&](const char* key) -> std::optional<int32_t> {
-    const json* id = gguf.find(key);
-    if (!id) return std::nullopt;
-    if (!id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() >= static_cast<int64_t>(tokens.size()))
-      fail("{}: GGUF metadata {} must be a token id 0..{}, found {}", spec.source, key, tokens.size() - 1, id->dump());
-    return static_cast<int32_t>(id->get<int64_t>());
-  };
-  if (auto bos = token_id("tokenizer.ggml.bos_token_id")) spec.bos_token = tokens[*bos].get<std::string>();
-  if (auto eos = token_id("tokenizer.ggml.eos_token_id")) spec.eos_token = tokens[*eos].get<std::string>();
-  if (const json* add_bos = gguf.find("tokenizer.ggml.add_bos_token")) {
-    if (!add_bos->is_boolean())
-      fail("{}: GGUF metadata tokenizer.ggml.add_bos_token must be a bool, found {}", spec.source, add_bos->type_name());
-    if (add_bos->get<bool>()) {
-      auto bos = token_id("tokenizer.ggml.bos_token_id");
-      if (!bos) fail("{}: GGUF metadata tokenizer.ggml.add_bos_token is true but there is no tokenizer.ggml.bos_token_id", spec.source);
-      spec.post_processor.prefix.push_back(*bos);
-    }
-  }
-  if (const json* chat = gguf.find("tokenizer.chat_template")) spec.chat_template = string_of("tokenizer.chat_template", *chat);
+  gguf_special_tokens(gguf, tokens, false, spec);
   return std::make_shared<BpeTokenizer>(std::move(spec));
 }
 }  // namespace

@@ -10,7 +10,9 @@ StreamDecoder::StreamDecoder(std::shared_ptr<const Tokenizer> tokenizer, bool sk
 }
 
 std::string StreamDecoder::push(int32_t id) {
-  pending_ += tokenizer_->decode_bytes(std::span<const int32_t>(&id, 1), skip_special_);
+  std::span<const int32_t> one(&id, 1);
+  pending_ += started_ ? tokenizer_->decode_bytes_after(one, skip_special_) : tokenizer_->decode_bytes(one, skip_special_);
+  if (!(skip_special_ && tokenizer_->is_special(id))) started_ = true;
   // Hold back only a trailing sequence that more bytes could still complete; everything before
   // it decodes the same now as in the full text (a lead byte never continues an earlier sequence).
   std::size_t ready = utf8::complete_prefix_length(pending_);

@@ -29,8 +29,12 @@ double linear_percentile(const std::vector<double>& sorted, double p) {
   const double h = (static_cast<double>(sorted.size()) - 1) * std::clamp(p, 0.0, 1.0);
   const auto lo = static_cast<std::size_t>(std::floor(h));
   if (lo + 1 >= sorted.size()) return sorted.back();
-  // numpy's _lerp: a + (b - a) * t, so equal neighbours give exactly their value.
-  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (h - static_cast<double>(lo));
+  // numpy's _lerp: a + (b - a) * t, so equal neighbours give exactly their value. Returning a
+  // directly then changes no finite result, and keeps an infinite value (a capacity run whose
+  // failures rank last) from becoming inf - inf = NaN.
+  const double t = h - static_cast<double>(lo);
+  if (t == 0 || sorted[lo] == sorted[lo + 1]) return sorted[lo];
+  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * t;
 }
 
 double percentile(const std::vector<double>& sorted, double p, PercentileMethod method) {
@@ -135,6 +139,26 @@ Interval bootstrap_median_difference(const std::vector<std::vector<double>>& a,
 double coefficient_of_variation(const std::vector<double>& values) {
   const double m = mean(values);
   return values.size() < 2 || m == 0 ? 0.0 : sample_stddev(values) / std::abs(m);
+}
+
+Interval bootstrap_difference(std::size_t count_a, const ResampleStatistic& statistic_a, std::size_t count_b,
+                              const ResampleStatistic& statistic_b, int resamples, double confidence, uint64_t seed) {
+  check_bootstrap_arguments(resamples, confidence);
+  if (count_a == 0 || count_b == 0) fail("bootstrap: each side needs at least one value");
+  std::mt19937_64 rng(seed);
+  std::vector<double> differences;
+  std::vector<std::size_t> indices;
+  auto draw = [&](std::size_t n, const ResampleStatistic& statistic) {
+    indices.clear();
+    for (std::size_t i = 0; i < n; ++i) indices.push_back(draw_index(rng, n));
+    return statistic(indices);
+  };
+  differences.reserve(resamples);
+  for (int i = 0; i < resamples; ++i) {
+    const double a = draw(count_a, statistic_a);
+    differences.push_back(draw(count_b, statistic_b) - a);
+  }
+  return percentile_interval(std::move(differences), confidence);
 }
 
 Interval bootstrap_median(const std::vector<double>& values, int resamples, double confidence, uint64_t seed) {

@@ -5,6 +5,9 @@
 #include <random>
 
 #include "inferlab/bench/compare.h"
+#include "inferlab/util/error.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace inferlab;
 using namespace inferlab::bench;
@@ -126,4 +129,63 @@ TEST(Compare, VerdictFollowsTheInterval) {
   EXPECT_EQ(latency_verdict({-1, 3}, 0.95), "no significant difference at 95 %");
   EXPECT_EQ(latency_verdict({0, 3}, 0.95), "no significant difference at 95 %");
   EXPECT_EQ(latency_verdict({-1, 1}, 0.99), "no significant difference at 99 %");
+}
+
+// Output throughput: B serves the same tokens in half the window, so it is faster; a run against
+// itself shows no difference.
+TEST(Compare, OutputThroughputHigherIsFaster) {
+  auto run = [](double gap_ms) {
+    std::vector<RequestRecord> records;
+    for (int i = 0; i < 60; ++i) {
+      RequestRecord r;
+      r.request_id = "r" + std::to_string(i);
+      r.status = "ok";
+      r.start_ms = gap_ms * i;
+      r.end_ms = r.start_ms + 50 + (i % 7);
+      r.ttft_ms = 10;
+      r.output_tokens = 8 + i % 5;
+      records.push_back(r);
+    }
+    return records;
+  };
+  auto slow = run(20), fast = run(10);
+  const MetricComparison& faster = row(compare_runs(slow, fast), "Output");
+  EXPECT_EQ(faster.unit, "token/s");
+  EXPECT_NEAR(faster.median_b / faster.median_a, 2, 0.1);
+  EXPECT_EQ(faster.verdict, "faster");
+  EXPECT_GT(faster.interval.low, 0);
+  EXPECT_EQ(row(compare_runs(fast, slow), "Output").verdict, "slower");
+  EXPECT_EQ(row(compare_runs(slow, slow), "Output").verdict, "no significant difference at 95 %");
+}
+
+// Summaries of repeated runs: the medians over runs, a CI over runs, latency and throughput verdicts.
+TEST(Compare, SummariesOfRepeatedRunsCompareTheRunMedians) {
+  auto summary = [](std::vector<double> ttft, std::vector<double> throughput) {
+    return nlohmann::json{{"repeat",
+                           {{"runs", ttft.size()},
+                            {"metrics",
+                             {{"ttft_p50_ms", {{"per_run", ttft}}}, {"output_throughput", {{"per_run", throughput}}}}}}}};
+  };
+  const auto a = summary({40, 41, 42, 40, 41}, {100, 101, 99, 100, 102});
+  const auto b = summary({60, 61, 62, 60, 63}, {150, 149, 151, 152, 150});
+  auto rows = compare_repeated(a, b, "a.json", "b.json");
+  const MetricComparison& ttft = row(rows, "ttft_p50_ms");
+  EXPECT_EQ(ttft.requests_a, 5u);
+  EXPECT_EQ(ttft.median_a, 41);
+  EXPECT_EQ(ttft.median_b, 61);
+  EXPECT_EQ(ttft.difference, 20);
+  EXPECT_TRUE(ttft.interval.contains(20));
+  EXPECT_EQ(ttft.verdict, "slower");
+  const MetricComparison& tput = row(rows, "output_throughput");
+  EXPECT_EQ(tput.unit, "token/s");
+  EXPECT_EQ(tput.verdict, "faster");
+  EXPECT_EQ(row(compare_repeated(a, a, "a.json", "a.json"), "ttft_p50_ms").verdict, "no significant difference at 95 %");
+  const std::string text = format_comparison(rows, "a.json", "b.json", {}, true);
+  EXPECT_NE(text.find("resamples of runs"), std::string::npos);
+  EXPECT_THROW(compare_repeated(nlohmann::json{{"ttft_ms", 1}}, b, "single.json", "b.json"), Error);
+  try {
+    compare_repeated(nlohmann::json::object(), b, "single.json", "b.json");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("single.json: not a summary of repeated runs"), std::string::npos);
+  }
 }

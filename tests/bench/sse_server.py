@@ -7,7 +7,10 @@ behaviour: /ok/v1/..., /nousage/v1/..., /timings/v1/... (inferlab's `timings` in
 usage chunks, usage.prompt_tokens_details.cached_tokens), /llamacpp/v1/... (llama.cpp's `timings`
 in the finish chunk), /hang, /close, /drop, /http500, /http400, /errorevent,
 /slow, /grow (each stream's timetable stretched by 1 + 0.5 x the /grow streams before it, so
-repeated runs differ), and /mix (cycles through ok, hang, close, drop, http500, http400, errorevent per request).
+repeated runs differ), /mix (cycles through ok, hang, close, drop, http500, http400, errorevent per request), and
+/queue-S (a single-server FIFO queue with a fixed service time of S ms, for `bench capacity`:
+each request waits for those before it, is served for S ms, and its whole answer is written when
+its service ends; the queue runs on the loop clock, so a late wake-up does not slow the queue).
 GET .../props answers a small JSON (as llama.cpp's /props does), .../server_info 404.
 GET /stats returns the request bodies received, the most streams open at once, and per timings
 request the CSV cells its figures must become (server_csv).
@@ -29,7 +32,8 @@ MIX = ["ok", "hang", "close", "drop", "http500", "http400", "errorevent"]
 
 # timelines: per streamed request (in arrival order), [before, after] the write of each content
 # event and of [DONE] (ms after t0), so a test can tell server lateness from client error.
-state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0, "grow_counter": 0, "server_csv": []}
+state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0, "grow_counter": 0, "server_csv": [],
+         "queue_free_at": 0.0, "queue_served": 0}
 
 
 def cell(value):
@@ -136,6 +140,20 @@ async def scripted_stream(writer, t0, mode, request):
         await s.chunk(sse(chunk_json(content="", role="assistant")))
         await s.at(EMPTY_AT)
         await s.chunk(sse(chunk_json(content="")))
+    if mode.startswith("queue-"):  # the answer's four pieces at the end of its service
+        service = float(mode[len("queue-"):]) / 1000
+        departure = max(t0, state["queue_free_at"]) + service
+        state["queue_free_at"] = departure
+        state["queue_served"] += 1
+        await s.at((departure - t0) * 1000)
+        for i, (_, piece) in enumerate(CONTENT[:4]):
+            await s.chunk(sse(chunk_json(content=piece, completions=completions, finish="length" if i == 3 else None)))
+        if include_usage:
+            await s.chunk(sse(chunk_json(usage={"prompt_tokens": PROMPT_TOKENS, "completion_tokens": 4,
+                                                "total_tokens": PROMPT_TOKENS + 4})))
+        await s.chunk(sse("[DONE]"))
+        await s.chunk(b"")
+        return
     if mode == "errorevent":
         await s.chunk(sse({"error": {"message": "scripted stream error", "type": "server_error"}}))
         await s.chunk(sse("[DONE]"))
@@ -209,7 +227,7 @@ async def handle(reader, writer):
                 await send_json(writer, 404, "Not Found", {"error": {"message": "no such route"}})
                 continue
             if path == "/stats":
-                await send_json(writer, 200, "OK", {k: state[k] for k in ("bodies", "timelines", "max_open_streams", "server_csv")})
+                await send_json(writer, 200, "OK", {k: state[k] for k in ("bodies", "timelines", "max_open_streams", "server_csv", "queue_served")})
                 continue
             request = json.loads(body or b"{}")
             state["bodies"].append(request)

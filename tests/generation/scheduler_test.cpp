@@ -237,6 +237,40 @@ TEST_F(SchedulerTest, StopEndsEarlyAndCountsAsStop) {
   EXPECT_EQ(stats.requests_finished[static_cast<int>(FinishReason::stop)], 1u);
   EXPECT_EQ(stats.requests_finished[static_cast<int>(FinishReason::cancelled)], 0u);
 }
+TEST_F(SchedulerTest, RunningSequencesShowTheBatchAsItRuns) {
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  options.block_size = 16;
+  Scheduler scheduler(*model_, options);
+  const Clock::time_point before = Clock::now();
+  auto stream = scheduler.submit(greedy(prompt(30, 2), 400));
+  for (bool got = false; !got;)
+    for (auto& e : stream->wait(std::chrono::milliseconds(100))) got = got || e.token.has_value();
+  // The engine publishes after each step: wait for one that shows the first token.
+  std::vector<SequenceSnapshot> rows;
+  for (int i = 0; i < 200 && (rows.empty() || !rows[0].first_token); ++i) {
+    rows = scheduler.running_sequences();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(rows.size(), 1u);
+  const SequenceSnapshot& row = rows[0];
+  EXPECT_EQ(row.prompt_tokens, 30);
+  EXPECT_EQ(row.max_tokens, 400);
+  EXPECT_GE(row.generated_tokens, 1);
+  EXPECT_GE(row.computed_tokens, 30);
+  EXPECT_GE(row.kv_blocks * 16, row.computed_tokens);  // its blocks hold every computed position
+  EXPECT_GE(row.arrival, before);
+  ASSERT_TRUE(row.scheduled && row.first_token);
+  EXPECT_LE(row.arrival, *row.scheduled);
+  EXPECT_LE(*row.scheduled, *row.first_token);
+  stream->cancel();
+  collect(*stream);
+  wait_idle(scheduler);
+  for (int i = 0; i < 200 && !scheduler.running_sequences().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(scheduler.running_sequences().empty());
+}
+
 TEST_F(SchedulerTest, DeadlineEndsARequestWithTimeout) {
   SchedulerOptions options;
   options.kv_tokens = 1024;

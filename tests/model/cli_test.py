@@ -55,6 +55,21 @@ def main():
     r = run(a.cli, "generate", llama, "--prompt-ids", "1", "--max-new-tokens", "4", "--json", "--ignore-eos")
     check(r.returncode == 0 and len(json.loads(r.stdout)["tokens"]) == 4, "make-model llama-tiny bf16 + generate --json")
 
+    # Qwen3 (bf16, packed weights) and Mistral with a prompt longer than its 32-position window.
+    for preset, prompt in (("qwen3-tiny", "1,2,3"), ("mistral-tiny", ",".join(str(i) for i in range(3, 43)))):
+        folder = os.path.join(a.workdir, preset)
+        r = run(a.cli, "make-model", "--preset", preset, "--dtype", "bf16", "--out", folder)
+        check(r.returncode == 0, f"make-model --preset {preset}: {r.stderr!r}")
+        r = run(a.cli, "generate", folder, "--prompt-ids", prompt, "--max-new-tokens", "8", "--verify-cache", "--ignore-eos")
+        check(r.returncode == 0 and "identical: yes" in r.stdout, f"{preset} --verify-cache: {r.stdout!r} {r.stderr!r}")
+    bad = os.path.join(a.workdir, "mistral-bad-window")
+    os.makedirs(bad, exist_ok=True)
+    cfg = json.load(open(os.path.join(a.workdir, "mistral-tiny", "config.json")))
+    cfg["sliding_window"] = 0
+    json.dump(cfg, open(os.path.join(bad, "config.json"), "w"))
+    r = run(a.cli, "make-model", "--config", os.path.join(bad, "config.json"), "--out", os.path.join(bad, "out"))
+    check(r.returncode == 1 and "\"sliding_window\" = 0 is out of range" in r.stderr, f"sliding_window 0: {r.stderr!r}")
+
     cfg_dir = os.path.join(a.workdir, "from-config")
     os.makedirs(cfg_dir, exist_ok=True)
     with open(os.path.join(cfg_dir, "config.json"), "w") as f:

@@ -1,9 +1,10 @@
-"""Parity of inferlab's GPT-2 / Qwen2 / Llama forward against an independent PyTorch implementation.
+"""Parity of inferlab's GPT-2 / Qwen2 / Qwen3 / Llama / Mistral forward against an independent PyTorch implementation.
 
 Builds deterministic random tiny models in the exact HF tensor layout (safetensors written by hand,
 fp32 and bf16, single-file and sharded), computes logits here in float64, and compares with the C++
 CLI: logits for prompt lengths 1..64 (max abs diff <= 1e-4) and 32 greedy tokens with and without
-the KV cache.
+the KV cache. Qwen3 adds per-head q/k RMSNorm; Mistral a sliding window shorter than the 64-token
+prompt, so both the prompt pass and the cached steps must mask positions older than the window.
 """
 import argparse
 import json
@@ -32,11 +33,14 @@ def rms_norm(x, w, eps):
     return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
 
 
-def causal_attention(q, k, v):
-    """q: [heads, T, d], k/v: [heads, T, d] -> [T, heads*d]."""
+def causal_attention(q, k, v, window=None):
+    """q: [heads, T, d], k/v: [heads, T, d] -> [T, heads*d]. window: key j is visible to query i
+    when i - window < j <= i (transformers' sliding-window mask)."""
     T, d = q.shape[1], q.shape[2]
     scores = q @ k.transpose(1, 2) / math.sqrt(d)
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    if window:
+        mask |= torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-window)
     scores = scores.masked_fill(mask, float("-inf"))
     out = torch.softmax(scores, dim=-1) @ v
     return out.transpose(0, 1).reshape(T, -1)
@@ -71,7 +75,7 @@ def rotate_half(x):
     return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
 
-def llama_logits(W, cfg, ids, qkv_bias):
+def llama_logits(W, cfg, ids, qkv_bias, qk_norm=False):
     H, nh = cfg["hidden_size"], cfg["num_attention_heads"]
     nkv = cfg["num_key_value_heads"]
     hd = cfg.get("head_dim", H // nh)
@@ -93,11 +97,14 @@ def llama_logits(W, cfg, ids, qkv_bias):
         q = proj("q_proj").reshape(T, nh, hd).transpose(0, 1)
         k = proj("k_proj").reshape(T, nkv, hd).transpose(0, 1)
         v = proj("v_proj").reshape(T, nkv, hd).transpose(0, 1)
+        if qk_norm:  # Qwen3: RMSNorm over each head's vector, before RoPE
+            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(nh // nkv, dim=0)
         v = v.repeat_interleave(nh // nkv, dim=0)
-        a = causal_attention(q, k, v)
+        a = causal_attention(q, k, v, cfg.get("sliding_window"))
         x = x + a @ W[p + "self_attn.o_proj.weight"].T
         h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
         gate = h @ W[p + "mlp.gate_proj.weight"].T
@@ -141,7 +148,7 @@ def make_gpt2(gen, cfg, prefix, with_buffers):
     return t
 
 
-def make_llama(gen, cfg, qkv_bias):
+def make_llama(gen, cfg, qkv_bias, qk_norm=False):
     H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim", H // nh)
@@ -153,6 +160,9 @@ def make_llama(gen, cfg, qkv_bias):
             t[p + f"self_attn.{name}.weight"] = randn(gen, rows, H, scale=H ** -0.5)
             if qkv_bias:
                 t[p + f"self_attn.{name}.bias"] = randn(gen, rows, scale=0.1)
+        if qk_norm:
+            t[p + "self_attn.q_norm.weight"] = 1 + randn(gen, hd, scale=0.2)
+            t[p + "self_attn.k_norm.weight"] = 1 + randn(gen, hd, scale=0.2)
         t[p + "self_attn.o_proj.weight"] = randn(gen, H, nh * hd, scale=(nh * hd) ** -0.5)
         t[p + "post_attention_layernorm.weight"] = 1 + randn(gen, H, scale=0.1)
         t[p + "mlp.gate_proj.weight"] = randn(gen, I, H, scale=H ** -0.5)
@@ -185,6 +195,25 @@ MODELS = [
                            "intermediate_size": 80, "vocab_size": 100, "max_position_embeddings": 256,
                            "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "hidden_act": "silu",
                            "tie_word_embeddings": False}, "F32", "llama", 2),
+    ("qwen3-f32", {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 32,
+                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                   "intermediate_size": 64, "vocab_size": 96, "max_position_embeddings": 256, "rope_theta": 1e6,
+                   "rms_norm_eps": 1e-6, "hidden_act": "silu", "tie_word_embeddings": True}, "F32", "qwen3", 1),
+    ("qwen3-bf16-untied", {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 48,
+                           "num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 16,
+                           "intermediate_size": 96, "vocab_size": 120, "max_position_embeddings": 256,
+                           "rope_theta": 1e6, "rms_norm_eps": 1e-6, "hidden_act": "silu",
+                           "tie_word_embeddings": False}, "BF16", "qwen3", 1),
+    ("mistral-f32-window13", {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 32,
+                              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                              "intermediate_size": 64, "vocab_size": 96, "max_position_embeddings": 256,
+                              "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+                              "sliding_window": 13, "tie_word_embeddings": False}, "F32", "mistral", 1),
+    ("mistral-bf16-window20", {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 64,
+                               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1,
+                               "intermediate_size": 96, "vocab_size": 100, "max_position_embeddings": 256,
+                               "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+                               "sliding_window": 20, "tie_word_embeddings": False}, "BF16", "mistral", 1),
 ]
 
 
@@ -195,8 +224,8 @@ def build(name, cfg, dtype, kind, shards, workdir, seed):
         tensors = make_gpt2(gen, cfg, prefix, buffers == "buffers")
         ref = lambda W, ids: gpt2_logits(W, cfg, ids, prefix)
     else:
-        tensors = make_llama(gen, cfg, qkv_bias=(kind == "qwen2"))
-        ref = lambda W, ids: llama_logits(W, cfg, ids, qkv_bias=(kind == "qwen2"))
+        tensors = make_llama(gen, cfg, qkv_bias=(kind == "qwen2"), qk_norm=(kind == "qwen3"))
+        ref = lambda W, ids: llama_logits(W, cfg, ids, qkv_bias=(kind == "qwen2"), qk_norm=(kind == "qwen3"))
     folder = os.path.join(workdir, name)
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "config.json"), "w") as f:
@@ -235,10 +264,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--only", help="run only the models whose name starts with this")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     failures = []
-    for index, (name, cfg, dtype, kind, shards) in enumerate(MODELS):
+    for index, (name, cfg, dtype, kind, shards, *rest) in enumerate(MODELS):
+        if args.only and not name.startswith(args.only):
+            continue
+        weights = rest[0] if rest else "f32"
         folder, ref = build(name, cfg, dtype, kind, shards, args.workdir, seed=1234 + index)
         vocab = cfg["vocab_size"]
         gen = torch.Generator().manual_seed(99 + index)
@@ -247,18 +280,18 @@ def main():
 
         # Prompt lengths 1..64 in one pass (row i = the logits after prompt[:i+1]), then each length alone.
         expected_prompt = ref(prompt).numpy()
-        result, logits = run_generate(args.cli, folder, prompt, 32, dump=dump)
+        result, logits = run_generate(args.cli, folder, prompt, 32, dump=dump, weights=weights)
         logits = logits.reshape(-1, vocab)
         got_prompt, got_steps = logits[:64], logits[64:]
         prompt_diff = float(np.abs(got_prompt - expected_prompt).max())
         alone_diff = 0.0
         for length in range(1, 65):
-            r, l = run_generate(args.cli, folder, prompt[:length], 1, dump=dump)
+            r, l = run_generate(args.cli, folder, prompt[:length], 1, dump=dump, weights=weights)
             alone_diff = max(alone_diff, float(np.abs(l.reshape(-1, vocab)[-1] - expected_prompt[length - 1]).max()))
 
         ref_tokens, ref_rows, min_gap = reference_greedy(ref, prompt, 32)
         step_diff = float(np.abs(got_steps - ref_rows).max())
-        no_cache, nc_logits = run_generate(args.cli, folder, prompt, 32, no_cache=True, dump=dump)
+        no_cache, nc_logits = run_generate(args.cli, folder, prompt, 32, no_cache=True, dump=dump, weights=weights)
         nc_diff = float(np.abs(nc_logits.reshape(-1, vocab)[64:] - ref_rows).max())
         same_cache = result["tokens"] == ref_tokens
         same_nocache = no_cache["tokens"] == ref_tokens

@@ -46,9 +46,9 @@ def stored_values(t, dtype):
     return t.to(torch.float32).to(torch.float64)
 
 
-def run_generate(cli, model_dir, prompt, steps, no_cache=False, dump=None):
+def run_generate(cli, model_dir, prompt, steps, no_cache=False, dump=None, weights="f32"):
     cmd = [cli, "generate", model_dir, "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(steps),
-           "--ignore-eos", "--json", "--threads", "1", "--weights", "f32"]
+           "--ignore-eos", "--json", "--threads", "1", "--weights", weights]
     if no_cache:
         cmd.append("--no-cache")
     if dump:

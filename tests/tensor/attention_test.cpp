@@ -20,7 +20,7 @@ struct Case {
 
 // The fused online-softmax kernel (every instruction set, 1 and 2 threads) against a two-pass
 // float64 softmax, for GQA and plain heads, head dims on and off the SIMD width, positions that
-// end mid-block and on block edges, and blocks larger than one vector of scores.
+// end mid-block and on block edges, blocks larger than one vector of scores, and sliding windows.
 TEST(Attention, FusedKernelMatchesTwoPassReference) {
   const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8}, {8, 2, 128, 16}, {2, 2, 80, 64}};
   for (const Case& c : cases) {
@@ -47,12 +47,23 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
     std::vector<AttentionRow> rows;
     for (int p : {0, 1, 15, 16, 17, 31, 32, 69}) rows.push_back({&kva, p});
     for (int p : {0, 7, 32}) rows.push_back({&kvb, p});
+    // Sliding windows (Mistral): starting mid-block, on a block edge, at the row itself.
+    rows.push_back({&kva, 69, 50});
+    rows.push_back({&kva, 40, 16});
+    rows.push_back({&kvb, 32, 3});
+    rows.push_back({&kva, 17, 17});
     const int q_dim = c.heads * c.head_dim;
     std::vector<float> q(rows.size() * q_dim);
     for (auto& v : q) v = dist(rng);
     const AttentionShape shape{c.heads, c.kv_heads, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
     std::vector<float> expected(q.size());
     causal_attention_reference(q.data(), q_dim, expected.data(), q_dim, rows, shape);
+    // A window of one position: the output is that position's value vector.
+    for (int h = 0; h < c.heads; ++h) {
+      const int kvh = h / (c.heads / c.kv_heads);
+      const float* v = kva.values[17 / c.block_size] + static_cast<std::size_t>(17 % c.block_size) * kv_dim + kvh * c.head_dim;
+      for (int d = 0; d < c.head_dim; ++d) ASSERT_NEAR(expected[(rows.size() - 1) * q_dim + h * c.head_dim + d], v[d], 1e-6);
+    }
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
       set_isa_limit(isa);
       for (int threads : {1, 2}) {

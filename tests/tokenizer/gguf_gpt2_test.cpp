@@ -13,28 +13,8 @@ namespace {
 
 std::filesystem::path gguf_path() { return test::shared_dir() / "data/gpt2-vocab/ggml-vocab-gpt-2.gguf"; }
 
-// llama.cpp test-tokenizer-0: each case ends with "\n__ggml_vocab_test__\n".
-std::vector<std::string> read_cases(const std::filesystem::path& file) {
-  std::string text = test::read_file(file);
-  const std::string separator = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  std::size_t start = 0;
-  for (std::size_t pos; (pos = text.find(separator, start)) != std::string::npos; start = pos + separator.size())
-    cases.push_back(text.substr(start, pos - start));
-  return cases;
-}
-
-std::vector<std::vector<int32_t>> read_ids(const std::filesystem::path& file) {
-  std::istringstream lines(test::read_file(file));
-  std::vector<std::vector<int32_t>> all;
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    std::vector<int32_t> ids;
-    for (int32_t id; words >> id;) ids.push_back(id);
-    all.push_back(ids);
-  }
-  return all;
-}
+using test::read_cases;
+using test::read_ids;
 
 TEST(GgufGpt2, ReaderSeesVocabularyMetadata) {
   REQUIRE_PATH(gguf_path(), "the shared GPT-2 vocabulary (../shared/data/gpt2-vocab)");

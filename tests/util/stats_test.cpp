@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "inferlab/util/error.h"
 #include "inferlab/util/stats.h"
@@ -59,6 +60,18 @@ TEST(Stats, LinearPercentileIsNumpysDefault) {
   EXPECT_EQ(linear_percentile({5}, 0.9), 5);
   EXPECT_EQ(linear_percentile(sorted, 1.0), 20);
   EXPECT_EQ(linear_percentile(sorted, 0.0), 1);
+}
+
+// Infinite values (capacity runs whose failures rank last) stay infinite, never NaN.
+TEST(Stats, LinearPercentileKeepsInfinities) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(linear_percentile({1, inf, inf}, 0.9), inf);
+  EXPECT_EQ(linear_percentile({1, 2, inf}, 0.9), inf);  // between 2 and inf
+  EXPECT_EQ(linear_percentile({1, 2, inf}, 0.5), 2);    // exactly on 2
+  EXPECT_DOUBLE_EQ(linear_percentile({1, 2, inf}, 0.25), 1.5);
+  const Interval ci = bootstrap_median({inf, inf, 3}, 500, 0.95, 1);
+  EXPECT_EQ(ci.high, inf);
+  EXPECT_FALSE(std::isnan(ci.low));
 }
 
 TEST(Stats, PercentileMethodByName) {
@@ -121,4 +134,24 @@ TEST(Stats, BootstrapMedianIsSeededAndDegenerateForEqualValues) {
   Interval same = bootstrap_median({3.0, 3.0, 3.0}, 200, 0.95, 1);
   EXPECT_EQ(same.low, 3.0);
   EXPECT_EQ(same.high, 3.0);
+}
+
+// Any statistic of a resample: here the mean of 0..99 against the same shifted by 10.
+TEST(Stats, BootstrapDifferenceOfAnyStatistic) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 100; ++i) a.push_back(i), b.push_back(i + 10);
+  auto mean_of = [](const std::vector<double>& v) {
+    return [&v](const std::vector<std::size_t>& idx) {
+      double sum = 0;
+      for (std::size_t i : idx) sum += v[i];
+      return sum / static_cast<double>(idx.size());
+    };
+  };
+  const Interval ci = bootstrap_difference(a.size(), mean_of(a), b.size(), mean_of(b), 1000, 0.95, 7);
+  EXPECT_TRUE(ci.contains(10));
+  EXPECT_GT(ci.low, 0);
+  const Interval again = bootstrap_difference(a.size(), mean_of(a), b.size(), mean_of(b), 1000, 0.95, 7);
+  EXPECT_EQ(ci.low, again.low);
+  EXPECT_EQ(ci.high, again.high);
+  EXPECT_THROW(bootstrap_difference(0, mean_of(a), b.size(), mean_of(b), 1000, 0.95, 7), Error);
 }

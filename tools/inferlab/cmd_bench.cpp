@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,8 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "inferlab/bench/capacity.h"
 #include "inferlab/bench/compare.h"
 #include "inferlab/bench/environment.h"
+#include "inferlab/bench/html_report.h"
 #include "inferlab/bench/latency.h"
 #include "inferlab/bench/load_generator.h"
 #include "inferlab/bench/metrics.h"
@@ -70,11 +74,26 @@ void require_writable(const std::string& path, const char* flag) {
   if (!existed) std::filesystem::remove(path, ec);
 }
 
+// --compare's inputs: a file whose first non-blank character is '{' is a summary JSON (parsed, or
+// an error naming it); anything else is left to the CSV reader.
+std::optional<nlohmann::json> summary_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--compare: cannot open {}", path);
+  char c = 0;
+  while (in.get(c) && std::isspace(static_cast<unsigned char>(c))) {
+  }
+  if (!in || c != '{') return std::nullopt;
+  in.seekg(0);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) fail("--compare: {} starts like JSON but is not valid JSON", path);
+  return j;
+}
+
 void add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Metrics of a requests.csv: success, window, throughput, TTFT/TPOT/ITL/E2E "
                                            "percentiles, goodput under --slo; or --compare A.csv B.csv");
   struct Args {
-    std::string csv, slo, percentiles;
+    std::string csv, slo, percentiles, html;
     std::vector<std::string> compare;
     bool json = false;
     CompareOptions compare_options;
@@ -83,11 +102,16 @@ void add_report(CLI::App& app) {
   auto* csv = cmd->add_option(
       "csv", a->csv, "requests.csv (request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms[,...])");
   auto* compare = cmd->add_option("--compare", a->compare,
-                                  "A.csv B.csv: per metric the median difference B - A with a bootstrap CI and a "
-                                  "verdict (faster, slower, no significant difference)")
+                                  "A B: two requests.csv (per metric the median difference B - A over requests, and "
+                                  "the output throughput) or two bench serve --repeat summaries (over runs), with a "
+                                  "bootstrap CI and a verdict (faster, slower, no significant difference)")
                       ->expected(2)
                       ->excludes(csv);
   cmd->add_flag("--json", a->json, "print the metrics (or the comparison) as JSON");
+  cmd->add_option("--html", a->html,
+                  "also write the report as one self-contained HTML page (CDFs, ITL histogram, tokens/s over time, "
+                  "per-request timeline, the numbers)")
+      ->excludes(compare);
   cmd->add_option("--slo", a->slo, "service-level objectives for goodput, e.g. ttft_ms=200,tpot_ms=50 (also e2e_ms)")
       ->excludes(compare);
   add_percentiles_option(cmd, a->percentiles)->excludes(compare);
@@ -98,14 +122,25 @@ void add_report(CLI::App& app) {
   cmd->callback([=] {
     if (!a->compare.empty()) {
       const std::string &name_a = a->compare[0], &name_b = a->compare[1];
-      auto rows = compare_runs(read_requests_csv(name_a), read_requests_csv(name_b), a->compare_options);
-      if (a->json) std::printf("%s\n", comparison_json(rows, name_a, name_b, a->compare_options).dump(2).c_str());
-      else std::fputs(format_comparison(rows, name_a, name_b, a->compare_options).c_str(), stdout);
+      // Two summary JSONs of repeated runs (they start with '{'), or two requests.csv.
+      const std::optional<nlohmann::json> ja = summary_file(name_a), jb = summary_file(name_b);
+      if (ja.has_value() != jb.has_value())
+        fail("--compare: {} is a {} but {} is a {}; compare two requests.csv or two summaries of repeated runs",
+             name_a, ja ? "summary JSON" : "CSV", name_b, jb ? "summary JSON" : "CSV");
+      const bool over_runs = ja.has_value();
+      auto rows = over_runs ? compare_repeated(*ja, *jb, name_a, name_b, a->compare_options)
+                            : compare_runs(read_requests_csv(name_a), read_requests_csv(name_b), a->compare_options);
+      if (a->json)
+        std::printf("%s\n", comparison_json(rows, name_a, name_b, a->compare_options, over_runs).dump(2).c_str());
+      else std::fputs(format_comparison(rows, name_a, name_b, a->compare_options, over_runs).c_str(), stdout);
       return;
     }
     if (a->csv.empty()) fail("report: give a requests.csv, or --compare A.csv B.csv");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
-    Summary summary = summarize_or_exit(read_requests_csv(a->csv), slo, parse_percentile_method(a->percentiles));
+    require_writable(a->html, "--html");
+    const std::vector<RequestRecord> records = read_requests_csv(a->csv);
+    Summary summary = summarize_or_exit(records, slo, parse_percentile_method(a->percentiles));
+    if (!a->html.empty()) write_text(a->html, requests_report_html(records, summary, a->csv));
     if (a->json) std::printf("%s\n", summary_json(summary).dump(2).c_str());
     else std::fputs(format_report(summary).c_str(), stdout);
   });
@@ -203,7 +238,7 @@ void add_bench_serve(CLI::App& bench) {
   struct Args {
     ServeOptions serve;
     int num_requests = 0;
-    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles;
+    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles, html;
     int input_len = 128, output_len = 64;
     int warmup = 0, repeat = 1;
     bool no_progress = false;
@@ -240,6 +275,7 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--api-key", a->serve.api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
   cmd->add_option("--output", a->output, "per-request CSV (default requests.csv; '' to skip)");
   cmd->add_option("--summary", a->summary, "JSON summary file");
+  cmd->add_option("--html", a->html, "the report as one self-contained HTML page (as report --html)");
   cmd->add_option("--slo", a->slo, "goodput objectives, e.g. ttft_ms=200,tpot_ms=50");
   add_percentiles_option(cmd, a->percentiles);
   cmd->add_flag("--no-progress", a->no_progress, "no progress bar even on a terminal");
@@ -254,6 +290,7 @@ void add_bench_serve(CLI::App& bench) {
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
     require_writable(a->output, "--output");
     require_writable(a->summary, "--summary");
+    require_writable(a->html, "--html");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
     const PercentileMethod percentiles = parse_percentile_method(a->percentiles);
     ServeOptions options = a->serve;
@@ -308,6 +345,10 @@ void add_bench_serve(CLI::App& bench) {
       j["environment"] = run_environment(load_before, target, summary, warmup);
       write_text(a->summary, j.dump(2) + "\n");
     }
+    if (!a->html.empty())
+      write_text(a->html, requests_report_html(run.records, summary,
+                                               fmt::format("bench serve {} ({}), {} requests", options.base_url,
+                                                           options.model, run.records.size())));
     if (a->warmup > 0)
       std::printf("Warm-up: %d requests sent first (%zu ok), excluded from the CSV and the figures below\n", a->warmup,
                   warmup.successful);
@@ -330,6 +371,162 @@ void add_bench_serve(CLI::App& bench) {
   });
 }
 
+// "LOW:HIGH" (or one value: LOW = HIGH) of --rates / --concurrency-levels.
+std::pair<double, double> parse_load_range(const std::string& text, const char* flag) {
+  const auto colon = text.find(':');
+  const std::string low = text.substr(0, colon), high = colon == std::string::npos ? low : text.substr(colon + 1);
+  auto number = [&](const std::string& item) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !(v > 0) || !std::isfinite(v))
+      fail("{}: '{}' is not a positive number (write LOW:HIGH, e.g. 0.5:64)", flag, item);
+    return v;
+  };
+  const double lo = number(low), hi = number(high);
+  if (hi < lo) fail("{}: {} is below {} (write LOW:HIGH)", flag, high, low);
+  return {lo, hi};
+}
+
+void add_bench_capacity(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("capacity", "SLO capacity search: the highest Poisson request rate (or concurrency) "
+                                               "whose requests meet --slo; sweep, bisection, repeated points, curve, "
+                                               "knee, JSON and SVG");
+  struct Args {
+    ServeOptions serve;
+    std::string slo, rates = "0.5:64", levels, tokenizer, output_dir = "capacity", html;
+    int num_requests = 100, input_len = 128, output_len = 64, warmup = 0;
+    CapacityOptions capacity;
+    bool json = false, no_files = false;
+  };
+  auto a = std::make_shared<Args>();
+  a->serve.timeout_s = 60;
+  cmd->add_option("--base-url", a->serve.base_url, "server URL, e.g. http://127.0.0.1:30000 (/v1 added when missing)")
+      ->required();
+  cmd->add_option("--slo", a->slo,
+                  "objectives, METRIC_pNN_ms=BOUND with METRIC ttft, tpot or e2e, e.g. ttft_p95_ms=200,tpot_p95_ms=50")
+      ->required();
+  auto* rates = cmd->add_option("--rates", a->rates, "Poisson request rates searched, LOW:HIGH req/s (default 0.5:64)");
+  cmd->add_option("--concurrency-levels", a->levels, "search concurrency levels LOW:HIGH instead of rates (closed loop)")
+      ->excludes(rates);
+  cmd->add_option("--repeat", a->capacity.repeat,
+                  "most runs per point (K, default 3): a point is run again until the bootstrap CI of every SLO "
+                  "metric is on one side of its bound")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--num-requests", a->num_requests, "requests per run (default 100)")->check(CLI::PositiveNumber);
+  cmd->add_option("--sweep-factor", a->capacity.sweep_factor, "the sweep multiplies the load by this (default 2)");
+  cmd->add_option("--resolution", a->capacity.resolution,
+                  "rates: bisection stops when first failing / last passing <= 1 + this (default 0.1); "
+                  "concurrency: at adjacent levels");
+  cmd->add_option("--model", a->serve.model, "model name sent to the server (default: the first of GET /v1/models)");
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer for exact prompt lengths and token counts (as bench serve)");
+  cmd->add_option("--input-len", a->input_len, "prompt tokens (default 128)")->check(CLI::PositiveNumber);
+  cmd->add_option("--output-len", a->output_len, "max_tokens of each request (default 64)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--ignore-eos", a->serve.ignore_eos, "ask the server to ignore EOS so every request yields --output-len");
+  cmd->add_option("--burstiness", a->serve.burstiness, "gamma shape of the arrival gaps: 1 Poisson (default)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", a->serve.timeout_s, "seconds per request before it counts as timeout (default 60)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", a->serve.seed, "seed of prompts, arrivals and the bootstrap");
+  cmd->add_option("--endpoint", a->serve.endpoint, "chat (/v1/chat/completions) or completions (/v1/completions)")
+      ->check(CLI::IsMember({"chat", "completions"}));
+  cmd->add_option("--api-key", a->serve.api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
+  cmd->add_option("--warmup", a->warmup, "requests sent once before the search, left out of every figure")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--output-dir", a->output_dir,
+                  "where capacity.json, capacity.svg and requests.csv (every run, its run column) go (default capacity)");
+  cmd->add_flag("--no-files", a->no_files, "write no files");
+  cmd->add_option("--html", a->html, "also write the capacity curve and every point's figures as one self-contained HTML page");
+  cmd->add_flag("--json", a->json, "print capacity.json's content instead of the text report");
+  cmd->callback([=] {
+    CapacityOptions options = a->capacity;
+    options.slo = parse_capacity_slo(a->slo);
+    options.kind = a->levels.empty() ? LoadKind::Rate : LoadKind::Concurrency;
+    std::tie(options.low, options.high) = a->levels.empty() ? parse_load_range(a->rates, "--rates")
+                                                            : parse_load_range(a->levels, "--concurrency-levels");
+    options.statistics.seed = a->serve.seed;
+    const std::filesystem::path dir = a->output_dir;
+    if (!a->no_files) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) fail("--output-dir {}: cannot be created ({})", a->output_dir, ec.message());
+      for (const char* name : {"capacity.json", "capacity.svg", "requests.csv"})
+        require_writable((dir / name).string(), "--output-dir");
+    }
+    require_writable(a->html, "--html");
+    ServeOptions serve = a->serve;
+    serve.tokenizer = optional_tokenizer(a->tokenizer, serve.model);
+    if (serve.model.empty()) serve.model = first_model_id(serve.base_url, serve.api_key, std::min(serve.timeout_s, 30.0));
+    const std::optional<nlohmann::json> load_before = load_average();
+    const nlohmann::json target = target_environment(serve.base_url, serve.api_key, std::min(serve.timeout_s, 30.0));
+    const WarmupResult warmup =
+        run_warmup(serve, random_prompts(std::max(a->warmup, 1), a->input_len, a->output_len, serve.seed, serve.tokenizer.get()),
+                   a->warmup);
+    if (!warmup.interrupted_by.empty()) exit_with(fmt::format("interrupted by {} during the warm-up", warmup.interrupted_by));
+
+    std::vector<RequestRecord> all;
+    auto run_load = [&](double load, int run) {
+      ServeOptions o = serve;
+      o.seed = serve.seed + static_cast<uint64_t>(run);  // each run its own prompts and arrivals
+      if (options.kind == LoadKind::Rate) o.request_rate = load;
+      else o.concurrency = static_cast<int>(load);
+      ServeRun r = run_serve_benchmark(
+          o, random_prompts(a->num_requests, a->input_len, a->output_len, o.seed, serve.tokenizer.get()));
+      for (auto& record : r.records) {
+        record.run = run;
+        all.push_back(record);
+      }
+      return CapacityRun{.records = std::move(r.records), .interrupted_by = r.interrupted_by};
+    };
+    const char* unit = load_unit(options.kind);
+    auto on_point = [&](const CapacityPoint& p) {
+      std::string objectives;
+      for (const auto& r : p.objectives)
+        objectives += fmt::format(" {} {:.2f} [{:.2f}, {:.2f}]", r.objective.key, r.median, r.ci.low, r.ci.high);
+      std::fprintf(stderr, "capacity: %s %g %s, %zu run(s):%s -> %s%s\n", p.phase.c_str(), p.load, unit,
+                   p.runs.size(), objectives.c_str(), p.meets ? "meets" : "fails",
+                   p.decided_by == "median" ? " (CI straddles; median decided)" : "");
+    };
+    const CapacityResult result = search_capacity(options, run_load, on_point);
+
+    nlohmann::json j = capacity_json(result, options);
+    j["run"] = {{"base_url", serve.base_url}, {"model", serve.model},           {"endpoint", serve.endpoint},
+                {"num_requests", a->num_requests}, {"input_len", a->input_len}, {"output_len", a->output_len},
+                {"ignore_eos", serve.ignore_eos}, {"burstiness", serve.burstiness}, {"timeout_s", serve.timeout_s},
+                {"warmup", a->warmup}};
+    j["environment"] = run_environment(load_before, target,
+                                       all.empty() ? Summary{} : summarize_or_exit(all, {}, PercentileMethod::NearestRank),
+                                       warmup);
+    if (!a->no_files) {
+      write_text((dir / "capacity.json").string(), j.dump(2) + "\n");
+      write_text((dir / "capacity.svg").string(),
+                 capacity_svg(result, options, fmt::format("{}: capacity under {}", serve.model, a->slo)));
+      write_requests_csv(dir / "requests.csv", all);
+    }
+    if (!a->html.empty())
+      write_text(a->html, capacity_report_html(result, options, fmt::format("{}: capacity under {}", serve.model, a->slo),
+                                               fmt::format("bench capacity {} ({}), {} requests per run", serve.base_url,
+                                                           serve.model, a->num_requests)));
+    if (a->json) {
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::printf("Capacity search: %s, %s..%s %s, %d requests per run, up to %d runs per point\n",
+                  options.kind == LoadKind::Rate ? "Poisson arrivals" : "closed loop",
+                  fmt::format("{:g}", options.low).c_str(), fmt::format("{:g}", options.high).c_str(), unit,
+                  a->num_requests, options.repeat);
+      std::fputs(format_capacity(result, options).c_str(), stdout);
+      if (!a->no_files)
+        std::printf("Wrote %s, %s, %s\n", (dir / "capacity.json").c_str(), (dir / "capacity.svg").c_str(),
+                    (dir / "requests.csv").c_str());
+    }
+    if (result.outcome == "interrupted") throw CLI::RuntimeError(130);
+  });
+}
+
 std::vector<int> parse_lengths(const std::string& text) {
   const std::vector<long> values = parse_int_list(text, 1, INT32_MAX, "--lengths", "a positive number of tokens");
   if (values.size() < 2) fail("--lengths: give at least two lengths, e.g. 8,16,32,64,128,256");
@@ -340,7 +537,7 @@ void add_bench_latency(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("latency", "The course's chapter 3: greedy-generation latency against input length "
                                               "(median of repeats), linear fit, verdicts, CSV and SVG");
   struct Args {
-    std::string model, lengths = "8,16,32,64,128,256", csv, svg;
+    std::string model, lengths = "8,16,32,64,128,256", csv, svg, html;
     LatencyOptions options;
     bool check_repeat = false;
     int threads = 0;
@@ -356,8 +553,12 @@ void add_bench_latency(CLI::App& bench) {
   cmd->add_flag("--check-repeat", a->check_repeat, "run the sweep twice and check each length agrees within 20 %");
   cmd->add_option("--csv", a->csv, "write the points (both runs with --check-repeat) as CSV");
   cmd->add_option("--svg", a->svg, "write a scatter plot with the fitted line as SVG");
+  cmd->add_option("--html", a->html, "write a self-contained HTML page: the plot with both fits and the points' table");
   cmd->add_option("--threads", a->threads, "compute threads (0 = all cores)")->default_val(0);
   cmd->callback([=] {
+    require_writable(a->csv, "--csv");
+    require_writable(a->svg, "--svg");
+    require_writable(a->html, "--html");
     LatencyOptions options = a->options;
     options.lengths = parse_lengths(a->lengths);
     options.on_length_done = [](int length) { std::fprintf(stderr, "  measured %d tokens\n", length); };
@@ -400,9 +601,14 @@ void add_bench_latency(CLI::App& bench) {
                   worst < 0.2 ? "yes" : "NO", worst * 100, worst_len);
     }
     if (!a->csv.empty()) write_text(a->csv, latency_csv(runs));
-    if (!a->svg.empty())
-      write_text(a->svg, latency_svg(sweep, fmt::format("{}: latency vs input length (gen_len {}, median of {})",
-                                                        model->config().architecture, options.gen_len, options.repeat)));
+    const std::string title = fmt::format("{}: latency vs input length (gen_len {}, median of {})",
+                                          model->config().architecture, options.gen_len, options.repeat);
+    if (!a->svg.empty()) write_text(a->svg, latency_svg(sweep, title));
+    if (!a->html.empty())
+      write_text(a->html, latency_report_html(runs, title,
+                                              fmt::format("{} ({} layers, hidden {}), input = id {} repeated", a->model,
+                                                          model->config().num_layers, model->config().hidden_size,
+                                                          options.token_id)));
   });
 }
 
@@ -437,6 +643,7 @@ static Registrar reg([](CLI::App& app) {
   add_chat(app);
   CLI::App& bench = command_group(app, "bench", "Benchmarks: serve (load generator), latency (course chapter 3), ...");
   add_bench_serve(bench);
+  add_bench_capacity(bench);
   add_bench_latency(bench);
 });
 

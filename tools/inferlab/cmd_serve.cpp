@@ -73,7 +73,7 @@ void serve(const ServeArgs& args) {
       std::fprintf(stderr, "inferlab serve: warning: listening on %s with no API key (--api-key or INFERLAB_API_KEY): "
                            "anyone who can reach this address can use the server\n", options.host.c_str());
   } else {
-    std::fprintf(stderr, "inferlab serve: API key required on every endpoint but /health\n");
+    std::fprintf(stderr, "inferlab serve: API key required on every endpoint but /health (and the /dashboard page, which asks for it)\n");
   }
   server.load(model);
   std::fprintf(stderr, "inferlab serve: ready, model name '%s' — try: curl http://%s:%d/v1/models\n",
@@ -140,7 +140,7 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
                   "Seconds a stream may stay silent (queue wait, long prefill) before a ': ping' SSE comment (0: none)")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--api-key", args->server.api_key,
-                  "Require 'Authorization: Bearer KEY' on every endpoint but /health (prefer the env variable: "
+                  "Require 'Authorization: Bearer KEY' on every endpoint but /health and the static /dashboard page (prefer the env variable: "
                   "arguments are visible to other users)")->envname("INFERLAB_API_KEY");
   cmd->add_option("--allowed-hosts", args->server.allowed_hosts,
                   "Host header names answered besides localhost, 127.0.0.1, [::1] and the bound address, comma-separated "

@@ -88,6 +88,7 @@ class Engine {
   std::shared_ptr<RequestStream> submit(ChoiceRequest request);
   bool idle() const;  // nothing queued or running
   SchedulerStats stats() const;
+  std::vector<SequenceSnapshot> running_sequences() const;  // the running batch, for a live view
   // Ends every queued and running request with an error event carrying `reason`.
   void shutdown(const std::string& reason);
 

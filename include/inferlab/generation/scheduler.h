@@ -149,6 +149,22 @@ struct SchedulerStats {
   }
 };
 
+// One sequence of the running batch as the engine thread last published it (each step): what a
+// live view shows per request. Times are on the monotonic clock; `first_token` is unset while the
+// prompt is still being computed.
+struct SequenceSnapshot {
+  uint64_t id = 0;  // the scheduler's arrival number (0, 1, ...)
+  int prompt_tokens = 0;
+  int cached_tokens = 0;      // prompt tokens reused from the prefix cache
+  int computed_tokens = 0;    // positions whose K/V are in the cache (prompt progress, then decode)
+  int generated_tokens = 0;
+  int max_tokens = 0;
+  int kv_blocks = 0;
+  int preemptions = 0;
+  Clock::time_point arrival;
+  std::optional<Clock::time_point> scheduled, first_token;
+};
+
 class Scheduler {
  public:
   Scheduler(Model& model, SchedulerOptions options);
@@ -166,6 +182,7 @@ class Scheduler {
 
   bool idle() const;  // nothing queued or running
   SchedulerStats stats() const;
+  std::vector<SequenceSnapshot> running_sequences() const;  // in order of arrival
   std::size_t capacity_tokens() const;
   const SchedulerOptions& options() const { return options_; }
 
@@ -202,6 +219,7 @@ class Scheduler {
   std::string stop_reason_;
   std::atomic<bool> has_work_{false};
   SchedulerStats stats_;
+  std::vector<SequenceSnapshot> running_snapshot_;
 
   // Engine thread only.
   std::deque<std::unique_ptr<Sequence>> waiting_;

@@ -8,7 +8,7 @@
 namespace inferlab {
 
 struct ModelConfig {
-  std::string architecture;  // "gpt2", "qwen2", "llama"
+  std::string architecture;  // "gpt2", "qwen2", "qwen3", "llama", "mistral"
   int vocab_size = 0;
   int hidden_size = 0;
   int num_layers = 0;
@@ -20,6 +20,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   bool tie_word_embeddings = false;
+  int sliding_window = 0;  // > 0 (Mistral): a position attends to the last sliding_window positions, itself included
   std::vector<int> eos_token_ids;    // from generation_config.json (int or list), else config.json
   std::optional<int> bos_token_id;
 };

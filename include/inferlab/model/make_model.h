@@ -28,7 +28,8 @@ struct MakeModelOptions {
 void write_random_model(const nlohmann::json& config, const std::filesystem::path& out_dir,
                         const MakeModelOptions& options);
 
-// Named configs for make-model --preset: "demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny".
+// Named configs for make-model --preset: "demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny", "qwen3-tiny",
+// "qwen3-0.6b", "mistral-tiny", "mistral-7b".
 std::vector<std::string> model_preset_names();
 // config.json and generation_config.json of a preset; Error listing the names when unknown.
 std::pair<nlohmann::json, nlohmann::json> model_preset(const std::string& name);

@@ -26,7 +26,7 @@ struct ServerOptions {
   double sse_ping_interval_s = 30; // a `: ping` SSE comment after this long with nothing sent (0: none);
                                    // 30 s is llama.cpp's default (its PR #24013)
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
-  std::string api_key;                  // non-empty: all but /health need "Authorization: Bearer KEY" (401)
+  std::string api_key;                  // non-empty: all but /health and the static /dashboard page need "Authorization: Bearer KEY" (401)
   std::string allowed_hosts;            // comma-separated extra Host names ("*": no check); a loopback
                                         // server answers only localhost, 127.0.0.1, [::1] and these (403)
   std::string allowed_origins;          // comma-separated web origins ("*": any) that get CORS headers;

@@ -42,9 +42,11 @@ void softmax(float* x, int n);
 
 // Causal attention of n query rows at positions start..start+n-1 over ctx = start+n keys/values
 // (contiguous [ctx][head_dim], row stride kv_stride). q rows have stride q_stride, out rows
-// out_stride. Row i sees keys 0..start+i. scratch is reused between calls.
+// out_stride. Row i sees keys 0..start+i; with window > 0 only the last window of them
+// (start+i-window+1..start+i, a sliding window). scratch is reused between calls.
 void causal_attention(const float* q, int q_stride, int n, int start, const float* k, const float* v, int kv_stride,
-                      int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch);
+                      int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch,
+                      int window = 0);
 
 // Rotary embedding, HF rotate_half convention: pairs (i, i + d/2). cos/sin: [d/2].
 void rope_rotate_half(float* vec, int head_dim, const float* cos, const float* sin);

@@ -1,4 +1,5 @@
-// Byte-level BPE tokenizer (GPT-2 / Qwen2 / Llama-3 family), identical to Hugging Face tokenizers.
+// BPE tokenizers identical to Hugging Face tokenizers: byte-level (GPT-2 / Qwen2 / Llama-3 family) and
+// SentencePiece-style with byte fallback (Llama 2, Mistral, Gemma), from tokenizer.json or GGUF.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -33,6 +34,11 @@ class Tokenizer {
   // The raw bytes the ids stand for (no U+FFFD replacement): decode_bytes(encode(s)) == s for any byte
   // string s the normalizer leaves unchanged (invalid UTF-8 included).
   virtual std::string decode_bytes(std::span<const int32_t> ids, bool skip_special_tokens = false) const = 0;
+  // decode_bytes of ids that continue earlier output (a stream's later tokens): without the
+  // start-of-text rule some tokenizers have (SentencePiece drops the text's leading space).
+  virtual std::string decode_bytes_after(std::span<const int32_t> ids, bool skip_special_tokens = false) const {
+    return decode_bytes(ids, skip_special_tokens);
+  }
 
   virtual int vocab_size() const = 0;
   virtual std::string id_to_piece(int32_t id) const = 0;  // the vocab string, e.g. "Ġworld"
@@ -56,6 +62,7 @@ class StreamDecoder {
  private:
   std::shared_ptr<const Tokenizer> tokenizer_;
   bool skip_special_;
+  bool started_ = false;  // a token has been output: later ones decode with decode_bytes_after
   std::string pending_;
 };
 

@@ -4,6 +4,7 @@
 // numpy / vLLM, and a seeded bootstrap for confidence intervals (docs/measurement.md).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,13 @@ struct Interval {
 Interval bootstrap_median_difference(const std::vector<std::vector<double>>& a,
                                      const std::vector<std::vector<double>>& b, int resamples,
                                      double confidence, uint64_t seed);
+
+// Percentile-bootstrap interval of statistic(B) - statistic(A) for any statistic of a resample:
+// each side's items (count_a, count_b of them) are drawn with replacement and the statistic gets
+// the drawn indices (e.g. a run's throughput from its resampled requests). Seeded as the above.
+using ResampleStatistic = std::function<double(const std::vector<std::size_t>& indices)>;
+Interval bootstrap_difference(std::size_t count_a, const ResampleStatistic& statistic_a, std::size_t count_b,
+                              const ResampleStatistic& statistic_b, int resamples, double confidence, uint64_t seed);
 
 // Percentile-bootstrap interval of the median of values (resampled one by one), e.g. a metric's
 // medians over repeated runs. Non-empty values.

@@ -1,5 +1,6 @@
 // Llama (LlamaForCausalLM): RoPE (rotate_half), GQA, RMSNorm, SwiGLU; biases only when
-// attention_bias / mlp_bias say so. The llama-style helpers here are shared with qwen2.cpp.
+// attention_bias / mlp_bias say so. The llama-style helpers here are shared with qwen2.cpp,
+// qwen3.cpp and mistral.cpp.
 #include "inferlab/util/error.h"
 #include "inferlab/loading/json_config.h"
 #include "model/transformer.h"
@@ -50,6 +51,10 @@ TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& 
     L.qkv = fuse_rows({w.linear(p + "self_attn.q_proj.weight", q, H, bias(style.qkv_bias, p + "self_attn.q_proj.bias")),
                        w.linear(p + "self_attn.k_proj.weight", kv, H, bias(style.qkv_bias, p + "self_attn.k_proj.bias")),
                        w.linear(p + "self_attn.v_proj.weight", kv, H, bias(style.qkv_bias, p + "self_attn.v_proj.bias"))});
+    if (style.qk_norm) {
+      L.q_norm = w.tensor(p + "self_attn.q_norm.weight", {c.head_dim});
+      L.k_norm = w.tensor(p + "self_attn.k_norm.weight", {c.head_dim});
+    }
     L.out = w.linear(p + "self_attn.o_proj.weight", H, q, bias(style.out_bias, p + "self_attn.o_proj.bias"));
     L.norm2_weight = w.tensor(p + "post_attention_layernorm.weight", {H});
     L.up = fuse_rows({w.linear(p + "mlp.gate_proj.weight", I, H, bias(style.mlp_bias, p + "mlp.gate_proj.bias")),
@@ -75,6 +80,10 @@ std::vector<TensorSpec> llama_style_layout(const ModelConfig& c, const LlamaStyl
       specs.push_back({p + "self_attn.q_proj.bias", {q}});
       specs.push_back({p + "self_attn.k_proj.bias", {kv}});
       specs.push_back({p + "self_attn.v_proj.bias", {kv}});
+    }
+    if (style.qk_norm) {
+      specs.push_back({p + "self_attn.q_norm.weight", {c.head_dim}, Init::Ones});
+      specs.push_back({p + "self_attn.k_norm.weight", {c.head_dim}, Init::Ones});
     }
     specs.push_back({p + "self_attn.o_proj.weight", {H, q}});
     if (style.out_bias) specs.push_back({p + "self_attn.o_proj.bias", {H}, Init::Zeros});

@@ -35,10 +35,11 @@ void attend_scalar(const Task& t, int row, int kv_head) {
   const AttentionRow& r = t.rows[row];
   std::vector<float> acc(static_cast<std::size_t>(group) * hd, 0.0f), scores(bs);
   std::vector<float> running_max(group, -std::numeric_limits<float>::infinity()), running_sum(group, 0.0f);
-  for (int j0 = 0; j0 <= r.position; j0 += bs) {
-    const int n = std::min(bs, r.position + 1 - j0);
-    const float* keys = r.kv->keys[j0 / bs] + kv_head * hd;
-    const float* values = r.kv->values[j0 / bs] + kv_head * hd;
+  // From the window's first position (mid-block, maybe) to the row's own, block by block.
+  for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
+    const int skip = j0 % bs, n = std::min(bs - skip, r.position + 1 - j0);
+    const float* keys = r.kv->keys[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const float* values = r.kv->values[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
     for (int g = 0; g < group; ++g) {
       const int h = kv_head * group + g;
       const float* q = t.q + row * t.q_stride + h * hd;
@@ -120,10 +121,11 @@ void attend_avx512(const Task& t, int row, int kv_head) {
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) _mm512_store_ps(&acc[g][v * 16], _mm512_setzero_ps());
   }
-  for (int j0 = 0; j0 <= r.position; j0 += bs) {
-    const float* keys_base = r.kv->keys[j0 / bs] + kv_head * hd;
-    const float* values_base = r.kv->values[j0 / bs] + kv_head * hd;
-    const int block_n = std::min(bs, r.position + 1 - j0);
+  for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
+    const int skip = j0 % bs;  // positions before the window's first, in its first block
+    const float* keys_base = r.kv->keys[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const float* values_base = r.kv->values[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const int block_n = std::min(bs - skip, r.position + 1 - j0);
     for (int c0 = 0; c0 < block_n; c0 += 16) {  // chunks of 16 positions (block sizes above 16)
       const int n = std::min(16, block_n - c0);
       // Positions past n read position n-1 (inside the block) and are masked out of the scores.
@@ -224,10 +226,11 @@ void attend_avx2(const Task& t, int row, int kv_head) {
     for (int v = 0; v < NV; ++v) _mm256_store_ps(&acc[g][v * 8], _mm256_setzero_ps());
   }
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int j0 = 0; j0 <= r.position; j0 += bs) {
-    const float* keys_base = r.kv->keys[j0 / bs] + kv_head * hd;
-    const float* values_base = r.kv->values[j0 / bs] + kv_head * hd;
-    const int block_n = std::min(bs, r.position + 1 - j0);
+  for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
+    const int skip = j0 % bs;  // positions before the window's first, in its first block
+    const float* keys_base = r.kv->keys[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const float* values_base = r.kv->values[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const int block_n = std::min(bs - skip, r.position + 1 - j0);
     for (int c0 = 0; c0 < block_n; c0 += 8) {
       const int n = std::min(8, block_n - c0);
       // Positions past n read position n-1 (inside the block) and are masked out of the scores.
@@ -299,6 +302,8 @@ void check(std::span<const AttentionRow> rows, const AttentionShape& s) {
     if (!r.kv || r.kv->block_size <= 0) fail("attention: a row without KV blocks");
     if (r.position < 0 || static_cast<std::size_t>(r.position / r.kv->block_size) >= r.kv->keys.size())
       fail("attention: position {} has no KV block in its sequence ({} blocks)", r.position, r.kv->keys.size());
+    if (r.first < 0 || r.first > r.position)
+      fail("attention: window start {} is outside positions 0..{}", r.first, r.position);
   }
 }
 }  // namespace
@@ -333,9 +338,9 @@ void causal_attention_reference(const float* q, std::size_t q_stride, float* out
     const int bs = row.kv->block_size;
     for (int h = 0; h < s.heads; ++h) {
       const int kvh = h / group;
-      std::vector<double> scores(row.position + 1);
+      std::vector<double> scores(row.position + 1, 0.0);
       double max = -INFINITY;
-      for (int j = 0; j <= row.position; ++j) {
+      for (int j = row.first; j <= row.position; ++j) {
         const float* k = row.kv->keys[j / bs] + static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd;
         double dot = 0;
         for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[r * q_stride + h * hd + d]) * k[d];
@@ -343,10 +348,10 @@ void causal_attention_reference(const float* q, std::size_t q_stride, float* out
         max = std::max(max, scores[j]);
       }
       double sum = 0;
-      for (auto& v : scores) sum += (v = std::exp(v - max));
+      for (int j = row.first; j <= row.position; ++j) sum += (scores[j] = std::exp(scores[j] - max));
       for (int d = 0; d < hd; ++d) {
         double o = 0;
-        for (int j = 0; j <= row.position; ++j)
+        for (int j = row.first; j <= row.position; ++j)
           o += scores[j] * row.kv->values[j / bs][static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd + d];
         out[r * out_stride + h * hd + d] = static_cast<float>(o / sum);
       }

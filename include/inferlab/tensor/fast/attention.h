@@ -18,7 +18,8 @@ struct KVBlocks {
 
 struct AttentionRow {
   const KVBlocks* kv = nullptr;
-  int position = 0;  // this row attends to cached positions 0..position
+  int position = 0;  // this row attends to cached positions first..position
+  int first = 0;     // > 0 with a sliding window (Mistral): older positions are masked out
 };
 
 struct AttentionShape {

@@ -1,0 +1,58 @@
+#include "server/server_info.h"
+
+#ifndef INFERLAB_VERSION
+#define INFERLAB_VERSION "unknown"
+#endif
+#ifndef INFERLAB_GIT_COMMIT
+#define INFERLAB_GIT_COMMIT "unknown"
+#endif
+
+namespace inferlab::api {
+
+json server_info(const ServerOptions& o, int bound_port, const std::string& model_name, const std::string& model_path,
+                 const ModelContext& context) {
+  const SchedulerOptions& s = o.scheduler;
+  return {{"server", "inferlab"},
+          {"version", INFERLAB_VERSION},
+          {"git_commit", INFERLAB_GIT_COMMIT},
+          {"model", model_name},
+          {"model_path", model_path},
+          // The flags, named as on the command line (without "--", "-" as "_").
+          {"flags",
+           {{"host", o.host},
+            {"port", bound_port},
+            {"served_model_name", o.served_model_name},
+            {"max_batch", s.max_batch},
+            {"kv_tokens", s.kv_tokens},
+            {"block_size", s.block_size},
+            {"step_tokens", s.step_token_budget},
+            {"max_queue", s.max_waiting},
+            {"prefix_caching", s.prefix_caching},
+            {"threads", o.threads},
+            {"weights", o.weights},
+            {"http_threads", o.http_threads},
+            {"max_connections", o.max_connections},
+            {"timeout", o.request_timeout_s},
+            {"max_n", o.max_n},
+            {"log_requests", o.log_requests},
+            {"timings", o.timings},
+            {"api_key_required", !o.api_key.empty()},  // never the key itself
+            {"allowed_hosts", o.allowed_hosts},
+            {"allowed_origins", o.allowed_origins},
+            {"max_body_bytes", o.max_body_bytes},
+            {"max_messages", o.max_messages},
+            {"max_prompt_tokens", o.max_prompt_tokens},
+            {"max_tokens_limit", o.max_tokens_limit},
+            {"max_json_depth", o.max_json_depth},
+            {"max_prompt_bytes", o.max_prompt_bytes},
+            {"slow_client_timeout", o.slow_client_timeout_s},
+            {"send_buffer_bytes", o.send_buffer_bytes}}},
+          // What the flags' defaults (0: automatic) became once the model was loaded.
+          {"resolved",
+           {{"context_length", context.context_length},
+            {"kv_capacity_tokens", context.kv_capacity_tokens},
+            {"vocab_size", context.vocab_size},
+            {"max_prompt_bytes", prompt_byte_limit(context, true)}}}};
+}
+
+}  // namespace inferlab::api
