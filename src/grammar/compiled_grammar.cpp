@@ -1,5 +1,5 @@
-// The automaton behind constrained decoding (grammar_matcher.h): hash-consed stacks, memoised byte
-// steps, and the per-position cache of context-independent tokens.
+// The automaton behind constrained decoding (grammar_matcher.h): hash-consed stacks, interned
+// parser states with a lazily filled transition table, and the per-state token mask cache.
 #include <algorithm>
 
 #include "inferlab/grammar/grammar_matcher.h"
@@ -7,10 +7,11 @@
 namespace inferlab {
 namespace {
 
-// Stacks beyond this many nodes mean a grammar (or an output) far outside what a request needs.
+// Far beyond what a request needs; a grammar that gets there (deep nesting) fails with a message.
 constexpr std::size_t kMaxNodes = 4'000'000;
-
-bool has_empty(const std::vector<uint32_t>& state) { return !state.empty() && state.front() == 0; }
+constexpr std::size_t kMaxStates = 200'000;
+constexpr std::size_t kMaxMasks = 4096;        // masks kept per grammar (then the cache starts over)
+constexpr std::size_t kListBelow = 4096;       // masks with fewer tokens are kept as a list
 
 }  // namespace
 
@@ -20,9 +21,21 @@ int TokenMask::count() const {
   return n;
 }
 
+std::size_t CompiledGrammar::StateSetHash::operator()(const StackSet& s) const noexcept {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t v : s) h = (h ^ v) * 1099511628211ull;
+  return static_cast<std::size_t>(h);
+}
+
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocabulary)
     : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)) {
   nodes_.push_back({UINT32_MAX, 0});  // node 0: the empty stack
+  intern({});                          // state 0: no stack left, nothing matches
+}
+
+CompiledGrammar::CacheStats CompiledGrammar::cache_stats() const {
+  std::lock_guard lock(mutex_);
+  return {states_.size(), masks_.size(), mask_hits_, mask_misses_};
 }
 
 uint32_t CompiledGrammar::node(uint32_t position, uint32_t parent) {
@@ -30,7 +43,7 @@ uint32_t CompiledGrammar::node(uint32_t position, uint32_t parent) {
   auto [it, inserted] = node_ids_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
   if (inserted) {
     if (nodes_.size() >= kMaxNodes)
-      throw GrammarError(fmt::format("the grammar's parser state grew beyond {} stack nodes (nesting too deep)", kMaxNodes));
+      throw GrammarError(fmt::format("the grammar's parser grew beyond {} stack nodes (the output nests too deep)", kMaxNodes));
     nodes_.push_back({position, parent});
   }
   return it->second;
@@ -38,7 +51,7 @@ uint32_t CompiledGrammar::node(uint32_t position, uint32_t parent) {
 
 // The stacks `node` stands for once every rule reference on top is replaced by its alternatives:
 // each has a byte element on top, or is the empty stack (0).
-void CompiledGrammar::expand(uint32_t id, State& out) {
+void CompiledGrammar::expand(uint32_t id, StackSet& out) {
   if (id == 0) {
     out.push_back(0);
     return;
@@ -49,7 +62,7 @@ void CompiledGrammar::expand(uint32_t id, State& out) {
     out.push_back(id);
     return;
   }
-  // A reference: the continuation after it (nothing when it ends the alternative: a tail call, so
+  // A reference: the continuation after it (none when it ends the alternative: a tail call, so
   // right recursion does not grow the stack), under each alternative of the rule.
   const uint32_t after = n.position + 1;
   const uint32_t continuation = grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent);
@@ -59,112 +72,86 @@ void CompiledGrammar::expand(uint32_t id, State& out) {
   }
 }
 
-CompiledGrammar::State CompiledGrammar::initial_state() {
-  State state;
+int32_t CompiledGrammar::intern(StackSet set) {
+  std::sort(set.begin(), set.end());
+  set.erase(std::unique(set.begin(), set.end()), set.end());
+  auto it = state_ids_.find(set);
+  if (it != state_ids_.end()) return it->second;
+  if (states_.size() >= kMaxStates)
+    throw GrammarError(fmt::format("the grammar's parser reached {} states (the output nests too deep)", kMaxStates));
+  const int32_t id = static_cast<int32_t>(states_.size());
+  complete_.push_back(!set.empty() && set.front() == 0);
+  states_.push_back(set);
+  std::array<int32_t, 256> unknown;
+  unknown.fill(-1);
+  next_.push_back(unknown);
+  state_ids_.emplace(std::move(set), id);
+  return id;
+}
+
+int32_t CompiledGrammar::initial_state() {
+  StackSet set;
   for (uint32_t start : grammar_.alternatives[grammar_.root]) {
-    if (grammar_.elements[start].kind == Grammar::end) state.push_back(0);
-    else expand(node(start, 0), state);
+    if (grammar_.elements[start].kind == Grammar::end) set.push_back(0);
+    else expand(node(start, 0), set);
   }
-  std::sort(state.begin(), state.end());
-  state.erase(std::unique(state.begin(), state.end()), state.end());
-  return state;
+  return intern(std::move(set));
 }
 
-const std::vector<uint32_t>& CompiledGrammar::step(uint32_t id, uint8_t byte) {
-  const uint64_t key = (static_cast<uint64_t>(id) << 8) | byte;
-  auto it = steps_.find(key);
-  if (it != steps_.end()) return it->second;
-  State next;
-  const Node n = nodes_[id];
-  if (grammar_.matches(n.position, byte)) {
-    const uint32_t after = n.position + 1;
-    expand(grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent), next);
-    std::sort(next.begin(), next.end());
-    next.erase(std::unique(next.begin(), next.end()), next.end());
-  }
-  return steps_.emplace(key, std::move(next)).first->second;
-}
-
-void CompiledGrammar::step_state(const State& in, uint8_t byte, State& out) {
-  out.clear();
-  for (uint32_t id : in) {
+int32_t CompiledGrammar::next(int32_t state, uint8_t byte) {
+  int32_t known = next_[state][byte];
+  if (known >= 0) return known;
+  StackSet out;
+  for (uint32_t id : states_[state]) {
     if (id == 0) continue;
-    const auto& next = step(id, byte);
-    out.insert(out.end(), next.begin(), next.end());
+    const Node n = nodes_[id];
+    if (!grammar_.matches(n.position, byte)) continue;
+    const uint32_t after = n.position + 1;
+    expand(grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent), out);
   }
-  if (in.size() > 1) {
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
+  const int32_t to = intern(std::move(out));
+  next_[state][byte] = to;
+  return to;
+}
+
+const CompiledGrammar::Mask& CompiledGrammar::mask(int32_t state) {
+  auto it = masks_.find(state);
+  if (it != masks_.end()) {
+    ++mask_hits_;
+    return it->second;
   }
-}
-
-void CompiledGrammar::walk(const State& start, const std::vector<int32_t>& tokens, const std::vector<uint32_t>* lcp,
-                           TokenMask& accepted, std::vector<int32_t>* uncertain) {
-  // levels[d]: the state after the first d bytes of the current token; boundary[d]: some state up
-  // to depth d held the empty stack (the start's rule had ended there).
-  thread_local std::vector<State> levels;
-  thread_local std::vector<uint8_t> boundary;
-  if (levels.empty()) levels.resize(1);
-  levels[0] = start;
-  boundary.assign(1, has_empty(start));
-  std::size_t computed = 0;              // levels[0..computed] are those of the previous token
-  std::size_t dead_at = SIZE_MAX;        // the previous token's prefix of this length matched nothing
-  const std::string* previous = nullptr;
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    const int32_t id = tokens[i];
-    if (accepted.test(id)) continue;
-    const std::string& bytes = vocabulary_->bytes(id);
-    std::size_t common = 0;
-    if (previous) {
-      if (lcp) {
-        common = (*lcp)[i];
-      } else {
-        while (common < bytes.size() && common < previous->size() && bytes[common] == (*previous)[common]) ++common;
-      }
+  ++mask_misses_;
+  if (masks_.size() >= kMaxMasks) masks_.clear();
+  // Depth-first over the trie: a child is entered only when its byte keeps some stack alive.
+  const auto& trie = vocabulary_->trie();
+  const auto& trie_tokens = vocabulary_->trie_tokens();
+  std::vector<int32_t> tokens;
+  struct Frame {
+    uint32_t node;
+    int32_t state;
+  };
+  std::vector<Frame> todo{{0, state}};
+  while (!todo.empty()) {
+    const Frame f = todo.back();
+    todo.pop_back();
+    const auto& t = trie[f.node];
+    for (uint32_t c = t.first_child, end = t.first_child + t.child_count; c < end; ++c) {
+      const int32_t to = next(f.state, trie[c].byte);
+      if (to == 0) continue;
+      tokens.insert(tokens.end(), trie_tokens.begin() + trie[c].tokens_begin, trie_tokens.begin() + trie[c].tokens_end);
+      if (trie[c].child_count) todo.push_back({c, to});
     }
-    previous = &bytes;
-    if (dead_at <= common) {  // shares a prefix that already matched nothing
-      if (uncertain && boundary[dead_at - 1]) uncertain->push_back(id);
-      continue;
-    }
-    dead_at = SIZE_MAX;
-    std::size_t d = std::min(common, computed);
-    if (levels.size() < bytes.size() + 1) levels.resize(bytes.size() + 1);
-    if (boundary.size() < bytes.size() + 1) boundary.resize(bytes.size() + 1);
-    for (; d < bytes.size(); ++d) {
-      step_state(levels[d], static_cast<uint8_t>(bytes[d]), levels[d + 1]);
-      boundary[d + 1] = boundary[d] || has_empty(levels[d + 1]);
-      if (levels[d + 1].empty()) {
-        dead_at = d + 1;
-        break;
-      }
-    }
-    computed = dead_at == SIZE_MAX ? bytes.size() : dead_at;
-    if (dead_at == SIZE_MAX) accepted.set(id);
-    else if (uncertain && boundary[dead_at - 1]) uncertain->push_back(id);
   }
-}
-
-const CompiledGrammar::PositionCache& CompiledGrammar::position_cache(uint32_t position) {
-  auto it = positions_.find(position);
-  if (it != positions_.end()) return *it->second;
-  auto cache = std::make_unique<PositionCache>();
-  cache->accepted.resize(vocabulary_->size());
-  // The position alone on an otherwise empty stack: node 0 is then the end of its rule.
-  State start{node(position, 0)};
-  walk(start, vocabulary_->sorted(), &vocabulary_->lcp(), cache->accepted, &cache->uncertain);
-  return *positions_.emplace(position, std::move(cache)).first->second;
-}
-
-void CompiledGrammar::precompute_all() {
-  std::lock_guard lock(mutex_);
-  for (uint32_t p = 0; p < grammar_.elements.size(); ++p)
-    if (grammar_.elements[p].kind == Grammar::bytes) position_cache(p);
-}
-
-std::size_t CompiledGrammar::cached_positions() const {
-  std::lock_guard lock(mutex_);
-  return positions_.size();
+  Mask m;
+  if (tokens.size() >= kListBelow) {
+    m.as_bits = true;
+    m.bits.resize(vocabulary_->size());
+    for (int32_t id : tokens) m.bits.set(id);
+  } else {
+    std::sort(tokens.begin(), tokens.end());
+    m.tokens = std::move(tokens);
+  }
+  return masks_.emplace(state, std::move(m)).first->second;
 }
 
 }  // namespace inferlab

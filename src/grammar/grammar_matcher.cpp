@@ -1,5 +1,6 @@
 // One sequence's place in a grammar (grammar_matcher.h).
 #include <algorithm>
+#include <cstring>
 
 #include "inferlab/grammar/grammar_matcher.h"
 
@@ -10,30 +11,26 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> grammar) : gramm
   state_ = grammar_->initial_state();
 }
 
-void GrammarMatcher::fill_mask(TokenMask& mask) {
+void GrammarMatcher::fill_mask(TokenMask& out) {
   std::lock_guard lock(grammar_->mutex_);
-  if (mask.size() != grammar_->vocabulary_->size()) mask.resize(grammar_->vocabulary_->size());
-  else mask.clear();
-  uncertain_.clear();
-  for (uint32_t id : state_) {
-    if (id == 0) continue;
-    const auto& cache = grammar_->position_cache(grammar_->nodes_[id].position);
-    mask.merge(cache.accepted);
-    uncertain_.insert(uncertain_.end(), cache.uncertain.begin(), cache.uncertain.end());
+  const auto& m = grammar_->mask(state_);
+  if (m.as_bits) {
+    out = m.bits;
+    return;
   }
-  // The tokens that leave their position's rule: only the real stacks below can say.
-  if (!uncertain_.empty()) grammar_->walk(state_, uncertain_, nullptr, mask, nullptr);
+  if (out.size() != grammar_->vocabulary_->size()) out.resize(grammar_->vocabulary_->size());
+  else out.clear();
+  for (int32_t id : m.tokens) out.set(id);
 }
 
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   std::lock_guard lock(grammar_->mutex_);
-  scratch_ = state_;
+  int32_t state = state_;
   for (char c : bytes) {
-    grammar_->step_state(scratch_, static_cast<uint8_t>(c), scratch2_);
-    if (scratch2_.empty()) return false;
-    std::swap(scratch_, scratch2_);
+    state = grammar_->next(state, static_cast<uint8_t>(c));
+    if (state == 0) return false;
   }
-  std::swap(state_, scratch_);
+  state_ = state;
   return true;
 }
 
@@ -44,8 +41,14 @@ bool GrammarMatcher::accept_token(int32_t id) {
   return accept_bytes(bytes);
 }
 
-bool GrammarMatcher::can_finish() const { return !state_.empty() && state_.front() == 0; }
+bool GrammarMatcher::can_finish() const {
+  std::lock_guard lock(grammar_->mutex_);
+  return grammar_->complete_[state_];
+}
 
-bool GrammarMatcher::terminated() const { return state_.size() == 1 && state_.front() == 0; }
+bool GrammarMatcher::terminated() const {
+  std::lock_guard lock(grammar_->mutex_);
+  return grammar_->states_[state_].size() == 1 && grammar_->complete_[state_];
+}
 
 }  // namespace inferlab

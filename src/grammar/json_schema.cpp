@@ -193,8 +193,8 @@ class SchemaConverter {
         std::string p = prefix;
         if (target.rfind(p, 0) != 0) continue;
         std::string key = target.substr(p.size());
-        const json& defs = root_.value(p.substr(2, p.size() - 3), json::object());
-        if (defs.is_object() && defs.contains(key)) resolved = &defs[key];
+        auto defs = root_.find(p.substr(2, p.size() - 3));
+        if (defs != root_.end() && defs->is_object() && defs->contains(key)) resolved = &(*defs)[key];
         name = "def-" + key;
       }
     }

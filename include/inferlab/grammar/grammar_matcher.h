@@ -1,15 +1,17 @@
 // Constrained decoding over a byte-level BPE vocabulary. A CompiledGrammar is a Grammar joined to a
 // TokenVocabulary: a pushdown automaton whose stacks are hash-consed nodes (equal stacks share one
-// id), byte transitions memoised per node, and, per grammar position a stack can have on top, the
-// tokens accepted or rejected whatever lies below that position (the context-independent tokens,
-// computed once by walking the sorted vocabulary) plus the few that depend on the context, as
-// XGrammar's adaptive token mask cache does. A GrammarMatcher is one sequence's state: a set of
-// stacks. Each decoding step: fill_mask() (context-independent tokens from the cache, the rest
-// checked against the real stacks), sample, accept_token().
+// id), whose parser states (sets of stacks) are interned and stepped through a lazily built
+// transition table (one array lookup per byte once a transition is known), and a per-state cache
+// of token masks: the mask of a state is computed once, by walking the vocabulary's byte trie
+// against the automaton (a subtree is left the moment its prefix fails), and reused whenever a
+// sequence is in that state again: every character of a string, every repeat of a schema, every
+// request with the same grammar. A GrammarMatcher is one sequence's state. Each decoding step:
+// fill_mask(), sample, accept_token().
 //
 // One CompiledGrammar may serve many matchers (the n choices of a request, repeated requests);
-// its caches are guarded by a mutex, so matchers of one grammar may run on different threads.
+// its tables are guarded by a mutex, so matchers of one grammar may run on different threads.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,43 +53,48 @@ class CompiledGrammar {
   const Grammar& grammar() const { return grammar_; }
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
 
-  // Computes the per-position token caches of every position now (else each is computed the first
-  // time a stack has it on top). For the compile-time figure of `bench grammar`.
-  void precompute_all();
-  std::size_t cached_positions() const;
+  struct CacheStats {
+    std::size_t states = 0;        // parser states interned
+    std::size_t masks = 0;         // masks held
+    uint64_t mask_hits = 0, mask_misses = 0;
+  };
+  CacheStats cache_stats() const;
 
  private:
   friend class GrammarMatcher;
-  using State = std::vector<uint32_t>;  // sorted stack node ids; node 0 is the empty stack
+  using StackSet = std::vector<uint32_t>;  // sorted stack node ids; node 0 is the empty stack
   struct Node {
-    uint32_t position;  // a `bytes` element of the grammar
+    uint32_t position;  // an element of the grammar (bytes, or a reference not yet expanded)
     uint32_t parent;
   };
-  struct PositionCache {
-    TokenMask accepted;               // consumed whole from this position, whatever lies below
-    std::vector<int32_t> uncertain;   // reach the end of the position's rule with bytes left: checked at run time
+  struct StateSetHash {
+    std::size_t operator()(const StackSet& s) const noexcept;
+  };
+  struct Mask {
+    std::vector<int32_t> tokens;  // few tokens: the list
+    TokenMask bits;               // many: the bitmap
+    bool as_bits = false;
   };
 
   // Caller holds mutex_.
   uint32_t node(uint32_t position, uint32_t parent);
-  void expand(uint32_t node, State& out);
-  State initial_state();
-  const std::vector<uint32_t>& step(uint32_t node, uint8_t byte);
-  void step_state(const State& in, uint8_t byte, State& out);
-  const PositionCache& position_cache(uint32_t position);
-  // Walks `tokens` (ids in the vocabulary's sorted order) from `start`: sets the surviving ones in
-  // `accepted`; with `uncertain`, collects those that died after some path reached node 0 (the
-  // end of the start's rule).
-  void walk(const State& start, const std::vector<int32_t>& tokens, const std::vector<uint32_t>* lcp, TokenMask& accepted,
-            std::vector<int32_t>* uncertain);
+  void expand(uint32_t node, StackSet& out);
+  int32_t intern(StackSet set);
+  int32_t initial_state();
+  int32_t next(int32_t state, uint8_t byte);
+  const Mask& mask(int32_t state);
 
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   mutable std::mutex mutex_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> node_ids_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> steps_;
-  std::unordered_map<uint32_t, std::unique_ptr<PositionCache>> positions_;
+  std::vector<StackSet> states_;                   // state 0: the empty set (no way on)
+  std::vector<std::array<int32_t, 256>> next_;     // -1: not computed yet
+  std::vector<uint8_t> complete_;                  // the state holds the empty stack
+  std::unordered_map<StackSet, int32_t, StateSetHash> state_ids_;
+  std::unordered_map<int32_t, Mask> masks_;
+  uint64_t mask_hits_ = 0, mask_misses_ = 0;
 };
 
 class GrammarMatcher {
@@ -101,13 +108,10 @@ class GrammarMatcher {
   bool accept_bytes(std::string_view bytes);
   bool can_finish() const;  // the output so far is a complete sentence of the grammar
   bool terminated() const;  // complete, and nothing may follow
-  bool dead() const { return state_.empty(); }
 
  private:
   std::shared_ptr<CompiledGrammar> grammar_;
-  CompiledGrammar::State state_;
-  CompiledGrammar::State scratch_, scratch2_;
-  std::vector<int32_t> uncertain_;
+  int32_t state_ = 0;
 };
 
 }  // namespace inferlab
