@@ -41,10 +41,11 @@ class SchemaConverter {
  public:
   SchemaConverter(const json& root, const GrammarLimits& limits) : root_(root), limits_(limits) {}
 
-  std::string convert() {
-    std::string top = visit(root_, "root-value", 0);
-    std::string out = "root ::= " + top + "\n" + kPrimitives;
-    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+  std::string convert(const std::string& name, bool primitives) {
+    prefix_ = name;
+    std::string top = visit(root_, name + "-value", 0);
+    std::string out = name + " ::= " + top + "\n" + (primitives ? kPrimitives : "");
+    for (const auto& [rule_name, body] : rules_) out += rule_name + " ::= " + body + "\n";
     if (out.size() > limits_.max_grammar_bytes)
       throw GrammarError(fmt::format("the schema's grammar is {} bytes; at most {} are accepted (--max-grammar-bytes)",
                                      out.size(), limits_.max_grammar_bytes));
@@ -187,7 +188,7 @@ class SchemaConverter {
     std::string name;
     if (target == "#") {
       resolved = &root_;
-      name = "root-ref";
+      name = prefix_ + "-ref";
     } else {
       for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
         std::string p = prefix;
@@ -195,7 +196,7 @@ class SchemaConverter {
         std::string key = target.substr(p.size());
         auto defs = root_.find(p.substr(2, p.size() - 3));
         if (defs != root_.end() && defs->is_object() && defs->contains(key)) resolved = &(*defs)[key];
-        name = "def-" + key;
+        name = prefix_ + "-def-" + key;
       }
     }
     if (!resolved) unsupported("$ref", fmt::format("'$ref' {} does not point into this schema's $defs / definitions", ref.dump()));
@@ -307,13 +308,20 @@ class SchemaConverter {
   std::map<std::string, std::string> rules_;
   std::set<std::string> reserved_;
   std::map<std::string, std::string> refs_;
+  std::string prefix_;
 };
 
 }  // namespace
 
 std::string json_schema_to_gbnf(const json& schema, const GrammarLimits& limits) {
-  return SchemaConverter(schema, limits).convert();
+  return SchemaConverter(schema, limits).convert("root", true);
 }
+
+std::string json_schema_rules(const json& schema, const std::string& name, const GrammarLimits& limits) {
+  return SchemaConverter(schema, limits).convert(name, false);
+}
+
+std::string json_primitives_gbnf() { return kPrimitives; }
 
 std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kPrimitives; }
 

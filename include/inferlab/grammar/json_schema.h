@@ -16,6 +16,11 @@ namespace inferlab {
 
 std::string json_schema_to_gbnf(const nlohmann::json& schema, const GrammarLimits& limits = {});
 
+// The rules of one schema inside a larger grammar: its top rule is `name`, its helper rules are
+// prefixed with it, and it uses the shared primitives of json_primitives_gbnf() (add those once).
+std::string json_schema_rules(const nlohmann::json& schema, const std::string& name, const GrammarLimits& limits = {});
+std::string json_primitives_gbnf();
+
 // Any JSON value whose top level is an object (response_format json_object).
 std::string json_object_gbnf();
 
