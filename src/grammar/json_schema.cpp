@@ -3,6 +3,7 @@
 #include "inferlab/grammar/json_schema.h"
 
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,8 +18,10 @@ using json = nlohmann::json;
 constexpr const char* kPrimitives = R"(ws ::= "" | " " | "\n" [ \t]{0,20}
 json-char ::= [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 json-string ::= "\"" json-char* "\""
-json-integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
-json-number ::= json-integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?
+json-integer ::= "-"? json-natural
+json-natural ::= "0" | [1-9] [0-9]{0,14}
+json-number ::= json-integer json-fraction? ( [eE] [-+]? [0-9]{1,3} )?
+json-fraction ::= "." [0-9]{1,15}
 json-boolean ::= "true" | "false"
 json-null ::= "null"
 json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null
@@ -33,7 +36,8 @@ email ::= [a-z0-9]{1,16} ( "." [a-z0-9]{1,16} )? "@" [a-z0-9]{1,16} ( "." [a-z]{
 
 const std::set<std::string> kAnnotations = {"title", "description", "$schema", "$id", "default", "examples", "$comment",
                                             "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
-const std::set<std::string> kEnforced = {"type", "properties", "required", "additionalProperties", "items", "minItems",
+const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "type", "properties", "required",
+                                         "additionalProperties", "items", "minItems",
                                          "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
                                          "format", "minLength", "maxLength"};
 
@@ -172,9 +176,11 @@ class SchemaConverter {
       only({"pattern", "format", "minLength", "maxLength"});
       return string(schema, hint);
     }
+    if (type == "number" || type == "integer") {
+      only({"minimum", "maximum", "exclusiveMinimum"});
+      return number(schema, type == "integer");
+    }
     only({});
-    if (type == "number") return "json-number";
-    if (type == "integer") return "json-integer";
     if (type == "boolean") return "json-boolean";
     if (type == "null") return "json-null";
     unsupported("type", fmt::format("unknown type '{}'", type));
@@ -237,6 +243,35 @@ class SchemaConverter {
       return rule(hint, "\"\\\"\" json-char" + repeat(min, max) + " \"\\\"\"");
     }
     return "json-string";
+  }
+
+  // Numbers have at most 15 integer digits (below 2^53), so bounds at or beyond +-(10^15 - 1) hold
+  // already (zod's safe-integer bounds); a lower bound of 0 (or exclusive 0 / 1 for integers) is
+  // the grammar without the minus sign. Other bounds are refused.
+  std::string number(const json& schema, bool integer) {
+    constexpr double kReach = 999999999999999.0;
+    auto value = [&](const char* key) -> std::optional<double> {
+      if (!schema.contains(key)) return std::nullopt;
+      if (!schema[key].is_number()) unsupported(key, fmt::format("'{}' must be a number", key));
+      return schema[key].get<double>();
+    };
+    const auto max = value("maximum"), min = value("minimum"), exclusive_min = value("exclusiveMinimum");
+    if (max && *max < kReach) unsupported("maximum", fmt::format("'maximum' {} (only bounds beyond +-10^15 or a lower bound of 0)", *max));
+    bool non_negative = false, positive = false;
+    if (min && *min > -kReach) {
+      if (*min == 0) non_negative = true;
+      else if (*min == 1 && integer) positive = true;
+      else unsupported("minimum", fmt::format("'minimum' {} (only 0, 1 for integers, or bounds beyond +-10^15)", *min));
+    }
+    if (exclusive_min && *exclusive_min > -kReach) {
+      if (*exclusive_min == 0 && integer) positive = true;
+      else unsupported("exclusiveMinimum", fmt::format("'exclusiveMinimum' {} (only 0 for integers)", *exclusive_min));
+    }
+    const bool bounded = max || min || exclusive_min;  // no exponent: the value stays within the digits
+    std::string whole = positive ? "[1-9] [0-9]{0,14}" : non_negative ? "json-natural" : "\"-\"? json-natural";
+    if (integer) return bounded || positive || non_negative ? rule("integer", whole) : "json-integer";
+    if (!bounded) return "json-number";
+    return rule("number", whole + " json-fraction?");
   }
 
   std::string array(const json& schema, const std::string& hint, int depth) {

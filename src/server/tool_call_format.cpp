@@ -39,7 +39,9 @@ std::optional<ToolCall> tool_call_from_json(const json& object, const char* argu
 
 std::string tool_arguments_rules(const ToolDefinition& tool, const std::string& rule, const GrammarLimits& limits) {
   json schema = tool.parameters;
-  if (schema.is_object() && schema.empty()) schema = {{"type", "object"}};
+  // No parameters: the arguments are {} (an empty object, not any object).
+  if (schema.is_object() && schema.empty())
+    schema = {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}};
   return json_schema_rules(schema, rule, limits);
 }
 
@@ -79,7 +81,7 @@ std::string ToolCallStream::finish(json& deltas, std::vector<ToolCall>& calls) {
   if (calls.empty()) {  // no call after all: everything held back is content
     std::string rest = text_.substr(std::min(content_sent_, text_.size()));
     content_sent_ = text_.size();
-    return ids_.empty() ? rest : "";
+    return rest;
   }
   // Calls streamed so far keep their ids.
   for (std::size_t i = 0; i < calls.size() && i < ids_.size(); ++i) calls[i].id = ids_[i];

@@ -47,7 +47,12 @@ class Hermes : public ToolCallFormat {
       const std::string body = trim(text.substr(open + kOpen.size(), (close == std::string::npos ? text.size() : close) - open - kOpen.size()));
       json object = json::parse(body, nullptr, false);
       auto call = object.is_discarded() ? std::nullopt : tool_call_from_json(object, "arguments");
-      if (!call) return {text, {}};  // not a call after all: the answer is content
+      if (!call) {
+        // A last call cut short (max_tokens) stays text; any other malformed block: no calls at all.
+        if (close != std::string::npos || out.calls.empty()) return {text, {}};
+        out.content += text.substr(open);
+        break;
+      }
       out.calls.push_back(*call);
       pos = close == std::string::npos ? text.size() : close + kClose.size();
     }

@@ -20,7 +20,9 @@ std::string refused_keyword(const json& schema) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreRefusedByName) {
-  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","minimum":0})")), "minimum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","minimum":3})")), "minimum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","maximum":10})")), "maximum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","multipleOf":2})")), "multipleOf");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})")), "uniqueItems");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","properties":{"a":{"type":"string","format":"hostname"}}})")), "format");
   EXPECT_EQ(refused_keyword(json::parse(R"({"not":{"type":"string"}})")), "not");
@@ -34,6 +36,8 @@ TEST(JsonSchema, UnsupportedKeywordsAreRefusedByName) {
 
 TEST(JsonSchema, SupportedSchemasCompile) {
   for (const char* text : {R"({})", R"(true)", R"({"type":"string"})", R"({"type":["string","null"]})",
+                           R"({"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991})",
+                           R"({"type":"integer","minimum":0})", R"({"type":"number","minimum":0})", R"({"type":"integer","exclusiveMinimum":0})",
                            R"({"enum":[1,"a",null,{"b":[true]}]})", R"({"const":{"x":1}})",
                            R"({"type":"object","properties":{"a":{"type":"string","description":"d","title":"t"}},"required":["a"],"additionalProperties":false})",
                            R"({"$defs":{"n":{"type":"object","properties":{"next":{"anyOf":[{"$ref":"#/$defs/n"},{"type":"null"}]}}}},"$ref":"#/$defs/n"})",
