@@ -1,7 +1,7 @@
 // A context-free grammar over bytes, the form every constraint compiles to: GBNF text (llama.cpp's
 // grammar format) is parsed here, and JSON Schema and regular expressions are first written as
 // GBNF (json_schema.h, regex.h). Character classes over Unicode code points are lowered to UTF-8
-// byte sequences, so the automaton (token_mask.h) steps one byte at a time, as tokens split
+// byte sequences, so the automaton (grammar_matcher.h) steps one byte at a time, as tokens split
 // characters anywhere.
 #pragma once
 #include <array>
