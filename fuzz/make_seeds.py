@@ -333,6 +333,26 @@ def sse_seeds(out):
         write(folder, name, bytes([i * 37 % 256]) + text.encode("utf-8"))
 
 
+# ----------------------------------------------------------------------------- grammars and tool calls
+
+def grammar_seeds(out):
+    folder = os.path.join(out, "grammar")
+    seeds = [
+        (0, 'root ::= "{" ws ( [a-z]+ ws )* "}"\nws ::= [ \\t\\n]*', '{ ab  c }'),
+        (0, 'root ::= ("yes" | "no") [0-9]{1,3}', 'yes42'),
+        (1, '^\\d{3}-(?:ab|c)+[^x]?$', '123-abcab'),
+        (2, json.dumps({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", 1]}},
+                        "required": ["a"], "additionalProperties": False}), '{"a":12,"b":"x"}'),
+        (2, json.dumps({"$defs": {"n": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}},
+                        "$ref": "#/$defs/n"}), '[[null],[]]'),
+        (3, 'Sure. <tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>\n{"name": "g"}\n</tool_call>', ''),
+        (4, '<|python_tag|>{"name": "f", "parameters": {}}', ''),
+    ]
+    for i, (mode, source, steps) in enumerate(seeds):
+        data = bytes([mode]) + source.encode("utf-8") + (b"\0" + steps.encode("utf-8") if steps else b"")
+        write(folder, f"seed-{i:02d}", data)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -354,6 +374,7 @@ def main():
     chat_template_seeds(args.out, qwen_dir, args.source)
     request_seeds(args.out)
     sse_seeds(args.out)
+    grammar_seeds(args.out)
     for target in sorted(os.listdir(args.out)):
         print(f"{target}: {len(os.listdir(os.path.join(args.out, target)))} seeds")
 

@@ -38,6 +38,9 @@ struct ServerOptions {
   int max_json_depth = 64;              // arrays/objects nested deeper in a request body: 400
   std::size_t max_prompt_bytes = 0;     // longer prompt texts: 400 before tokenizing (0: the prompt token
                                         // limit times the vocabulary's longest token)
+  std::size_t max_grammar_bytes = 64 * 1024;  // constrained decoding: GBNF given or written from a schema / regex: 400
+  std::size_t max_regex_bytes = 4 * 1024;     // a 'regex' field or schema 'pattern': 400
+  int max_schema_depth = 32;                  // schemas nested in a JSON schema: 400
   double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
   int send_buffer_bytes = 0;            // SO_SNDBUF of each connection (0: the OS default, autotuned up
                                         // to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian)
