@@ -180,6 +180,7 @@ PerplexityResult compute_perplexity(const PerplexityOptions& o) {
       o.on_progress(p);
     }
   }
+  r.loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (base_out.is_open() && !base_out.flush()) fail("perplexity: writing '{}' failed", o.kl_base_out);
 
   r.scored = s.count;
@@ -256,7 +257,8 @@ nlohmann::json perplexity_json(const PerplexityResult& r) {
                         {"ppl_err", r.ppl_err},
                         {"mean_nll", r.nll},
                         {"tokens_per_second", r.tokens_per_second},
-                        {"forward_seconds", r.forward_seconds}};
+                        {"forward_seconds", r.forward_seconds},
+                        {"loop_seconds", r.loop_seconds}};
   if (r.kld) {
     const KlDivergence& k = *r.kld;
     doc["kl_divergence"] = {{"base", r.options.kl_base_in},   {"ppl_base", k.ppl_base},   {"ppl_base_err", k.ppl_base_err},

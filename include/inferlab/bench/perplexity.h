@@ -54,6 +54,7 @@ struct PerplexityResult {
   int chunks = 0, vocab = 0;
   double ppl = 0, ppl_err = 0, nll = 0;  // nll: mean negative log-likelihood (nats)
   double forward_seconds = 0;            // model forward passes only
+  double loop_seconds = 0;               // the whole chunk loop: forward, scoring, the KL file
   double tokens_per_second = 0;          // chunk tokens / forward_seconds (prompt processing)
   std::optional<KlDivergence> kld;
 };
