@@ -42,6 +42,7 @@ struct ChatOptions {
   bool stream = true;
   int max_tokens = 64;
   double temperature = 0;
+  double frequency_penalty = 0;  // sent only when not 0
   double timeout_s = 60;
 };
 struct ChatResult {
