@@ -249,13 +249,13 @@ def make_model(torch, cfg, n_used):
     return Model()
 
 
-def loss_fn(torch, logits, targets, log_unused):
+def loss_fn(torch, logits, targets, log_unused, keep):
     """Full-vocabulary cross-entropy: the unused tokens' logits are exactly 0, N_unused of them; a target
-    among them (-1) scores logit 0."""
+    among them (-1) scores logit 0. Only positions where keep is true count."""
     extra = torch.full(logits.shape[:-1] + (1,), log_unused)
     lse = torch.logsumexp(torch.cat((logits, extra), -1), -1)
     target_logit = logits.gather(-1, targets.clamp(min=0)[..., None])[..., 0] * (targets >= 0)
-    return (lse - target_logit).mean()
+    return ((lse - target_logit) * keep).sum() / keep.sum()
 
 
 # ---------------------------------------------------------------- export
@@ -311,7 +311,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "assets", "demo-model"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "assets", "brown-heldout.txt"))
     ap.add_argument("--log", default=None, help="training log (default: OUT/training_log.txt)")
-    ap.add_argument("--steps", type=int, default=120)
+    ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--hidden", type=int, default=64)
@@ -319,12 +319,12 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--ffn", type=int, default=192)
-    ap.add_argument("--lr", type=float, default=8e-3)
+    ap.add_argument("--lr", type=float, default=1e-2)
     ap.add_argument("--min-count", type=int, default=20, help="train the rows of tokens seen this often")
     ap.add_argument("--export-every", type=int, default=20, help="write the weights every N steps too")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--eval-windows", type=int, default=64, help="held-out windows scored at each evaluation")
+    ap.add_argument("--eval-windows", type=int, default=32, help="held-out windows scored at each evaluation")
     args = ap.parse_args()
 
     import torch
@@ -388,6 +388,12 @@ def main():
     say(f"training: {args.steps} steps x {args.batch} x {args.seq} tokens ({args.steps * args.batch * args.seq / n_windows / args.seq:.2f} "
         f"epochs of {n_windows} windows), AdamW lr {args.lr} cosine, seed {args.seed}, {args.threads} threads")
     log_unused = math.log(n_unused)
+    # The chat template's scaffolding (<|im_start|>, "user", "assistant", "\n") is never a target: as in
+    # supervised chat fine-tuning, the model learns the prose and <|im_end|>, not to emit the template.
+    # These ids occur nowhere else: the texts hold no newlines, and " user" inside prose is another token.
+    scaffold_ids = [50257] + [t for p in tokenize(args.out, ["user", "assistant", "\n"]) for t in p]
+    scaffold = torch.tensor([remap[t] for t in scaffold_ids if t in remap])
+    say(f"not trained as targets (chat template scaffolding): ids {scaffold_ids}")
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -429,7 +435,8 @@ def main():
         batch = torch.stack([windows[i * args.seq: (i + 1) * args.seq + 1] for i in idx])
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
-        loss = loss_fn(torch, model(batch[:, :-1]), batch[:, 1:], log_unused)
+        targets = batch[:, 1:]
+        loss = loss_fn(torch, model(batch[:, :-1]), targets, log_unused, ~torch.isin(targets, scaffold))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
