@@ -43,6 +43,7 @@ struct ChatOptions {
   int max_tokens = 64;
   double temperature = 0;
   double frequency_penalty = 0;  // sent only when not 0
+  std::optional<int64_t> seed;   // the sampler's seed, sent when given
   double timeout_s = 60;
 };
 struct ChatResult {
