@@ -39,6 +39,9 @@ echo "== GGUF conversions of $MODEL"
 for t in bf16 q8_0 q4_0; do
   /usr/bin/python3 bench/hf_to_gguf.py "$MODEL" --type "$t" --out "$OUT/model-$t.gguf" | tail -1
 done
+# Q4_0 as llama-quantize writes it keeps the output matrix (the tied embedding) at Q8_0; --pure makes
+# it Q4_0 too, the bytes our q4 reads.
+/usr/bin/python3 bench/hf_to_gguf.py "$MODEL" --type q4_0 --pure --out "$OUT/model-q4_0-pure.gguf" | tail -1
 
 common=(--ctx "$CTX" --chunks "$CHUNKS" --threads "$THREADS" --json -q)
 echo "== inferlab bf16 (reference)"
@@ -52,7 +55,7 @@ done
 lcommon=(-f "$TEXT" -c "$CTX" -b "$CTX" --chunks "$CHUNKS" -t "$THREADS")
 echo "== llama.cpp BF16 (reference)"
 "$LLAMA" -m "$OUT/model-bf16.gguf" "${lcommon[@]}" --kl-divergence-base "$OUT/llama-bf16.kld" >"$OUT/llama-bf16.log" 2>&1
-for t in q8_0 q4_0; do
+for t in q8_0 q4_0 q4_0-pure; do
   echo "== llama.cpp $t"
   "$LLAMA" -m "$OUT/model-$t.gguf" "${lcommon[@]}" --kl-divergence-base "$OUT/llama-bf16.kld" --kl-divergence \
     >"$OUT/llama-$t.log" 2>&1
@@ -91,7 +94,8 @@ def ours(name):
 
 rows = [("inferlab", "bf16", ours("bf16")), ("llama.cpp", "BF16", llama("bf16")),
         ("inferlab", "int8", ours("int8")), ("llama.cpp", "Q8_0", llama("q8_0")),
-        ("inferlab", "q4", ours("q4")), ("llama.cpp", "Q4_0", llama("q4_0"))]
+        ("inferlab", "q4", ours("q4")), ("llama.cpp", "Q4_0", llama("q4_0")),
+        ("llama.cpp", "Q4_0 --pure", llama("q4_0-pure"))]
 fmt = lambda r, k, d="{:.6f}": d.format(r[k]) if k in r else "(reference)"
 lines = [f"{model} on {text}: ctx {ctx}, {chunks} chunks ({rows[0][2]['scored']} positions scored), {threads} threads; "
          "ΔPPL, KLD and top-1 against each tool's own bf16 run; forward tok/s: chunk tokens per second of "
@@ -107,7 +111,7 @@ for tool, f, r in rows:
 ob, lb = rows[0][2]["ppl"], rows[1][2]["ppl"]
 lines += ["", f"bf16 PPL, inferlab vs llama.cpp: {ob:.4f} vs {lb:.4f}, relative difference {abs(ob - lb) / lb:.2e} "
           f"(target <= 1e-3: {'met' if abs(ob - lb) / lb <= 1e-3 else 'NOT met'})"]
-for (_, a, ra), (_, b, rb) in ((rows[2], rows[3]), (rows[4], rows[5])):
+for (_, a, ra), (_, b, rb) in ((rows[2], rows[3]), (rows[4], rows[5]), (rows[4], rows[6])):
     ok = ra["kld"] <= rb["kld"]
     lines.append(f"mean KLD {a} {ra['kld']:.6f} vs llama.cpp {b} {rb['kld']:.6f} (target: ours <= theirs: {'met' if ok else 'NOT met'})")
 open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
