@@ -4,7 +4,8 @@
    figure equals llama-perplexity's method computed here in float64 PyTorch (tokens from the Node
    reference tokenizer, logits from tests/model/parity.py's Qwen2 forward), relative difference <= 1e-4.
 2. KL divergence of a format against a reference made by the same format is exactly 0 (same top token
-   everywhere, ΔPPL 0); q4 against the f32 reference is not (the check can fail).
+   everywhere, ΔPPL 0); q4 against the f32 reference is not (the check can fail); `bench engine
+   --kld-text` prints the same q4 figure beside its speed.
 3. Bad input: a missing file, a text too short for two chunks, a base file of another ctx: clear errors.
 """
 import argparse
@@ -115,6 +116,14 @@ def main():
                         "--kl-divergence", os.path.join(args.workdir, "f32.kld"), "--json", "-q").stdout)["kl_divergence"]
     check(q4["mean"] > 0 and q4["max"] >= q4["p99"] >= q4["median"] >= 0,
           f"q4 against f32: mean KLD {q4['mean']:.3g} > 0, median {q4['median']:.3g} <= p99 {q4['p99']:.3g} <= max {q4['max']:.3g}")
+
+    # bench engine --kld-text: the same measurement beside the speed (q4 against f32, the same chunks).
+    p = subprocess.run([args.cli, "bench", "engine", args.model, "-p", "16", "-n", "4", "-r", "1", "-t", "1", "--weights", "q4",
+                        "--kld-text", sample, "--kld-ctx", str(ctx), "--kld-chunks", str(chunks), "--json"],
+                       capture_output=True, text=True)
+    quality = json.loads(p.stdout).get("quality", {}) if p.returncode == 0 else {}
+    check(abs(quality.get("mean_kld", -1) - q4["mean"]) <= 1e-9 * max(1.0, q4["mean"]) + 1e-12,
+          f"bench engine --kld-text: q4 mean KLD {quality.get('mean_kld')} equals perplexity's {q4['mean']}")
 
     # 3. Bad input.
     p = cli(args, args.model, "--file", os.path.join(args.workdir, "missing.txt"), expect_ok=False)
