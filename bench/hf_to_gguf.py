@@ -190,7 +190,7 @@ def tensor_plan(config, tensors, out_type, pure):
 
 
 def tokenizer_metadata(config, tokenizer_dir):
-    """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 BPE tokenizer."""
+    """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 or GPT-2 BPE tokenizer."""
     path = os.path.join(tokenizer_dir, "tokenizer.json")
     if not os.path.exists(path):
         raise ConvertError(f"{tokenizer_dir}: no tokenizer.json (give --tokenizer DIR)")
@@ -234,7 +234,11 @@ def tokenizer_metadata(config, tokenizer_dir):
 
     eos = config.get("eos_token_id")
     eos = eos[0] if isinstance(eos, list) else eos
-    meta = [("tokenizer.ggml.model", V_STRING, "gpt2"), ("tokenizer.ggml.pre", V_STRING, "qwen2"),
+    # GPT-2's own pre-tokenizer (a plain ByteLevel with its regex, e.g. the trained demo model's) is
+    # llama.cpp's "gpt2"; Qwen2's (a Split with its own pattern, then ByteLevel) is "qwen2".
+    pre_tok = tok.get("pre_tokenizer") or {}
+    pre = "gpt-2" if pre_tok.get("type") == "ByteLevel" and pre_tok.get("use_regex", True) else "qwen2"
+    meta = [("tokenizer.ggml.model", V_STRING, "gpt2"), ("tokenizer.ggml.pre", V_STRING, pre),
             ("tokenizer.ggml.tokens", V_ARRAY, (V_STRING, tokens)),
             ("tokenizer.ggml.token_type", V_ARRAY, (V_INT32, types)),
             ("tokenizer.ggml.merges", V_ARRAY, (V_STRING, merges))]

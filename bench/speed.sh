@@ -5,8 +5,10 @@
 #   bench/speed.sh [--build-dir build] [--model DIR] [--threads 1,2] [--weights bf16,int8,q4]
 #                  [-p 512] [-n 128] [-r 5] [--quick] [--out DIR]
 #                  [--llama-cpp-node | --no-llama-cpp-node] [--gguf-pure]
-#                  [--llama-bench PATH --gguf FILE [--gguf FILE ...]]
+#                  [--llama-bench PATH --gguf FILE [--gguf FILE ...]] [--kld-text FILE]
 #
+# --kld-text FILE: each format's KL divergence from f32 on that text (bench engine --kld-text; a real
+# text such as assets/brown-heldout.txt with a trained model, e.g. --model models/demo) in the table.
 # Builds nothing and downloads nothing: it needs a built `inferlab` (scripts/setup) and writes the
 # random-weight bf16 model with `inferlab make-model` when it is not there yet.
 # The llama.cpp peer, same weights, same threads, interleaved with ours per format:
@@ -22,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=build MODEL=models/qwen2.5-0.5b-bf16 THREADS=1,2 WEIGHTS=bf16,int8,q4
-PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto PURE=0
+PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto PURE=0 KLD_TEXT=
 while (($#)); do
   case "$1" in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -39,7 +41,8 @@ while (($#)); do
     --llama-cpp-node) NODE_PEER=yes; shift ;;
     --no-llama-cpp-node) NODE_PEER=no; shift ;;
     --gguf-pure) PURE=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --kld-text) KLD_TEXT=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -119,6 +122,7 @@ for t in "${thread_list[@]}"; do
   for w in "${weight_list[@]}"; do
     echo "== bench engine --weights $w -t $t -p $PROMPT -n $GEN -r $REPS"
     "$INFERLAB" bench engine "$MODEL" --weights "$w" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json \
+      ${KLD_TEXT:+--kld-text "$KLD_TEXT"} \
       >"$OUT_DIR/engine-$w-t$t.json"
     if [ -n "${NODE_GGUF[$w]:-}" ]; then
       echo "== llama.cpp (node-llama-cpp) $(basename "${NODE_GGUF[$w]}") -t $t -p $PROMPT -n $GEN -r $REPS"
@@ -193,8 +197,8 @@ for t in threads:
           f"bf16 dot peak {bf16_peak:.0f} GFLOP/s")
     peers = peer_results(t)
     print()
-    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of bandwidth | prefill GFLOP/s | of sgemm | of bf16 peak | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of bandwidth | prefill GFLOP/s | of sgemm | of bf16 peak | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for w in weights:
         path = os.path.join(out_dir, f"engine-{w}-t{t}.json")
         if not os.path.exists(path):
@@ -215,9 +219,12 @@ for t in threads:
         peer = peers.get(w, {})
         pp_ratio = f"{pp / peer['pp'][0]:.2f}x" if "pp" in peer else "-"
         tg_ratio = f"{tg / peer['tg'][0]:.2f}x" if "tg" in peer else "-"
+        quality = e.get("quality")
+        kld_text = f"{quality['mean_kld']:.5f} (top-1 {100 * quality['same_top']:.1f}%)" if quality else "-"
         print(f"| {w} | {pp:.1f} ± {pp_sd:.1f} | {tg:.2f} ± {tg_sd:.2f} | {gb_token:.3f} | {decode_gbs:.1f} | "
               f"{100 * decode_gbs / bw:.0f}% | {prefill_gflops:.0f} | {100 * prefill_gflops / sgemm:.0f}% | "
-              f"{100 * prefill_gflops / bf16_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} |")
+              f"{100 * prefill_gflops / bf16_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} | "
+              f"{kld_text} |")
     if peers:
         print(f"\nAgainst llama.cpp, measured in this run, interleaved per format ({t} thread(s), pp{prompt} / tg{gen}):\n")
         print("| format (ours vs llama.cpp) | test | ours t/s | llama.cpp t/s | ours / llama.cpp | target | met |")
