@@ -102,11 +102,15 @@ struct Metadata {
   const GgufFile& gguf;
   std::string arch;
   const json* find(const std::string& key) const { return gguf.find(arch + "." + key); }
-  int64_t integer(const std::string& key) const {
+  // Bounded so that a corrupt value is an error, not a huge allocation (real models: < 2^18).
+  int64_t integer(const std::string& key, int64_t max = int64_t{1} << 20) const {
     const json* v = find(key);
     if (!v) fail("GGUF file {}: missing hyper-parameter {}.{}", gguf.path.string(), arch, key);
     if (!v->is_number_integer()) fail("GGUF file {}: hyper-parameter {}.{} must be an integer, found {}", gguf.path.string(), arch, key, v->dump());
-    return v->get<int64_t>();
+    const int64_t value = v->get<int64_t>();
+    if (value < 1 || value > max)
+      fail("GGUF file {}: hyper-parameter {}.{} is {}, outside 1..{}", gguf.path.string(), arch, key, value, max);
+    return value;
   }
   double number_or(const std::string& key, double fallback) const {
     const json* v = find(key);
@@ -150,7 +154,7 @@ GgufModel open_gguf_model(const fs::path& file) {
   c["num_attention_heads"] = m.integer("attention.head_count");
   c["num_key_value_heads"] = m.find("attention.head_count_kv") ? m.integer("attention.head_count_kv") : m.integer("attention.head_count");
   c["intermediate_size"] = m.integer("feed_forward_length");
-  c["max_position_embeddings"] = m.integer("context_length");
+  c["max_position_embeddings"] = m.integer("context_length", int64_t{1} << 30);
   c["rms_norm_eps"] = m.number("attention.layer_norm_rms_epsilon");
   c["rope_theta"] = m.number_or("rope.freq_base", 10000.0);
   if (m.find("attention.key_length")) c["head_dim"] = m.integer("attention.key_length");
@@ -163,7 +167,9 @@ GgufModel open_gguf_model(const fs::path& file) {
     fail("GGUF file {}: tensor rope_freqs.weight (Llama 3.1-style RoPE scaling) is not supported", where);
   const GgufTensorInfo* embedding = gguf.tensor("token_embd.weight");
   if (!embedding || embedding->dims.size() != 2) fail("GGUF file {}: missing 2-D tensor token_embd.weight", where);
-  c["vocab_size"] = m.find("vocab_size") ? m.integer("vocab_size") : static_cast<int64_t>(embedding->dims[1]);
+  if (!m.find("vocab_size") && (embedding->dims[1] < 1 || embedding->dims[1] > (uint64_t{1} << 24)))
+    fail("GGUF file {}: token_embd.weight has {} rows, outside 1..2^24", where, embedding->dims[1]);
+  c["vocab_size"] = m.find("vocab_size") ? m.integer("vocab_size", int64_t{1} << 24) : static_cast<int64_t>(embedding->dims[1]);
   c["tie_word_embeddings"] = gguf.tensor("output.weight") == nullptr;
   c["hidden_act"] = "silu";
   if (arch == "llama") c["attention_bias"] = gguf.tensor("blk.0.attn_q.bias") != nullptr;
