@@ -534,8 +534,12 @@ def main():
         counts[TYPE_NAME[t]] = counts.get(TYPE_NAME[t], 0) + 1
     print(f"hf_to_gguf: wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB; tensors "
           + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ")")
-    for note in notes:
-        print(f"hf_to_gguf: {note}")
+    seen = {}
+    for note in notes:  # one line per kind of fallback, with its count
+        kind = note.split(": ", 1)[1]
+        seen.setdefault(kind, []).append(note.split(": ", 1)[0])
+    for kind, names in seen.items():
+        print(f"hf_to_gguf: {names[0]}{f' and {len(names) - 1} more' if len(names) > 1 else ''}: {kind}")
 
 
 if __name__ == "__main__":
