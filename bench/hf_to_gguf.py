@@ -306,8 +306,8 @@ def use_more_bits(layer, layers):
 
 def tensor_plan(config, tensors, out_type, pure):
     """[(gguf name, hf name, ggml type, shape)] in llama.cpp's order, and notes on choices made."""
-    if config.get("model_type") not in ("qwen2", "llama"):
-        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2 and llama only")
+    if config.get("model_type") not in ("qwen2", "qwen3", "llama"):
+        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3 and llama only")
     layers = config["num_hidden_layers"]
     main = MAIN_TYPE[out_type]
     tied = "lm_head.weight" not in tensors
@@ -348,6 +348,9 @@ def tensor_plan(config, tensors, out_type, pure):
         names += [(p + "attn_norm.weight", hf + "input_layernorm.weight")]
         for g, h in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj")):
             names += [(p + g + ".weight", hf + f"self_attn.{h}.weight"), (p + g + ".bias", hf + f"self_attn.{h}.bias")]
+        # Qwen3: an RMSNorm over each query and key head (llama.cpp's attn_q_norm / attn_k_norm)
+        names += [(p + "attn_q_norm.weight", hf + "self_attn.q_norm.weight"),
+                  (p + "attn_k_norm.weight", hf + "self_attn.k_norm.weight")]
         names += [(p + "attn_output.weight", hf + "self_attn.o_proj.weight"),
                   (p + "ffn_norm.weight", hf + "post_attention_layernorm.weight"),
                   (p + "ffn_gate.weight", hf + "mlp.gate_proj.weight"),
@@ -358,8 +361,8 @@ def tensor_plan(config, tensors, out_type, pure):
         names += [("output.weight", "lm_head.weight")]
     plan = []
     for gguf_name, hf_name in names:
-        if hf_name.endswith(".bias") and hf_name not in tensors:
-            continue  # llama without attention_bias
+        if (hf_name.endswith(".bias") or "_norm." in hf_name) and hf_name not in tensors:
+            continue  # llama / qwen3 without attention_bias, qwen2 / llama without q/k norms
         if hf_name not in tensors:
             raise ConvertError(f"tensor {hf_name} is missing from the checkpoint")
         shape = tensors[hf_name][2]
@@ -506,7 +509,7 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
             (f"{arch}.attention.head_count_kv", V_UINT32, kv_heads),
             (f"{arch}.rope.freq_base", V_FLOAT32, float(config.get("rope_theta", 10000.0))),
             (f"{arch}.attention.layer_norm_rms_epsilon", V_FLOAT32, float(config.get("rms_norm_eps", 1e-6)))]
-    if arch == "llama":
+    if arch in ("llama", "qwen3"):
         head_dim = config.get("head_dim", hidden // heads)
         meta += [(f"{arch}.rope.dimension_count", V_UINT32, head_dim),
                  (f"{arch}.attention.key_length", V_UINT32, head_dim),

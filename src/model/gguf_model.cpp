@@ -140,8 +140,8 @@ GgufModel open_gguf_model(const fs::path& file) {
   if (!arch_value) fail("GGUF file {}: missing general.architecture", where);
   if (!arch_value->is_string()) fail("GGUF file {}: general.architecture must be a string", where);
   const std::string arch = arch_value->get<std::string>();
-  if (arch != "qwen2" && arch != "llama")
-    fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, llama)", where, arch);
+  if (arch != "qwen2" && arch != "qwen3" && arch != "llama")
+    fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, llama)", where, arch);
   if (const json* model = gguf.find("tokenizer.ggml.model"); model && model->is_string() && model->get<std::string>() != "gpt2")
     fail("GGUF file {}: tokenizer.ggml.model is '{}'; GGUF models with a SentencePiece-style vocabulary are not "
          "supported yet (only byte-level BPE, \"gpt2\")",
@@ -172,7 +172,7 @@ GgufModel open_gguf_model(const fs::path& file) {
   c["vocab_size"] = m.find("vocab_size") ? m.integer("vocab_size", int64_t{1} << 24) : static_cast<int64_t>(embedding->dims[1]);
   c["tie_word_embeddings"] = gguf.tensor("output.weight") == nullptr;
   c["hidden_act"] = "silu";
-  if (arch == "llama") c["attention_bias"] = gguf.tensor("blk.0.attn_q.bias") != nullptr;
+  if (arch == "llama" || arch == "qwen3") c["attention_bias"] = gguf.tensor("blk.0.attn_q.bias") != nullptr;
   auto token_id = [&](const char* key) -> json {
     const json* v = gguf.find(key);
     if (!v) return nullptr;

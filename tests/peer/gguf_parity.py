@@ -5,7 +5,7 @@ writes, loaded by both engines from the same bytes.
   gguf_parity.py convert INFERLAB OUT_DIR TOKENIZER_DIR   tiny random models (make-model) converted to
       every type: qwen2 256-wide (K-quant rows), llama 256-wide untied (permuted q/k rows, Q6_K output),
       qwen2 128-wide Q4_K_M (rows not a multiple of 256: llama-quantize's Q5_0 / Q8_0 fallbacks, so a
-      fused q|k|v mixes Q5_0 and Q8_0)
+      fused q|k|v mixes Q5_0 and Q8_0), qwen3 256-wide (per-head q/k norms, head_dim 128)
   gguf_parity.py compare INFERLAB OUT_DIR                `inferlab generate FILE.gguf` against llama.cpp
       (node-llama-cpp) greedy for STEPS steps: tokens equal, and each step's log-softmax within the
       type's tolerance over the whole vocabulary while the sequences agree; exits 77 (skip) when
@@ -50,6 +50,10 @@ MODELS = {
     "qwen2-128": ({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 128,
                    "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
                    "intermediate_size": 256, "tie_word_embeddings": False}, 13, ["q4_k_m"]),
+    # Qwen3: per-head q/k RMSNorm (attn_q_norm / attn_k_norm), no q/k/v bias, head_dim != hidden / heads
+    "qwen3": ({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 512,
+               "attention_bias": False, "tie_word_embeddings": True}, 14, ["bf16", "q8_0"]),
 }
 TOLERANCE = {"f32": 0.01, "f16": 0.01, "bf16": 0.01}
 DEFAULT_TOLERANCE = 0.06
