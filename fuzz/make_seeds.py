@@ -129,6 +129,43 @@ def byte_level_alphabet():
     return [chr(c) for _, c in sorted(zip(bs, cs))]
 
 
+def gguf_model_seeds(out):
+    """Tiny qwen2 / llama GGUF models (hidden 32 or 256, one layer, vocab 8): F32, and Q4_K + Q6_K
+    + Q8_0 blocks, with small nonzero weights (the data section is filled, unlike gguf_bytes')."""
+    folder = os.path.join(out, "gguf_model")
+
+    def model(arch, hidden, ffn, wtype, block):
+        meta = [("general.architecture", "str", arch), (f"{arch}.block_count", "u32", 1),
+                (f"{arch}.context_length", "u32", 64), (f"{arch}.embedding_length", "u32", hidden),
+                (f"{arch}.feed_forward_length", "u32", ffn), (f"{arch}.attention.head_count", "u32", 2),
+                (f"{arch}.attention.head_count_kv", "u32", 1), (f"{arch}.attention.layer_norm_rms_epsilon", "f32", 1e-6)]
+        elements, nbytes = block
+
+        def t(name, dims, ggml_type=None):
+            n = 1
+            for d in dims:
+                n *= d
+            if ggml_type is None or len(dims) == 1:
+                return (name, dims, 0, 4 * n)
+            return (name, dims, ggml_type, n // elements * nbytes)
+        half = hidden // 2
+        tensors = [t("token_embd.weight", [hidden, 8], wtype), t("blk.0.attn_norm.weight", [hidden]),
+                   t("blk.0.attn_q.weight", [hidden, hidden], wtype), t("blk.0.attn_k.weight", [hidden, half], wtype),
+                   t("blk.0.attn_v.weight", [hidden, half], wtype), t("blk.0.attn_output.weight", [hidden, hidden], wtype),
+                   t("blk.0.ffn_norm.weight", [hidden]), t("blk.0.ffn_gate.weight", [hidden, ffn], wtype),
+                   t("blk.0.ffn_up.weight", [hidden, ffn], wtype), t("blk.0.ffn_down.weight", [ffn, hidden], wtype),
+                   t("output_norm.weight", [hidden])]
+        if arch == "qwen2":
+            tensors += [t("blk.0.attn_q.bias", [hidden]), t("blk.0.attn_k.bias", [half]), t("blk.0.attn_v.bias", [half])]
+        data = gguf_bytes(meta, tensors)
+        size = sum(s + (-s % 32) for *_, s in tensors)
+        body = bytes((i * 37 + 11) % 251 & 0x3f for i in range(size))  # small codes; fp16 scales stay finite
+        return data[:len(data) - size] + body
+    write(folder, "qwen2-f32.gguf", model("qwen2", 32, 64, None, (1, 4)))
+    write(folder, "llama-q4_k.gguf", model("llama", 256, 256, 12, (256, 144)))
+    write(folder, "qwen2-q8_0.gguf", model("qwen2", 32, 64, 8, (32, 34)))
+
+
 def gguf_seeds(out, shared):
     folder = os.path.join(out, "gguf")
     alphabet = byte_level_alphabet()
@@ -151,6 +188,7 @@ def gguf_seeds(out, shared):
     write(folder, "every-type.gguf", gguf_bytes(every_type, [("w", [4, 2], 0, 32), ("b", [4], 1, 8)], alignment=64))
     write(folder, "v2.gguf", gguf_bytes([("general.name", "str", "v2")], version=2))
     write(folder, "empty.gguf", gguf_bytes([]))
+    gguf_model_seeds(out)
     real = os.path.join(shared, "data/gpt2-vocab/ggml-vocab-gpt-2.gguf")
     if os.path.exists(real):
         with open(real, "rb") as f:
@@ -333,6 +371,26 @@ def sse_seeds(out):
         write(folder, name, bytes([i * 37 % 256]) + text.encode("utf-8"))
 
 
+# ----------------------------------------------------------------------------- grammars and tool calls
+
+def grammar_seeds(out):
+    folder = os.path.join(out, "grammar")
+    seeds = [
+        (0, 'root ::= "{" ws ( [a-z]+ ws )* "}"\nws ::= [ \\t\\n]*', '{ ab  c }'),
+        (0, 'root ::= ("yes" | "no") [0-9]{1,3}', 'yes42'),
+        (1, '^\\d{3}-(?:ab|c)+[^x]?$', '123-abcab'),
+        (2, json.dumps({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", 1]}},
+                        "required": ["a"], "additionalProperties": False}), '{"a":12,"b":"x"}'),
+        (2, json.dumps({"$defs": {"n": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}},
+                        "$ref": "#/$defs/n"}), '[[null],[]]'),
+        (3, 'Sure. <tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>\n{"name": "g"}\n</tool_call>', ''),
+        (4, '<|python_tag|>{"name": "f", "parameters": {}}', ''),
+    ]
+    for i, (mode, source, steps) in enumerate(seeds):
+        data = bytes([mode]) + source.encode("utf-8") + (b"\0" + steps.encode("utf-8") if steps else b"")
+        write(folder, f"seed-{i:02d}", data)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -354,6 +412,7 @@ def main():
     chat_template_seeds(args.out, qwen_dir, args.source)
     request_seeds(args.out)
     sse_seeds(args.out)
+    grammar_seeds(args.out)
     for target in sorted(os.listdir(args.out)):
         print(f"{target}: {len(os.listdir(os.path.join(args.out, target)))} seeds")
 

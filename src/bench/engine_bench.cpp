@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "bench/timing.h"
+#include "inferlab/bench/perplexity.h"
 #include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/kv_cache.h"
 #include "inferlab/model/model.h"
@@ -34,6 +37,39 @@ double decode_weight_params(const ModelConfig& c) {
 
 EngineTest summarize_test(std::string name, int n_prompt, int n_gen, std::vector<double> samples) {
   return {std::move(name), n_prompt, n_gen, mean(samples), sample_stddev(samples), std::move(samples)};
+}
+
+// The format's KL divergence from f32 on a text: an f32 reference run saved to a temporary file, then
+// the format's run compared with it (compute_perplexity, as `inferlab perplexity` does).
+EngineQuality measure_quality(const EngineBenchOptions& args) {
+  const std::filesystem::path base =
+      std::filesystem::temp_directory_path() / fmt::format("inferlab-engine-kld-{}.bin", static_cast<long>(getpid()));
+  PerplexityOptions p;
+  p.model = args.model;
+  p.file = args.quality_text;
+  p.ctx = args.quality_ctx;
+  p.chunks = args.quality_chunks;
+  p.threads = args.threads;
+  p.weights = "f32";
+  p.kl_base_out = base.string();
+  EngineQuality q;
+  try {
+    q.ppl_f32 = compute_perplexity(p).ppl;
+    p.kl_base_out.clear();
+    p.kl_base_in = base.string();
+    p.weights = args.weights;
+    const PerplexityResult r = compute_perplexity(p);
+    q.ppl = r.ppl;
+    q.mean_kld = r.kld->mean;
+    q.p99_kld = r.kld->p99;
+    q.same_top = r.kld->same_top;
+    q.positions = r.scored;
+  } catch (...) {
+    std::filesystem::remove(base);
+    throw;
+  }
+  std::filesystem::remove(base);
+  return q;
 }
 
 }  // namespace
@@ -105,6 +141,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   bench.lm_head_params = static_cast<double>(c.vocab_size) * c.hidden_size;  // once per prompt, not per prompt token
   bench.peak_rss_bytes = peak_resident_bytes();
   bench.kv_cache_bytes = cache.bytes();
+  if (!args.quality_text.empty()) bench.quality = measure_quality(args);
   return bench;
 }
 
@@ -116,6 +153,12 @@ std::string engine_bench_text(const EngineBench& b) {
   text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB; KV cache {:.1f} MiB); kernels: {}\n",
                       b.load_seconds, b.peak_rss_bytes / 1048576.0, b.rss_after_load_bytes / 1048576.0,
                       b.kv_cache_bytes / 1048576.0, b.kernels);
+  if (b.quality)
+    text += fmt::format("quality of {} against f32 on {} ({} positions, ctx {}): mean KLD {:.6f}, 99% KLD {:.6f}, "
+                        "same top token {:.2f} %, PPL {:.4f} (f32 {:.4f})\n",
+                        b.options.weights, b.options.quality_text, b.quality->positions, b.options.quality_ctx,
+                        b.quality->mean_kld, b.quality->p99_kld, 100 * b.quality->same_top, b.quality->ppl,
+                        b.quality->ppl_f32);
   return text;
 }
 
@@ -137,6 +180,10 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
     tests.push_back({{"test", t.name}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.mean_ts},
                      {"stddev_ts", t.stddev_ts}, {"samples_ts", t.samples_ts}});
   doc["results"] = tests;
+  if (b.quality)
+    doc["quality"] = {{"text", b.options.quality_text}, {"ctx", b.options.quality_ctx}, {"positions", b.quality->positions},
+                      {"mean_kld", b.quality->mean_kld}, {"p99_kld", b.quality->p99_kld},
+                      {"same_top", b.quality->same_top}, {"ppl", b.quality->ppl}, {"ppl_f32", b.quality->ppl_f32}};
   return doc;
 }
 

@@ -125,6 +125,8 @@ ChatResult chat(const ChatOptions& options, const std::string& message,
                             {"temperature", options.temperature},
                             {"stream", options.stream}};
   if (options.stream) request["stream_options"] = {{"include_usage", true}};
+  if (options.frequency_penalty != 0) request["frequency_penalty"] = options.frequency_penalty;
+  if (options.seed) request["seed"] = *options.seed;
   std::string body = request.dump();
   std::string url = api_root(options.base_url) + "/chat/completions";
 

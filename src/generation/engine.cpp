@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "inferlab/grammar/grammar_matcher.h"
 #include "inferlab/tokenizer/chat_template.h"
 #include "inferlab/util/model_path.h"
 
@@ -66,9 +67,35 @@ std::string EngineText::render_chat(const nlohmann::json& messages, const nlohma
   return chat_template_->render(messages, true, variables);
 }
 
+const std::string& EngineText::chat_template_source() const { return tokenizer_->chat_template(); }
+
 std::optional<int32_t> EngineText::eos_id() const {
   if (tokenizer_->eos_token().empty()) return std::nullopt;
   return tokenizer_->piece_to_id(tokenizer_->eos_token());
+}
+
+std::shared_ptr<CompiledGrammar> EngineText::compile_grammar(const std::string& gbnf, const GrammarLimits& limits) const {
+  constexpr std::size_t kKept = 16;
+  {
+    std::lock_guard lock(grammar_mutex_);
+    for (auto it = grammars_.begin(); it != grammars_.end(); ++it)
+      if (it->first == gbnf) {
+        grammars_.splice(grammars_.begin(), grammars_, it);
+        return it->second;
+      }
+  }
+  Grammar grammar = parse_gbnf(gbnf, limits);  // outside the lock: a big grammar does not hold others up
+  std::lock_guard lock(grammar_mutex_);
+  if (!grammar_vocabulary_) {
+    std::vector<std::string> bytes(tokenizer_->vocab_size());
+    for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id)
+      if (!tokenizer_->is_special(id)) bytes[id] = tokenizer_->decode_bytes(std::span<const int32_t>(&id, 1), false);
+    grammar_vocabulary_ = std::make_shared<TokenVocabulary>(std::move(bytes));
+  }
+  auto compiled = std::make_shared<CompiledGrammar>(std::move(grammar), grammar_vocabulary_);
+  grammars_.emplace_front(gbnf, compiled);
+  if (grammars_.size() > kKept) grammars_.pop_back();
+  return compiled;
 }
 
 Engine::Engine(const std::string& model, const EngineOptions& options)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace inferlab {
 
@@ -17,6 +18,36 @@ uint64_t block_hash(uint64_t parent, const int32_t* tokens, int count) {
   mix(&parent, sizeof parent);
   mix(tokens, sizeof(int32_t) * count);
   return h;
+}
+
+// Constrained decoding: every logit outside the grammar's mask to -inf; the stop tokens keep
+// theirs only where the output is complete. False when no token at all is left.
+bool apply_grammar(GrammarMatcher& matcher, TokenMask& mask, float* row, std::size_t vocab,
+                   const std::vector<int32_t>& stop_ids) {
+  matcher.fill_mask(mask);
+  const bool complete = matcher.can_finish();
+  std::vector<std::pair<int32_t, float>> stops;
+  if (complete)
+    for (int32_t id : stop_ids)
+      if (id >= 0 && static_cast<std::size_t>(id) < vocab) stops.push_back({id, row[id]});
+  const float none = -std::numeric_limits<float>::infinity();
+  const auto& words = mask.words();
+  const std::size_t covered = std::min(vocab, static_cast<std::size_t>(mask.size()));
+  bool any = false;
+  for (std::size_t w = 0; w * 64 < covered; ++w) {
+    const uint64_t bits = words[w];
+    const std::size_t base = w * 64, end = std::min(covered, base + 64);
+    if (bits == ~uint64_t{0} && end - base == 64) {
+      any = true;
+      continue;
+    }
+    for (std::size_t i = base; i < end; ++i)
+      if (!((bits >> (i - base)) & 1)) row[i] = none;
+    any = any || bits != 0;
+  }
+  std::fill(row + covered, row + vocab, none);
+  for (auto [id, value] : stops) row[id] = value;
+  return any || !stops.empty();
 }
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -96,8 +127,13 @@ struct Scheduler::Sequence {
   std::optional<Clock::time_point> scheduled, first_token;
   int preemptions = 0;
   std::vector<double> token_ms;
+  std::optional<GrammarMatcher> matcher;  // with a grammar, once it applies
+  TokenMask mask;
+  std::string before_trigger;             // the output's tail while waiting for the trigger
 
-  Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling) {}
+  Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling) {
+    if (request.grammar && request.grammar_trigger.empty()) matcher.emplace(request.grammar);
+  }
   int uncomputed() const { return static_cast<int>(tokens.size()) - kv.length; }
 };
 
@@ -462,12 +498,28 @@ bool Scheduler::step() {
   uint64_t prefill_tokens = 0, new_tokens = 0;
   std::vector<double> itls, ttfts;
   std::vector<Sequence*> done_length, done_stop;
+  std::vector<std::pair<Sequence*, std::string>> done_error;
   for (std::size_t row = 0; row < plan.size(); ++row) {
     Sequence& seq = *plan[row].seq;
     if (seq.generated == 0 || plan[row].count > 1) prefill_tokens += plan[row].count;
     register_full_blocks(seq);
     if (seq.uncomputed() > 0) continue;  // mid-prompt chunk: its logits are not needed
-    SampledToken sampled = seq.sampler.sample(std::span<const float>(logits.data() + row * vocab, vocab));
+    float* row_logits = logits.data() + row * vocab;
+    if (seq.matcher) {
+      bool open = false;
+      try {
+        open = apply_grammar(*seq.matcher, seq.mask, row_logits, vocab, seq.request.stop_token_ids);
+      } catch (const std::exception& e) {
+        done_error.push_back({&seq, fmt::format("constrained decoding failed: {}", e.what())});
+        continue;
+      }
+      if (!open) {  // complete with no stop token to end on (ignore_eos), or no token fits at all
+        if (seq.matcher->can_finish()) done_stop.push_back(&seq);
+        else done_error.push_back({&seq, "constrained decoding: no token of the vocabulary can continue the grammar here"});
+        continue;
+      }
+    }
+    SampledToken sampled = seq.sampler.sample(std::span<const float>(row_logits, vocab));
     seq.tokens.push_back(sampled.token);
     ++seq.generated;
     ++new_tokens;
@@ -481,11 +533,33 @@ bool Scheduler::step() {
     seq.last_token = now;
     const bool is_stop = std::find(seq.request.stop_token_ids.begin(), seq.request.stop_token_ids.end(),
                                    sampled.token) != seq.request.stop_token_ids.end();
+    bool grammar_done = false;
+    if (seq.matcher && !is_stop) {
+      if (!seq.matcher->accept_token(sampled.token)) {
+        done_error.push_back({&seq, fmt::format("constrained decoding: the sampled token {} does not fit the grammar", sampled.token)});
+        continue;
+      }
+      grammar_done = seq.matcher->terminated();
+    } else if (seq.request.grammar && !is_stop) {
+      // Waiting for the trigger: the grammar applies to what follows its first occurrence.
+      const std::string& trigger = seq.request.grammar_trigger;
+      seq.before_trigger += seq.request.grammar->vocabulary().bytes(sampled.token);
+      if (auto at = seq.before_trigger.find(trigger); at != std::string::npos) {
+        seq.matcher.emplace(seq.request.grammar);
+        if (!seq.matcher->accept_bytes(std::string_view(seq.before_trigger).substr(at + trigger.size()))) {
+          done_error.push_back({&seq, "constrained decoding: the text after the trigger does not fit the grammar"});
+          continue;
+        }
+        grammar_done = seq.matcher->terminated();
+      } else if (seq.before_trigger.size() > trigger.size()) {
+        seq.before_trigger.erase(0, seq.before_trigger.size() - trigger.size());
+      }
+    }
     StreamEvent event;
     event.token = std::move(sampled);
     seq.stream->push(std::move(event));
     const std::size_t context = model_.config().max_position_embeddings;
-    if (is_stop)
+    if (is_stop || grammar_done)
       done_stop.push_back(&seq);
     else if (seq.generated >= seq.request.max_tokens || (context > 0 && seq.tokens.size() >= context))
       done_length.push_back(&seq);
@@ -505,10 +579,12 @@ bool Scheduler::step() {
   }
   for (Sequence* seq : done_stop) finish(*seq, FinishReason::stop);
   for (Sequence* seq : done_length) finish(*seq, FinishReason::length);
-  if (!done_stop.empty() || !done_length.empty())
+  for (auto& [seq, message] : done_error) finish(*seq, FinishReason::error, message);
+  if (!done_stop.empty() || !done_length.empty() || !done_error.empty())
     std::erase_if(running_, [&](auto& seq) {
       return std::find(done_stop.begin(), done_stop.end(), seq.get()) != done_stop.end() ||
-             std::find(done_length.begin(), done_length.end(), seq.get()) != done_length.end();
+             std::find(done_length.begin(), done_length.end(), seq.get()) != done_length.end() ||
+             std::find_if(done_error.begin(), done_error.end(), [&](auto& e) { return e.first == seq.get(); }) != done_error.end();
     });
   return true;
 }

@@ -1,9 +1,14 @@
 #include "inferlab/loading/gguf.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "inferlab/tensor/fast/ggml_blocks.h"
 #include "inferlab/util/error.h"
 
 namespace inferlab {
@@ -90,6 +95,56 @@ const nlohmann::json* GgufFile::find(const std::string& key) const {
   return it == metadata_->end() ? nullptr : &it->second;
 }
 
+const GgufTensorInfo* GgufFile::tensor(const std::string& name) const {
+  for (const auto& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+const uint8_t* GgufFile::data(const GgufTensorInfo& info) const {
+  if (!map_) fail("GGUF file {}: tensor data is not mapped", path.string());
+  return map_.get() + data_offset + info.offset;
+}
+
+namespace {
+std::shared_ptr<const uint8_t> map_file(const std::filesystem::path& file, uint64_t size) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open GGUF file {}: {}", file.string(), std::strerror(errno));
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int saved = errno;
+  ::close(fd);
+  if (map == MAP_FAILED) fail("cannot map GGUF file {}: {}", file.string(), std::strerror(saved));
+  return std::shared_ptr<const uint8_t>(static_cast<const uint8_t*>(map), [size](const uint8_t* p) {
+    ::munmap(const_cast<uint8_t*>(p), size);
+  });
+}
+
+// Every tensor's type, geometry and place in the file, before any byte of data is touched.
+void check_tensor(const std::filesystem::path& file, const GgufFile& gguf, GgufTensorInfo& t, uint64_t file_size) {
+  const char* name = fast::ggml_type_name(t.type);
+  if (!name) fail("GGUF file {}: tensor {} has unknown tensor type {}", file.string(), t.name, t.type);
+  if (t.offset % gguf.alignment != 0)
+    fail("GGUF file {}: tensor {} is misaligned (offset {} is not a multiple of general.alignment {})", file.string(),
+         t.name, t.offset, gguf.alignment);
+  const auto block = fast::ggml_block(t.type);
+  if (!block) return;  // a type we do not run: refused by the model loader, by name
+  uint64_t count = 1;
+  for (uint64_t d : t.dims) {
+    if (d != 0 && count > UINT64_MAX / d) fail("GGUF file {}: tensor {} has impossible dimensions", file.string(), t.name);
+    count *= d;
+  }
+  if (!t.dims.empty() && t.dims[0] % static_cast<uint64_t>(block->elements) != 0)
+    fail("GGUF file {}: tensor {} ({}) has rows of {} weights, not a whole number of {}-weight blocks", file.string(),
+         t.name, name, t.dims[0], block->elements);
+  if (count / block->elements > UINT64_MAX / block->bytes) fail("GGUF file {}: tensor {} is impossibly large", file.string(), t.name);
+  t.bytes = count / block->elements * block->bytes;
+  const uint64_t available = file_size - gguf.data_offset;
+  if (gguf.data_offset > file_size || t.offset > available || t.bytes > available - t.offset)
+    fail("GGUF file {}: tensor {} ({} bytes at offset {}) lies beyond the end of the file ({} bytes): truncated or corrupt",
+         file.string(), t.name, t.bytes, gguf.data_offset + t.offset, file_size);
+}
+}  // namespace
+
 GgufFile read_gguf(const std::filesystem::path& file) {
   Reader reader(file);
   if (reader.size() < 4 || reader.get<uint32_t>() != 0x46554747u)  // "GGUF" little-endian
@@ -121,6 +176,9 @@ GgufFile read_gguf(const std::filesystem::path& file) {
     gguf.tensors.push_back(std::move(info));
   }
   gguf.data_offset = (reader.position() + gguf.alignment - 1) / gguf.alignment * gguf.alignment;
+  gguf.path = file;
+  for (auto& t : gguf.tensors) check_tensor(file, gguf, t, reader.size());
+  if (!gguf.tensors.empty()) gguf.map_ = map_file(file, reader.size());
   return gguf;
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "inferlab/tensor/fast/ggml_blocks.h"
 #include "inferlab/util/error.h"
 
 namespace fs = std::filesystem;
@@ -47,7 +48,13 @@ int64_t TensorView::numel() const {
 std::vector<float> TensorView::to_f32() const {
   const auto n = static_cast<std::size_t>(numel());
   std::vector<float> out(n);
-  if (dtype == DType::F32) {
+  if (ggml_type >= 0) {
+    const int64_t row = shape.empty() ? 1 : shape.back();
+    const std::size_t row_bytes = fast::ggml_row_bytes(static_cast<uint32_t>(ggml_type), row);
+    for (std::size_t r = 0; row > 0 && r < n / static_cast<std::size_t>(row); ++r)
+      fast::dequantize_ggml_row(static_cast<uint32_t>(ggml_type), static_cast<const uint8_t*>(data) + r * row_bytes, row,
+                                out.data() + r * row);
+  } else if (dtype == DType::F32) {
     if (n) std::memcpy(out.data(), data, n * 4);  // an empty tensor's data may be null
   } else {
     const auto* src = static_cast<const uint16_t*>(data);

@@ -7,6 +7,7 @@
 #include "inferlab/loading/llama2c.h"
 #include "inferlab/loading/json_config.h"
 #include "inferlab/util/model_path.h"
+#include "model/gguf_model.h"
 #include "model/transformer.h"
 
 namespace fs = std::filesystem;
@@ -31,24 +32,26 @@ std::string supported_list() {
 struct ModelFiles {
   fs::path folder;
   fs::path llama2c;  // set for a llama2.c checkpoint
+  fs::path gguf;     // set for a GGUF model file
 };
 
 ModelFiles locate(const std::string& model) {
   fs::path path = resolve_model_path(model);
   if (fs::is_regular_file(path)) {
-    if (path.filename() == "config.json") return {path.parent_path(), {}};
+    if (path.filename() == "config.json") return {path.parent_path(), {}, {}};
+    if (is_gguf_file(path)) return {path.parent_path(), {}, path};
     if (!looks_like_llama2c(path))
-      fail("{} is neither a model folder, a config.json nor a llama2.c checkpoint (its size does not match a llama2.c "
-           "header)",
+      fail("{} is neither a model folder, a config.json, a GGUF file nor a llama2.c checkpoint (its size does not match a "
+           "llama2.c header)",
            path.string());
-    return {path.parent_path(), path};
+    return {path.parent_path(), path, {}};
   }
-  if (fs::exists(path / "config.json")) return {path, {}};
+  if (fs::exists(path / "config.json")) return {path, {}, {}};
   std::vector<fs::path> bins;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(path, ec))
     if (entry.path().extension() == ".bin" && looks_like_llama2c(entry.path())) bins.push_back(entry.path());
-  if (bins.size() == 1) return {path, bins[0]};
+  if (bins.size() == 1) return {path, bins[0], {}};
   fail("{} has no config.json{}", path.string(),
        bins.empty() ? " (and no llama2.c .bin checkpoint)" : " and several llama2.c checkpoints: pass one file");
 }
@@ -73,11 +76,23 @@ struct ParsedConfig {
   json raw;
   const Architecture* arch;
   ModelConfig config;
+  std::unique_ptr<TensorSource> gguf_tensors;  // GGUF only
 };
 
 ParsedConfig parse_config(const ModelFiles& files) {
   ParsedConfig p;
   std::string where;
+  if (!files.gguf.empty()) {
+    GgufModel gguf = open_gguf_model(files.gguf);
+    where = files.gguf.string();
+    p.raw = std::move(gguf.config);
+    p.gguf_tensors = std::move(gguf.tensors);
+    p.arch = &find_architecture(p.raw, where);
+    p.config = p.arch->parse_config(p.raw, where);
+    p.config.eos_token_ids = token_id_list(p.raw.value("eos_token_id", json()), "tokenizer.ggml.eos_token_id", where);
+    if (p.raw.contains("bos_token_id")) p.config.bos_token_id = p.raw["bos_token_id"].get<int>();
+    return p;
+  }
   if (!files.llama2c.empty()) {
     p.raw = read_llama2c_config(files.llama2c);
     where = files.llama2c.string();
@@ -118,6 +133,10 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
   set_kernel_threads(options.threads);
   const ModelFiles files = locate(model);
   ParsedConfig parsed = parse_config(files);
+  if (parsed.gguf_tensors) {
+    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *parsed.gguf_tensors, options);
+    return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.gguf);
+  }
   if (!files.llama2c.empty()) {
     const auto source = read_llama2c_weights(files.llama2c);
     auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *source, options);

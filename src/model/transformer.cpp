@@ -32,7 +32,7 @@ LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int i
   layer.in = in;
   layer.out = out;
   const TensorView view = source_.require(weight_name);
-  if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
+  if (const auto format = fast::choose_format(weights_, view); format != fast::WeightFormat::F32) {
     check_shape(view, weight_name, {out, in});
     layer.packed = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, out, in, format));
     if (!bias_name.empty()) layer.bias = tensor(bias_name, {out});
@@ -45,7 +45,7 @@ LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int i
 
 LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name) const {
   const TensorView view = source_.require(weight_name);
-  if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
+  if (const auto format = fast::choose_format(weights_, view); format != fast::WeightFormat::F32) {
     check_shape(view, weight_name, {in, out});
     LinearWeight layer;
     layer.in = in;
@@ -68,7 +68,7 @@ LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int ou
 
 void WeightLoader::embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t) const {
   const TensorView view = source_.require(name);
-  if (const auto format = fast::choose_format(weights_, view.dtype); format != fast::WeightFormat::F32) {
+  if (const auto format = fast::choose_format(weights_, view); format != fast::WeightFormat::F32) {
     check_shape(view, name, {vocab, hidden});
     t.packed_embedding = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, vocab, hidden, format));
     return;

@@ -12,6 +12,9 @@ namespace inferlab::fast {
 // "auto" (or empty): bf16 checkpoints stay bf16, f32 stays f32, f16 becomes f32 (exact);
 // otherwise the named format (f32, bf16, int8, q4), quantized at load.
 WeightFormat choose_format(const std::string& option, DType stored);
+// The same for a view: a GGUF block type (view.ggml_type) under "auto" is Blocks, i.e. packed as
+// stored (PackedMatrix::from_ggml); F32 stays f32.
+WeightFormat choose_format(const std::string& option, const TensorView& view);
 
 // view: a 2-D tensor [out][in] (nn.Linear layout). Once packed, the tensor's pages of a
 // memory-mapped file are dropped from this process (they are re-read from the file if touched),

@@ -1,10 +1,14 @@
 // Parsing and validating OpenAI requests, and every request limit (see openai_request.h).
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <fmt/format.h>
 #include <limits>
 
+#include "inferlab/grammar/json_schema.h"
+#include "inferlab/grammar/regex.h"
 #include "inferlab/util/error.h"
 
 namespace inferlab::api {
@@ -76,6 +80,141 @@ std::vector<int32_t> token_ids(const json& array, const char* name, int vocab) {
   return ids;
 }
 
+// GBNF text compiled for the model; a schema keyword we cannot enforce or a bad grammar is a 400
+// naming it, never an answer without the constraint.
+std::shared_ptr<CompiledGrammar> compile(const ModelContext& model, const std::string& param,
+                                         const std::function<std::string()>& gbnf) {
+  try {
+    return model.text->compile_grammar(gbnf(), model.limits.grammar);
+  } catch (const UnsupportedSchemaError& e) {
+    throw ApiError(400, fmt::format("'{}': {}", param, e.what()), param, "unsupported_schema_keyword");
+  } catch (const GrammarError& e) {
+    throw ApiError(400, fmt::format("'{}': {}", param, e.what()), param, "invalid_grammar");
+  }
+}
+
+// response_format (json_object / json_schema), grammar and regex: at most one of them.
+void parse_constraint(const json& body, const ModelContext& model, ParsedRequest& out) {
+  std::vector<std::string> given;
+  if (const json* format = field(body, "response_format")) {
+    if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
+      bad("response_format", "'response_format' must be an object with a string 'type'");
+    const std::string type = (*format)["type"].get<std::string>();
+    if (type == "json_object") {
+      out.grammar = compile(model, "response_format", [] { return json_object_gbnf(); });
+      given.push_back("response_format");
+    } else if (type == "json_schema") {
+      const json* spec = field(*format, "json_schema");
+      if (!spec || !spec->is_object()) bad("response_format", "response_format json_schema needs a 'json_schema' object");
+      const json* schema = field(*spec, "schema");
+      if (!schema || !(schema->is_object() || schema->is_boolean()))
+        bad("response_format", "response_format.json_schema needs a 'schema' (a JSON Schema object)");
+      out.grammar = compile(model, "response_format", [&] { return json_schema_to_gbnf(*schema, model.limits.grammar); });
+      given.push_back("response_format");
+    } else if (type != "text") {
+      bad("response_format", "response_format type '{}' is not supported (text, json_object, json_schema)", type);
+    }
+  }
+  if (const json* grammar = field(body, "grammar")) {
+    if (!grammar->is_string()) bad("grammar", "'grammar' must be a string of GBNF rules, got {}", type_of(*grammar));
+    out.grammar = compile(model, "grammar", [&] { return grammar->get<std::string>(); });
+    given.push_back("grammar");
+  }
+  if (const json* regex = field(body, "regex")) {
+    if (!regex->is_string()) bad("regex", "'regex' must be a string, got {}", type_of(*regex));
+    out.grammar = compile(model, "regex", [&] { return regex_to_gbnf(regex->get<std::string>(), model.limits.grammar); });
+    given.push_back("regex");
+  }
+  if (given.size() > 1) bad(given[1], "give only one of response_format (json_object / json_schema), grammar and regex");
+}
+
+// tools, tool_choice, parallel_tool_calls: which tools, whether calls are forced, and how.
+std::vector<ToolDefinition> parse_tools(const json& tools) {
+  std::vector<ToolDefinition> out;
+  for (std::size_t i = 0; i < tools.size(); ++i) {
+    const json& tool = tools[i];
+    if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") || !tool["function"].is_object())
+      bad("tools", "tools[{}] must be {{\"type\": \"function\", \"function\": {{...}}}}", i);
+    const json& f = tool["function"];
+    ToolDefinition def;
+    if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+      bad("tools", "tools[{}].function needs a non-empty string 'name'", i);
+    def.name = f["name"].get<std::string>();
+    for (char c : def.name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+        bad("tools", "tools[{}].function.name '{}' may hold only letters, digits, '_', '-' and '.'", i, def.name);
+    if (const json* parameters = field(f, "parameters")) {
+      if (!parameters->is_object()) bad("tools", "tools[{}].function.parameters must be a JSON Schema object", i);
+      def.parameters = *parameters;
+    }
+    if (const json* strict = field(f, "strict")) {
+      if (!strict->is_boolean()) bad("tools", "tools[{}].function.strict must be a boolean", i);
+      def.strict = strict->get<bool>();
+    }
+    out.push_back(std::move(def));
+  }
+  return out;
+}
+
+void parse_tool_choice(const json& body, const ModelContext& model, const std::vector<ToolDefinition>& tools,
+                       ParsedRequest& out) {
+  std::string choice = "auto";
+  std::string named;
+  if (const json* c = field(body, "tool_choice")) {
+    if (c->is_string()) {
+      choice = c->get<std::string>();
+      if (choice != "none" && choice != "auto" && choice != "required")
+        bad("tool_choice", "tool_choice '{}' is not one of none, auto, required or {{\"type\": \"function\", ...}}", choice);
+    } else if (c->is_object() && c->value("type", "") == "function" && c->contains("function") && (*c)["function"].is_object() &&
+               (*c)["function"].contains("name") && (*c)["function"]["name"].is_string()) {
+      choice = "named";
+      named = (*c)["function"]["name"].get<std::string>();
+    } else {
+      bad("tool_choice", "tool_choice must be none, auto, required or {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}");
+    }
+  }
+  const bool parallel = boolean(body, "parallel_tool_calls", true);
+  if (tools.empty()) {
+    if (choice == "required" || choice == "named") bad("tool_choice", "tool_choice '{}' needs 'tools'", choice == "named" ? named : choice);
+    return;
+  }
+  if (choice == "none") return;
+  auto format = std::shared_ptr<const ToolCallFormat>(tool_call_format_for(model.text->chat_template_source()));
+  out.tool_format = format;
+  std::vector<ToolDefinition> chosen;
+  for (const auto& t : tools)
+    if (choice != "named" || t.name == named) chosen.push_back(t);
+  if (chosen.empty()) bad("tool_choice", "tool_choice names the function '{}', which is not among 'tools'", named);
+  // Arguments follow the tool's schema; a tool that is not strict falls back to any object when
+  // its schema holds a keyword we cannot enforce (strict ones get the 400 instead).
+  auto with_enforceable_schemas = [&](std::vector<ToolDefinition> defs) {
+    for (auto& d : defs) {
+      if (d.strict) continue;
+      try {
+        json_schema_rules(d.parameters.empty() ? json{{"type", "object"}} : d.parameters, "probe", model.limits.grammar);
+      } catch (const GrammarError&) {
+        d.parameters = json{{"type", "object"}};
+      }
+    }
+    return defs;
+  };
+  if (choice == "required" || choice == "named") {
+    if (out.grammar) bad("tool_choice", "tool_choice '{}' cannot be combined with response_format, grammar or regex", choice);
+    auto defs = with_enforceable_schemas(chosen);
+    out.grammar = compile(model, "tools", [&] { return format->forced_grammar(defs, parallel, model.limits.grammar); });
+    return;
+  }
+  const bool any_strict = std::any_of(tools.begin(), tools.end(), [](const ToolDefinition& t) { return t.strict; });
+  if (!any_strict) return;
+  if (out.grammar) bad("tools", "strict tools with tool_choice auto cannot be combined with response_format, grammar or regex");
+  if (format->trigger().empty())
+    bad("tools", "strict tools with tool_choice auto need a chat template whose calls start with a marker ({} calls have none); "
+                 "use tool_choice required or a named function", format->name());
+  auto defs = with_enforceable_schemas(tools);
+  out.grammar = compile(model, "tools", [&] { return format->triggered_grammar(defs, parallel, model.limits.grammar); });
+  out.grammar_trigger = format->trigger();
+}
+
 // Fields both endpoints share: sampling, stop, n, stream, max tokens.
 void parse_common(const json& body, const ModelContext& model, ParsedRequest& out, std::optional<int64_t>& max_tokens) {
   check_model(body, model);
@@ -140,6 +279,7 @@ void parse_common(const json& body, const ModelContext& model, ParsedRequest& ou
     if (!out.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
     out.include_usage = boolean(*options, "include_usage", false);
   }
+  parse_constraint(body, model, out);
 }
 
 // max_tokens against the context: the OpenAI message when it cannot fit, else the room left.
@@ -285,18 +425,9 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
   std::optional<int64_t> max_tokens;
   parse_common(body, model, out, max_tokens);
 
-  if (const json* format = field(body, "response_format")) {
-    if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
-      bad("response_format", "'response_format' must be an object with a 'type'");
-    if ((*format)["type"] != "text")
-      bad("response_format", "response_format type '{}' is not supported (only 'text')", (*format)["type"].get<std::string>());
-  }
   const json* tools = field(body, "tools");
   if (tools && !tools->is_array()) bad("tools", "'tools' must be an array, got {}", type_of(*tools));
-  if (const json* choice = field(body, "tool_choice")) {
-    bool plain = choice->is_string() && (*choice == "none" || *choice == "auto");
-    if (!plain) bad("tool_choice", "tool_choice {} is not supported: tool calls are not parsed (use 'none' or 'auto')", choice->dump());
-  }
+  if (server_limits) parse_tool_choice(body, model, tools ? parse_tools(*tools) : std::vector<ToolDefinition>{}, out);
   if (const json* call = field(body, "function_call")) {
     bool plain = call->is_string() && (*call == "none" || *call == "auto");
     if (!plain) bad("function_call", "function_call {} is not supported (use 'none' or 'auto')", call->dump());
@@ -334,6 +465,16 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
     json m = message;
     m["role"] = r == "developer" ? "system" : r;
     m["content"] = message_text(message, i);
+    // Templates render an assistant's calls with the arguments as an object (OpenAI sends a string).
+    if (const json* calls = field(message, "tool_calls")) {
+      if (!calls->is_array()) bad("messages", "messages[{}].tool_calls must be an array", i);
+      for (json& call : m["tool_calls"])
+        if (call.is_object() && call.contains("function") && call["function"].is_object() &&
+            call["function"].contains("arguments") && call["function"]["arguments"].is_string()) {
+          json parsed = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+          if (!parsed.is_discarded()) call["function"]["arguments"] = parsed;
+        }
+    }
     rendered.push_back(std::move(m));
   }
   if (!model.text->has_chat_template())

@@ -10,6 +10,7 @@
 #include "inferlab/generation/engine.h"
 #include "inferlab/generation/sampler.h"
 #include "server/api_error.h"
+#include "server/tool_call_format.h"
 
 namespace inferlab::api {
 
@@ -21,6 +22,7 @@ struct RequestLimits {
   int max_tokens = 0;         // the largest max_tokens; the default is capped to it
   int max_json_depth = 64;    // arrays/objects nested in the request body
   std::size_t max_prompt_bytes = 0;  // a prompt's bytes before it is tokenized (0: derived, see prompt_byte_limit)
+  GrammarLimits grammar;      // response_format / grammar / regex / tool schemas (--max-grammar-bytes, ...)
 };
 
 // What the request parser needs to know about the served model.
@@ -55,6 +57,12 @@ struct ParsedRequest {
   bool logprobs = false;
   int top_logprobs = 0;
   bool skip_special_tokens = true;
+  // Constrained decoding: response_format json_object / json_schema, the grammar (GBNF) and regex
+  // extensions, tool_choice required / named, strict tools (from grammar_trigger on).
+  std::shared_ptr<CompiledGrammar> grammar;
+  std::string grammar_trigger;
+  // Tool calls are parsed out of the answer when tools are given and tool_choice is not none.
+  std::shared_ptr<const ToolCallFormat> tool_format;
 };
 
 // ApiError on malformed JSON, a non-object, or arrays/objects nested deeper than `max_depth`

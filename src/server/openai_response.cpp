@@ -107,6 +107,7 @@ void Completion::add_choice(int prompt_index, std::shared_ptr<RequestStream> str
   choice->index = static_cast<int>(choices_.size());
   choice->prompt_index = prompt_index;
   choice->stream = std::move(stream);
+  if (request_->tool_format) choice->tool_stream = std::make_unique<ToolCallStream>(*request_->tool_format);
   choices_.push_back(std::move(choice));
 }
 
@@ -134,11 +135,12 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
     ++choice.completion_tokens;
     std::string shown = choice.stop.feed(choice.decoder.push(t.token));
     if (request_->logprobs) add_logprobs(choice, t, delta);
-    delta.text += shown;
     if (choice.stop.hit()) {
       choice.stream->stop();  // we have what we need: free the sequence now (counted as a stop)
+      end_text(choice, std::move(shown), delta, true);
       choice.done = true;
-      choice.finish_reason = "stop";
+    } else {
+      delta.text += choice.tool_stream ? choice.tool_stream->feed(shown, delta.tool_calls) : shown;
     }
   }
   if (event.finish && !choice.done) {
@@ -147,8 +149,7 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
       case FinishReason::length: {
         std::string tail = choice.stop.feed(choice.decoder.flush());
         tail += choice.stop.finish();
-        delta.text += tail;
-        choice.finish_reason = choice.stop.hit() || *event.finish == FinishReason::stop ? "stop" : "length";
+        end_text(choice, std::move(tail), delta, choice.stop.hit() || *event.finish == FinishReason::stop);
         break;
       }
       case FinishReason::timeout:
@@ -165,6 +166,17 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
     choice.done = true;
   }
   choice.text += delta.text;
+}
+
+// The last text of a choice; with tools, the calls it holds decide the finish reason.
+void Completion::end_text(Choice& choice, std::string tail, Delta& delta, bool stopped) {
+  if (choice.tool_stream) {
+    delta.text += choice.tool_stream->feed(tail, delta.tool_calls);
+    delta.text += choice.tool_stream->finish(delta.tool_calls, choice.tool_calls);
+  } else {
+    delta.text += tail;
+  }
+  choice.finish_reason = !choice.tool_calls.empty() && stopped ? "tool_calls" : stopped ? "stop" : "length";
 }
 
 void Completion::add_logprobs(Choice& choice, const SampledToken& t, Delta& delta) {
@@ -230,6 +242,13 @@ std::optional<json> Completion::poll_body() {
     json c = {{"index", choice->index}, {"finish_reason", choice->finish_reason}};
     if (chat) {
       c["message"] = {{"role", "assistant"}, {"content", choice->text}};
+      if (!choice->tool_calls.empty()) {
+        json calls = json::array();
+        for (const auto& call : choice->tool_calls)
+          calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        c["message"]["tool_calls"] = std::move(calls);
+        if (choice->text.empty()) c["message"]["content"] = nullptr;
+      }
       c["logprobs"] = request_->logprobs ? json{{"content", choice->chat_logprobs}} : json(nullptr);
     } else {
       c["text"] = request_->echo ? request_->prompt_texts[choice->prompt_index] + choice->text : choice->text;
@@ -263,10 +282,14 @@ std::optional<json> Completion::opening_item(const Choice& c) const {
 
 std::optional<json> Completion::delta_item(const Choice& c, const Delta& delta) const {
   const bool has_logprobs = request_->chat ? !delta.chat_logprobs.empty() : !delta.completion_logprobs.is_null();
-  if (delta.text.empty() && !has_logprobs) return std::nullopt;
-  if (request_->chat)
-    return json{{"index", c.index}, {"delta", {{"content", delta.text}}},
+  if (delta.text.empty() && !has_logprobs && delta.tool_calls.empty()) return std::nullopt;
+  if (request_->chat) {
+    json d = json::object();
+    if (!delta.text.empty() || delta.tool_calls.empty()) d["content"] = delta.text;
+    if (!delta.tool_calls.empty()) d["tool_calls"] = delta.tool_calls;
+    return json{{"index", c.index}, {"delta", std::move(d)},
                 {"logprobs", has_logprobs ? json{{"content", delta.chat_logprobs}} : json(nullptr)}, {"finish_reason", nullptr}};
+  }
   return json{{"index", c.index}, {"text", delta.text}, {"logprobs", has_logprobs ? delta.completion_logprobs : json(nullptr)},
               {"finish_reason", nullptr}};
 }

@@ -47,6 +47,8 @@ struct Choice {
   json chat_logprobs = json::array();
   json completion_logprobs;
   std::optional<RequestTimings> timings;  // from the engine's last event
+  std::unique_ptr<ToolCallStream> tool_stream;  // with tools: splits the text into content and calls
+  std::vector<ToolCall> tool_calls;             // the calls found, once done
 
   Choice(const EngineText& text, bool skip_special, std::vector<std::string> stops);
 };
@@ -54,6 +56,7 @@ struct Choice {
 // What one poll of a choice produced: new visible text and the logprobs of its new tokens.
 struct Delta {
   std::string text;
+  json tool_calls = json::array();  // chat: tool_calls delta entries
   json chat_logprobs = json::array();
   json completion_logprobs;
   bool finished = false;
@@ -101,6 +104,7 @@ class Completion {
 
  private:
   void absorb_text(Choice& choice, StreamEvent& event, Delta& delta);
+  void end_text(Choice& choice, std::string tail, Delta& delta, bool stopped);
   void add_logprobs(Choice& choice, const SampledToken& token, Delta& delta);
 
   std::shared_ptr<const ParsedRequest> request_;

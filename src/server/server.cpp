@@ -153,7 +153,11 @@ void Server::load(const std::string& model_name) {
                       .max_prompt_tokens = s.options.max_prompt_tokens,
                       .max_tokens = s.options.max_tokens_limit,
                       .max_json_depth = s.options.max_json_depth,
-                      .max_prompt_bytes = s.options.max_prompt_bytes};
+                      .max_prompt_bytes = s.options.max_prompt_bytes,
+                      .grammar = {}};
+  s.context.limits.grammar.max_grammar_bytes = s.options.max_grammar_bytes;
+  s.context.limits.grammar.max_regex_bytes = s.options.max_regex_bytes;
+  s.context.limits.grammar.max_schema_depth = s.options.max_schema_depth;
   s.system_fingerprint = fingerprint_of(*s.engine, s.options);
   for (int32_t id = 0; id < s.engine->text().vocab_size(); ++id)
     s.context.longest_token_bytes = std::max(s.context.longest_token_bytes, s.engine->text().token_bytes(id).size());
@@ -314,6 +318,8 @@ void Server::Impl::generate(const api::HttpRequest& req, api::HttpResponse& res,
       choice.generation.sampling.logprobs = request->logprobs;
       choice.generation.stop_token_ids = request->stop_token_ids;
       choice.generation.deadline = deadline;
+      choice.generation.grammar = request->grammar;
+      choice.generation.grammar_trigger = request->grammar_trigger;
       choice.ignore_eos = request->ignore_eos;
       choice.choice_index = static_cast<int>(completion->choices().size());
       completion->add_choice(static_cast<int>(p), engine->submit(std::move(choice)));

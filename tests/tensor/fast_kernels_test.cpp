@@ -357,5 +357,19 @@ TEST(Quantizers, ConcatRowsEqualsPackingTheStackedRows) {
     }
   const PackedMatrix q8 = PackedMatrix::from_f32(random_vector(16 * 32, 1).data(), 16, 32, WeightFormat::Q8);
   const PackedMatrix q4 = PackedMatrix::from_f32(random_vector(16 * 32, 1).data(), 16, 32, WeightFormat::Q4);
-  EXPECT_THROW(PackedMatrix::concat_rows({&q8, &q4}), inferlab::Error);
+  // Different formats fuse as rows of ggml blocks (Q8_0 | Q4_0), every value kept; different
+  // widths, or rows that are not whole 32-weight blocks, are refused.
+  const PackedMatrix mixed = PackedMatrix::concat_rows({&q8, &q4});
+  EXPECT_EQ(mixed.format(), WeightFormat::Blocks);
+  std::vector<float> a(32), b(32);
+  for (int r = 0; r < 32; ++r) {
+    (r < 16 ? q8 : q4).dequantize_row(r % 16, a.data());
+    mixed.dequantize_row(r, b.data());
+    ASSERT_EQ(a, b) << "row " << r;
+  }
+  const PackedMatrix wide = PackedMatrix::from_f32(random_vector(16 * 64, 1).data(), 16, 64, WeightFormat::Q4);
+  EXPECT_THROW(PackedMatrix::concat_rows({&q8, &wide}), inferlab::Error);
+  const PackedMatrix odd8 = PackedMatrix::from_f32(random_vector(16 * 40, 1).data(), 16, 40, WeightFormat::Q8);
+  const PackedMatrix odd4 = PackedMatrix::from_f32(random_vector(16 * 40, 1).data(), 16, 40, WeightFormat::Q4);
+  EXPECT_THROW(PackedMatrix::concat_rows({&odd8, &odd4}), inferlab::Error);
 }

@@ -623,6 +623,9 @@ void add_chat(CLI::App& app) {
   cmd->add_flag("--stream", o->stream, "stream the answer (server-sent events)");
   cmd->add_option("--max-tokens", o->max_tokens, "max_tokens")->default_val(64)->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", o->temperature, "temperature (0 = greedy)")->default_val(0.0);
+  cmd->add_option("--frequency-penalty", o->frequency_penalty, "frequency_penalty (OpenAI's, -2..2; 0: not sent)")
+      ->default_val(0.0);
+  cmd->add_option("--seed", o->seed, "seed of the server's sampler (with --temperature > 0: the same answer again)");
   cmd->add_option("--timeout", o->timeout_s, "seconds")->default_val(60.0)->check(CLI::PositiveNumber);
   cmd->add_option("--api-key", o->api_key, "sent as Authorization: Bearer KEY")->envname("INFERLAB_API_KEY");
   cmd->add_option("message", *message, "the user message")->required();

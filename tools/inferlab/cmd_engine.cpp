@@ -74,10 +74,12 @@ void run_generate(const GenerateArgs& args) {
   load_options.threads = args.threads;
   load_options.weights = args.weights;
   auto model = Model::load(args.model, load_options);
-  // The model folder's tokenizer, when it has one (a llama2.c .bin or a bare checkpoint has none).
+  // The model folder's tokenizer, when it has one (a llama2.c .bin or a bare checkpoint has none);
+  // a GGUF file carries its own.
   std::shared_ptr<const Tokenizer> tokenizer;
   const fs::path folder = model->path();
-  if (fs::is_directory(folder) && (fs::exists(folder / "tokenizer.json") || fs::exists(folder / "vocab.json")))
+  if (folder.extension() == ".gguf") tokenizer = Tokenizer::from_gguf(folder);
+  else if (fs::is_directory(folder) && (fs::exists(folder / "tokenizer.json") || fs::exists(folder / "vocab.json")))
     tokenizer = Tokenizer::from_folder(folder);
   std::vector<int32_t> prompt;
   if (!args.prompt.empty()) {

@@ -161,6 +161,13 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 32));
   cmd->add_option("--max-tokens-limit", args->server.max_tokens_limit, "Largest max_tokens (0: the context length)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--max-grammar-bytes", args->server.max_grammar_bytes,
+                  "Largest grammar for constrained decoding: GBNF given, or written from a JSON schema or regex (400 above)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{64}, std::size_t{1} << 26));
+  cmd->add_option("--max-regex-bytes", args->server.max_regex_bytes, "Longest 'regex' field or schema 'pattern' (400 above)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  cmd->add_option("--max-schema-depth", args->server.max_schema_depth, "Deepest nesting of schemas in a JSON schema (400 above)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--slow-client-timeout", args->server.slow_client_timeout_s,
                   "Drop a client that reads nothing for this many seconds")->capture_default_str()->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--send-buffer-bytes", args->server.send_buffer_bytes,

@@ -7,6 +7,7 @@
 #include "command.h"
 #include "inferlab/bench/accuracy.h"
 #include "inferlab/bench/engine_bench.h"
+#include "inferlab/bench/grammar_bench.h"
 #include "inferlab/bench/kernel_bench.h"
 #include "inferlab/bench/probes.h"
 
@@ -49,10 +50,30 @@ Registrar reg_speed([](CLI::App& app) {
   e->add_option("-t,--threads", engine->threads, "Threads (0: all cores)")->capture_default_str();
   e->add_option("-r,--repetitions", engine->repeats, "Measured runs per test (after one warm-up)")->capture_default_str();
   e->add_option("--weights,--dtype", engine->weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")->capture_default_str();
+  e->add_option("--kld-text", engine->quality_text, "Also measure the format's KL divergence from f32 on this text")
+      ->check(CLI::ExistingFile);
+  e->add_option("--kld-ctx", engine->quality_ctx, "Context of the KL measurement (tokens per chunk)")->capture_default_str();
+  e->add_option("--kld-chunks", engine->quality_chunks, "Chunks of the KL measurement")->capture_default_str();
   e->add_flag("--json", *engine_json, "Print one JSON object");
   e->callback([engine, engine_json] {
     const EngineBench result = run_engine_bench(*engine);
     print_or_json(*engine_json, engine_bench_json(result), engine_bench_text(result));
+  });
+
+  auto grammar = std::make_shared<GrammarBenchOptions>();
+  auto grammar_json = std::make_shared<bool>(false);
+  CLI::App* g = bench.add_subcommand("grammar", "Constrained decoding: mask cost per token, compile time, decode tok/s with vs without a schema");
+  g->add_option("model", grammar->model, "Model folder or HF repo id in the local cache")->required();
+  g->add_option("--schema", grammar->schema_file, "A JSON Schema file (default: a built-in nested order schema)");
+  g->add_option("--generations", grammar->generations, "Random-sampling runs timing the mask")->capture_default_str()->check(CLI::Range(1, 100000));
+  g->add_option("--decode-runs", grammar->decode_runs, "Engine generations with and without the schema (0: skip)")->capture_default_str()->check(CLI::Range(0, 1000));
+  g->add_option("--max-tokens", grammar->max_tokens, "Tokens per engine generation")->capture_default_str()->check(CLI::Range(2, 100000));
+  g->add_option("-t,--threads", grammar->threads, "Threads (0: all cores)")->capture_default_str();
+  g->add_option("--seed", grammar->seed, "Sampling seed")->capture_default_str();
+  g->add_flag("--json", *grammar_json, "Print one JSON object");
+  g->callback([grammar, grammar_json] {
+    const GrammarBench result = run_grammar_bench(*grammar);
+    print_or_json(*grammar_json, grammar_bench_json(result), grammar_bench_text(result));
   });
 
   auto accuracy = std::make_shared<AccuracyOptions>();

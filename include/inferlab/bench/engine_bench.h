@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,15 @@ struct EngineBenchOptions {
   int prompt = 512, gen = 128;  // 0 skips pp / tg
   int threads = 0, repeats = 5;
   std::string weights = "auto";
+  // With a text file: the format's KL divergence from f32 on it (inferlab perplexity's method, the
+  // first quality_chunks chunks of quality_ctx tokens), printed beside the speed.
+  std::string quality_text;
+  int quality_ctx = 256, quality_chunks = 4;
+};
+
+struct EngineQuality {
+  double ppl = 0, ppl_f32 = 0, mean_kld = 0, p99_kld = 0, same_top = 0;
+  std::size_t positions = 0;
 };
 
 struct EngineTest {
@@ -34,6 +44,7 @@ struct EngineBench {
   int64_t rss_after_load_bytes = 0, peak_rss_bytes = 0;
   std::size_t kv_cache_bytes = 0;
   std::vector<EngineTest> tests;
+  std::optional<EngineQuality> quality;  // with options.quality_text
 };
 
 // Throws Error on bad options or a context the model does not have.

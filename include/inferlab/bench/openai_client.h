@@ -42,6 +42,8 @@ struct ChatOptions {
   bool stream = true;
   int max_tokens = 64;
   double temperature = 0;
+  double frequency_penalty = 0;  // sent only when not 0
+  std::optional<int64_t> seed;   // the sampler's seed, sent when given
   double timeout_s = 60;
 };
 struct ChatResult {

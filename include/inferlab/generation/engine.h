@@ -4,7 +4,9 @@
 // engine only: it submits requests, tokenizes, detokenizes, renders chats and reads stats.
 #pragma once
 #include <filesystem>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
@@ -13,11 +15,14 @@
 #include <vector>
 
 #include "inferlab/generation/scheduler.h"
+#include "inferlab/grammar/grammar.h"
 #include "inferlab/tokenizer/tokenizer.h"
 
 namespace inferlab {
 
 class ChatTemplate;
+class CompiledGrammar;
+class TokenVocabulary;
 
 // The text side of the engine: tokenizer and chat template. Apart from Engine so that request
 // parsing can be tested and fuzzed with a tokenizer alone, without model weights.
@@ -37,6 +42,7 @@ class EngineText {
   StreamDecoder stream_decoder(bool skip_special_tokens) const;
 
   bool has_chat_template() const { return chat_template_ != nullptr; }
+  const std::string& chat_template_source() const;  // the template's text (empty: none)
   const std::string& chat_template_error() const { return chat_template_error_; }  // empty: none or usable
   // The messages with the assistant's generation prompt. `extra` holds the template's other
   // variables (tools, chat_template_kwargs); bos_token / eos_token default to the tokenizer's.
@@ -45,8 +51,17 @@ class EngineText {
   // The tokenizer's EOS id, when it names one.
   std::optional<int32_t> eos_id() const;
 
+  // Constrained decoding: GBNF text compiled against this tokenizer's vocabulary (special tokens
+  // never allowed; the engine's EOS only where the output is complete). The last few grammars are
+  // kept with their mask caches, so a repeated schema is not compiled again. GrammarError when
+  // the text does not compile.
+  std::shared_ptr<CompiledGrammar> compile_grammar(const std::string& gbnf, const GrammarLimits& limits) const;
+
  private:
   std::shared_ptr<const Tokenizer> tokenizer_;
+  mutable std::mutex grammar_mutex_;
+  mutable std::shared_ptr<const TokenVocabulary> grammar_vocabulary_;
+  mutable std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> grammars_;  // most recent first
   std::unique_ptr<ChatTemplate> chat_template_;
   std::string chat_template_error_;
 };

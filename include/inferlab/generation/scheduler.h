@@ -21,6 +21,7 @@
 #include "inferlab/model/kv_cache.h"
 #include "inferlab/model/model.h"
 #include "inferlab/generation/sampler.h"
+#include "inferlab/grammar/grammar_matcher.h"
 #include "inferlab/util/stats.h"
 
 namespace inferlab {
@@ -46,6 +47,12 @@ struct GenerationRequest {
   SamplingParams sampling;
   std::vector<int32_t> stop_token_ids;  // finish with reason stop (the model's EOS unless ignore_eos)
   std::optional<Clock::time_point> deadline;  // finish with reason timeout after this
+  // Constrained decoding: every token is drawn from those that keep the output a valid prefix of
+  // the grammar; the stop tokens only where it is complete; reason stop once nothing may follow.
+  std::shared_ptr<CompiledGrammar> grammar;
+  // With a trigger, the output is free until it contains this text; the grammar then constrains
+  // what follows it (tool_choice auto with strict tools: the call after "<tool_call>").
+  std::string grammar_trigger;
 };
 
 enum class FinishReason { stop, length, cancelled, timeout, error };

@@ -29,6 +29,9 @@ struct TensorView {
   const void* data = nullptr;
   std::size_t bytes = 0;
   std::string origin;  // file it lives in
+  // >= 0: a GGUF tensor in this ggml type (tensor/fast/ggml_blocks.h): rows of ggml blocks along
+  // the last dimension; dtype is then not used.
+  int ggml_type = -1;
 
   int64_t numel() const;
   // Converted to fp32 (a copy).

@@ -45,6 +45,9 @@ struct ServerOptions {
   int max_header_count = 100;           // more header fields: 431
   double engine_stall_s = 30;           // /health 503 when the engine made no step this long with work queued (0: off)
   std::string metrics_compat;           // "vllm": /metrics also under vLLM's names (routers read them)
+  std::size_t max_grammar_bytes = 64 * 1024;  // constrained decoding: GBNF given or written from a schema / regex: 400
+  std::size_t max_regex_bytes = 4 * 1024;     // a 'regex' field or schema 'pattern': 400
+  int max_schema_depth = 32;                  // schemas nested in a JSON schema: 400
   double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
   int send_buffer_bytes = 0;            // SO_SNDBUF of each connection (0: the OS default, autotuned up
                                         // to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian)

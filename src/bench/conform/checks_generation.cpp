@@ -239,13 +239,14 @@ const json kTools = json::array({{{"type", "function"},
                                     {"description", "The weather in a city"},
                                     {"parameters",
                                      {{"type", "object"},
-                                      {"properties", {{"city", {{"type", "string"}}}}},
+                                      // an enum keeps a forced call short on any model, trained or not
+                                      {"properties", {{"city", {{"type", "string"}, {"enum", {"Paris", "Tokyo"}}}}}},
                                       {"required", {"city"}}}}}}}});
 
 // tool_choice "required": the server must answer with a call. A 400 means tools are not parsed
 // (a skip); a 200 without tool_calls is a failure (the request was not honoured).
 std::string tool_calls(Probe& p) {
-  Answer a = p.post("/v1/chat/completions", p.chat({{"max_tokens", 64}, {"tools", kTools}, {"tool_choice", "required"}}));
+  Answer a = p.post("/v1/chat/completions", p.chat({{"max_tokens", 256}, {"tools", kTools}, {"tool_choice", "required"}, {"parallel_tool_calls", false}}));
   if (a.status == 400 || a.status == 501) skip_check("tool_choice \"required\" refused: tool calls are not parsed");
   const json& c = first_choice(a);
   const json& calls = c["message"].value("tool_calls", json());
@@ -265,7 +266,7 @@ std::string tool_calls(Probe& p) {
 
 std::string tool_calls_stream(Probe& p) {
   Stream s = p.stream("/v1/chat/completions",
-                      p.chat({{"max_tokens", 64}, {"tools", kTools}, {"tool_choice", "required"}, {"stream", true}}));
+                      p.chat({{"max_tokens", 256}, {"tools", kTools}, {"tool_choice", "required"}, {"parallel_tool_calls", false}, {"stream", true}}));
   if (s.status == 400 || s.status == 501) skip_check("tool_choice \"required\" refused: tool calls are not parsed");
   require(s.status == 200, fmt::format("status {}", s.status));
   std::string name, arguments, finish;

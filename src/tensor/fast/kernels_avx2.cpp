@@ -363,10 +363,21 @@ void q8_row_avx2(const float* src, int in, int blocks, int8_t* dst, float* scale
   }
 }
 
+// The blocks format's 16 lanes as two ymm halves: lanes 0-7 and 8-15, each an fma per element.
+void dot16_avx2(const float* w, const float* x, int n, float* acc) {
+  __m256 lo = _mm256_loadu_ps(acc), hi = _mm256_loadu_ps(acc + 8);
+  for (int k = 0; k < n; k += 16) {
+    lo = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(x + k), lo);
+    hi = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 8), _mm256_loadu_ps(x + k + 8), hi);
+  }
+  _mm256_storeu_ps(acc, lo);
+  _mm256_storeu_ps(acc + 8, hi);
+}
+
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable table{bf16_avx2, q8_avx2, q4_avx2, bf16_row_avx2, q8_row_avx2, /*bf16_as_f32=*/true};
+  static const KernelTable table{bf16_avx2, q8_avx2, q4_avx2, bf16_row_avx2, q8_row_avx2, /*bf16_as_f32=*/true, dot16_avx2};
   return table;
 }
 

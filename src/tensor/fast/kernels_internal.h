@@ -10,7 +10,17 @@ struct KernelArgs {
   const float* bias = nullptr;  // may be null
   float* y = nullptr;           // [rows][w->out()]
   int rows = 0;
+  const float* x = nullptr;     // blocks: the fp32 activations [rows][w->in()] as given
 };
+
+// q8: byte of k = block*32 + kk in a panel's row; q4: the byte whose low nibble holds kk < 16 and
+// whose high nibble holds kk + 16.
+inline std::size_t q8_offset(int block, int row_in_panel, int kk) {
+  return static_cast<std::size_t>(block) * 512 + (kk / 4) * 64 + row_in_panel * 4 + kk % 4;
+}
+inline std::size_t q4_offset(int block, int row_in_panel, int kk) {
+  return static_cast<std::size_t>(block) * 256 + ((kk / 4) % 4) * 64 + row_in_panel * 4 + kk % 4;
+}
 
 // Each computes y for output panels [panel_begin, panel_end) and every row.
 using PanelKernel = void (*)(const KernelArgs& args, int panel_begin, int panel_end);
@@ -20,12 +30,20 @@ using PanelKernel = void (*)(const KernelArgs& args, int panel_begin, int panel_
 using Bf16RowFn = void (*)(const float* src, int in, int in_padded, uint16_t* dst);
 using Q8RowFn = void (*)(const float* src, int in, int blocks, int8_t* dst, float* scale, int32_t* sum);
 
+// acc[j] = fma(w[k], x[k], acc[j]) for every k = j (mod 16) below n (a multiple of 16), k in
+// order: one lane per j, the same arithmetic on every instruction set (blocks format).
+using Dot16Fn = void (*)(const float* w, const float* x, int n, float* acc);
+
 struct KernelTable {
   PanelKernel bf16, q8, q4;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
+  Dot16Fn dot16 = nullptr;   // null: the scalar loop
 };
+
+// The blocks format's kernel over panels [panel_begin, panel_end), with this table's dot16.
+void blocks_kernel(const KernelArgs& args, int panel_begin, int panel_end, Dot16Fn dot16);
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();

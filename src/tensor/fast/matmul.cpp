@@ -45,6 +45,17 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
   if (isa == Isa::Scalar) return matmul_scalar(x, rows, w, bias, y);
 
   ThreadPool& pool = kernel_pool();
+  if (w.format() == WeightFormat::Blocks) {
+    const detail::KernelArgs args{nullptr, &w, bias, y, rows, x};
+    const detail::Dot16Fn dot16 = kernels_for(isa).dot16;
+    if (pool.size() == 1 || w.panels() < 2) return detail::blocks_kernel(args, 0, w.panels(), dot16);
+    const int per_chunk = std::max(1, w.panels() / (pool.size() * 16));
+    const int chunks = (w.panels() + per_chunk - 1) / per_chunk;
+    return pool.run_chunks(chunks, [&](int64_t chunk) {
+      const int begin = static_cast<int>(chunk) * per_chunk;
+      detail::blocks_kernel(args, begin, std::min(w.panels(), begin + per_chunk), dot16);
+    });
+  }
   // Per calling thread (the server may run several engines); workers reach it through this
   // reference, never by naming the thread_local (which would be their own, empty, instance).
   thread_local PreparedInput scratch;

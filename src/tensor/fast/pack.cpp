@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "inferlab/util/error.h"
+#include "inferlab/tensor/fast/ggml_blocks.h"
 #include "inferlab/tensor/fast/packed.h"
 #include "inferlab/tensor/fast/thread_pool.h"
 #include "tensor/fast/kernels_internal.h"
@@ -19,6 +20,7 @@ const char* format_name(WeightFormat format) {
     case WeightFormat::BF16: return "bf16";
     case WeightFormat::Q8: return "int8";
     case WeightFormat::Q4: return "q4";
+    case WeightFormat::Blocks: return "blocks";
   }
   return "?";
 }
@@ -37,6 +39,7 @@ double bytes_per_weight(WeightFormat format) {
     case WeightFormat::BF16: return 2.0;
     case WeightFormat::Q8: return 34.0 / 32.0;
     case WeightFormat::Q4: return 18.0 / 32.0;
+    case WeightFormat::Blocks: return 0;
   }
   return 0;
 }
@@ -76,13 +79,8 @@ struct Bf16Source {
   float operator()(int r, int k) const { return bf16_to_f32(w[static_cast<std::size_t>(r) * in + k]); }
 };
 
-std::size_t q8_offset(int block, int row_in_panel, int kk) {
-  return static_cast<std::size_t>(block) * 512 + (kk / 4) * 64 + row_in_panel * 4 + kk % 4;
-}
-// q4: byte and whether the high nibble holds k = block*32 + kk.
-std::size_t q4_offset(int block, int row_in_panel, int kk) {
-  return static_cast<std::size_t>(block) * 256 + ((kk / 4) % 4) * 64 + row_in_panel * 4 + kk % 4;
-}
+using detail::q4_offset;
+using detail::q8_offset;
 }  // namespace
 
 template <typename Source>
@@ -168,8 +166,9 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       });
       return m;
     }
+    case WeightFormat::Blocks: break;
   }
-  fail("unsupported weight format");
+  fail("weights cannot be packed into the blocks format from floats (it holds a GGUF file's own blocks)");
 }
 
 PackedMatrix PackedMatrix::from_f32(const float* w, int out, int in, WeightFormat format) {
@@ -183,7 +182,11 @@ PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& p
   if (parts.empty()) fail("concat_rows: no matrices given");
   const PackedMatrix& first = *parts.front();
   int out = 0;
-  bool whole_panels = true;
+  bool whole_panels = true, same_format = true;
+  for (const PackedMatrix* p : parts) same_format &= p->format_ == first.format_ && first.format_ != WeightFormat::Blocks;
+  // Parts of different formats (a GGUF mix: Q5_0 q/k beside a Q8_0 v) or of blocks: fused as rows
+  // of ggml blocks, which every format converts to exactly.
+  if (!same_format) return concat_blocks(parts);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const PackedMatrix& p = *parts[i];
     if (p.format_ != first.format_ || p.in_ != first.in_)
@@ -232,6 +235,12 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
       for (int k = 0; k < in_; ++k) dst[k] = bf16_to_f32(panel[(k / 2) * 32 + r * 2 + k % 2]);
       return;
     }
+    case WeightFormat::Blocks: {
+      uint32_t type;
+      const uint8_t* src = block_row(row, type);
+      dequantize_ggml_row(type, src, in_, dst);
+      return;
+    }
     case WeightFormat::Q8:
     case WeightFormat::Q4: {
       const uint8_t* panel = panel_data(p);
@@ -266,7 +275,7 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
     prepared.scale.resize(static_cast<std::size_t>(rows) * w.blocks());
     prepared.sum.resize(static_cast<std::size_t>(rows) * w.blocks());
   } else {
-    fail("prepare_input: f32 weights take the activations as they are");
+    fail("prepare_input: f32 and blocks weights take the activations as they are");
   }
 }
 
@@ -400,6 +409,10 @@ void matmul_scalar(const float* x, int rows, const PackedMatrix& w, const float*
         y[static_cast<std::size_t>(row) * w.out() + o] = acc + (bias ? bias[o] : 0.0f);
       }
     return;
+  }
+  if (w.format() == WeightFormat::Blocks) {
+    const detail::KernelArgs args{nullptr, &w, bias, y, rows, x};
+    return detail::blocks_kernel(args, 0, w.panels(), nullptr);
   }
   PreparedInput prepared;
   prepare_input(x, rows, w.in(), w, prepared);

@@ -9,6 +9,9 @@
 //         nibble = k-quad g+4, value q in [0,15] meaning (q-8)*scale
 //                                                     (18 bytes per 32 weights, like q4_0)
 //   f32:  plain row-major [out][in] (OpenBLAS sgemm)
+//   blocks: GGUF's own row-major rows of ggml blocks (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16; see
+//         ggml_blocks.h), kept as stored; a fused matrix may hold one type per row range. The
+//         kernel dequantizes a row to fp32 and takes its dot products with the fp32 activations.
 // Quantization follows llama.cpp's q8_0 / q4_0 (block 32, scale from the block's largest |w|).
 #pragma once
 #include <cstddef>
@@ -21,11 +24,12 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, Q8, Q4 };
+enum class WeightFormat { F32, BF16, Q8, Q4, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4"
+const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "blocks"
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
-// Bytes one weight takes in this format, scales included (for bandwidth figures).
+// Bytes one weight takes in this format, scales included (for bandwidth figures); blocks: 0, the
+// bytes depend on the ggml type (PackedMatrix::bytes()).
 double bytes_per_weight(WeightFormat format);
 
 constexpr int kPanel = 16;  // output rows per panel
@@ -59,6 +63,13 @@ class PackedMatrix {
   // The rows of each part in order (q | k | v, gate | up), same format and input width. Panels are
   // copied as they are when every part but the last fills whole panels, else rows are repacked.
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
+  // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
+  // without changing a stored value: Q8_0 -> int8 and Q4_0 -> q4 (the same codes and fp16 scales,
+  // rearranged into panels), BF16 -> bf16, F32 -> f32, every other type kept as blocks.
+  static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
+  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, bf16 -> BF16, f32 -> F32):
+  // exact, so matrices of different formats can be fused.
+  PackedMatrix to_blocks() const;
 
   WeightFormat format() const { return format_; }
   int out() const { return out_; }
@@ -80,7 +91,17 @@ class PackedMatrix {
   }
   const float* f32_data() const { return reinterpret_cast<const float*>(data_.data()); }
 
+  // blocks: the rows [row_end of the previous segment, row_end) are in ggml type `type`.
+  struct Segment {
+    int row_end;
+    uint32_t type;
+    std::size_t row_bytes, offset;  // offset of the segment's first row in the data
+  };
+  const std::vector<Segment>& segments() const { return segments_; }
+  const uint8_t* block_row(int r, uint32_t& type) const;
+
  private:
+  static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
   template <typename Source>
   static PackedMatrix pack(const Source& source, int out, int in, WeightFormat format);
 
@@ -88,6 +109,7 @@ class PackedMatrix {
   int out_ = 0, in_ = 0, panels_ = 0, in_padded_ = 0;
   std::size_t panel_bytes_ = 0;
   AlignedBuffer data_, scales_;
+  std::vector<Segment> segments_;  // blocks only
 };
 
 // Activations prepared once per matmul for the format's kernels (shared by every output panel).

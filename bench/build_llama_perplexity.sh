@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's own llama-perplexity from the llama.cpp source that the node-llama-cpp npm package
+# ships (node_modules/node-llama-cpp/llama/gitRelease.bundle, the commit its prebuilt binaries were
+# built from), linked against those prebuilt libraries (@node-llama-cpp/linux-x64: libllama,
+# libggml, the per-CPU libggml-cpu-*.so variants). Nothing is downloaded; one C++ file is compiled
+# (a minute or two; run it under nice on a shared machine). Then: bench/quality.sh (docs/quality.md)
+#
+#   bench/build_llama_perplexity.sh [--out DIR]      (default build-llama-perplexity)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=build-llama-perplexity
+while (($#)); do
+  case "$1" in
+    --out) OUT=$2; shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "build_llama_bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+BUNDLE=node_modules/node-llama-cpp/llama/gitRelease.bundle
+LIBS=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+if [ ! -f "$BUNDLE" ] || [ ! -d "$LIBS" ]; then
+  echo "build_llama_bench.sh: node-llama-cpp and @node-llama-cpp/linux-x64 are not installed (scripts/setup installs them)" >&2
+  exit 1
+fi
+LIBS=$(cd "$LIBS" && pwd)
+libllama=$(cd "$LIBS" && ls libllama.v*.so | head -1)
+libggml=$(cd "$LIBS" && ls libggml.v*.so | head -1)
+
+mkdir -p "$OUT"
+if [ ! -d "$OUT/src/.git" ]; then
+  echo "== llama.cpp source from $BUNDLE"
+  git clone -q "$BUNDLE" "$OUT/src"
+fi
+echo "== compiling llama-perplexity ($(git -C "$OUT/src" log -1 --format='%h %cs'))"
+g++ -O2 -DNDEBUG -std=c++17 -I"$OUT/src/include" -I"$OUT/src/ggml/include" -I"$OUT/src/common" -I"$OUT/src/vendor" \
+  "$OUT/src/tools/perplexity/perplexity.cpp" "$OUT/src/tools/perplexity/main.cpp" -o "$OUT/llama-perplexity" \
+  -L"$LIBS" -l:"$libllama" -l:libllama-common.so -l:"$libggml" -l:libggml-base.so -Wl,-rpath,"$LIBS" -pthread \
+  2> >(grep -v "^/usr/bin/ld: warning" >&2)
+# ggml picks the best libggml-cpu-<variant>.so from the executable's folder.
+for lib in "$LIBS"/libggml-cpu-*.so; do ln -sf "$lib" "$OUT/"; done
+echo "built $OUT/llama-perplexity"

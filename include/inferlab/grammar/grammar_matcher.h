@@ -1,0 +1,117 @@
+// Constrained decoding over a byte-level BPE vocabulary. A CompiledGrammar is a Grammar joined to a
+// TokenVocabulary: a pushdown automaton whose stacks are hash-consed nodes (equal stacks share one
+// id), whose parser states (sets of stacks) are interned and stepped through a lazily built
+// transition table (one array lookup per byte once a transition is known), and a per-state cache
+// of token masks: the mask of a state is computed once, by walking the vocabulary's byte trie
+// against the automaton (a subtree is left the moment its prefix fails), and reused whenever a
+// sequence is in that state again: every character of a string, every repeat of a schema, every
+// request with the same grammar. A GrammarMatcher is one sequence's state. Each decoding step:
+// fill_mask(), sample, accept_token().
+//
+// One CompiledGrammar may serve many matchers (the n choices of a request, repeated requests);
+// its tables are guarded by a mutex, so matchers of one grammar may run on different threads.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "inferlab/grammar/grammar.h"
+#include "inferlab/grammar/token_vocabulary.h"
+
+namespace inferlab {
+
+// One bit per token id.
+class TokenMask {
+ public:
+  explicit TokenMask(int size = 0) { resize(size); }
+  void resize(int size) {
+    size_ = size;
+    words_.assign((static_cast<std::size_t>(size) + 63) / 64, 0);
+  }
+  void clear() { std::fill(words_.begin(), words_.end(), 0); }
+  void set(int32_t id) { words_[id >> 6] |= uint64_t{1} << (id & 63); }
+  bool test(int32_t id) const { return (words_[id >> 6] >> (id & 63)) & 1; }
+  int size() const { return size_; }
+  int count() const;
+  void merge(const TokenMask& other) {
+    for (std::size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
+  }
+  const std::vector<uint64_t>& words() const { return words_; }
+
+ private:
+  int size_ = 0;
+  std::vector<uint64_t> words_;
+};
+
+class CompiledGrammar {
+ public:
+  CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+  const Grammar& grammar() const { return grammar_; }
+  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+
+  struct CacheStats {
+    std::size_t states = 0;        // parser states interned
+    std::size_t masks = 0;         // masks held
+    uint64_t mask_hits = 0, mask_misses = 0;
+  };
+  CacheStats cache_stats() const;
+
+ private:
+  friend class GrammarMatcher;
+  using StackSet = std::vector<uint32_t>;  // sorted stack node ids; node 0 is the empty stack
+  struct Node {
+    uint32_t position;  // an element of the grammar (bytes, or a reference not yet expanded)
+    uint32_t parent;
+  };
+  struct StateSetHash {
+    std::size_t operator()(const StackSet& s) const noexcept;
+  };
+  struct Mask {
+    std::vector<int32_t> tokens;  // few tokens: the list
+    TokenMask bits;               // many: the bitmap
+    bool as_bits = false;
+  };
+
+  // Caller holds mutex_.
+  uint32_t node(uint32_t position, uint32_t parent);
+  void expand(uint32_t node, StackSet& out);
+  int32_t intern(StackSet set);
+  int32_t initial_state();
+  int32_t next(int32_t state, uint8_t byte);
+  const Mask& mask(int32_t state);
+
+  Grammar grammar_;
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  mutable std::mutex mutex_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> node_ids_;
+  std::vector<StackSet> states_;                   // state 0: the empty set (no way on)
+  std::vector<std::array<int32_t, 256>> next_;     // -1: not computed yet
+  std::vector<uint8_t> complete_;                  // the state holds the empty stack
+  std::unordered_map<StackSet, int32_t, StateSetHash> state_ids_;
+  std::unordered_map<int32_t, Mask> masks_;
+  uint64_t mask_hits_ = 0, mask_misses_ = 0;
+};
+
+class GrammarMatcher {
+ public:
+  explicit GrammarMatcher(std::shared_ptr<CompiledGrammar> grammar);
+
+  // The tokens that keep the output a valid prefix (EOS is not among them: see can_finish()).
+  void fill_mask(TokenMask& mask);
+  // Advances by the token's bytes; false (state unchanged) when they do not fit the grammar.
+  bool accept_token(int32_t id);
+  bool accept_bytes(std::string_view bytes);
+  bool can_finish() const;  // the output so far is a complete sentence of the grammar
+  bool terminated() const;  // complete, and nothing may follow
+
+ private:
+  std::shared_ptr<CompiledGrammar> grammar_;
+  int32_t state_ = 0;
+};
+
+}  // namespace inferlab

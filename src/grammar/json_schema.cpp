@@ -1,0 +1,363 @@
+// JSON Schema -> GBNF (json_schema.h): one rule per object, array, string shape and $ref, over
+// shared primitive rules.
+#include "inferlab/grammar/json_schema.h"
+
+#include <map>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "inferlab/grammar/regex.h"
+
+namespace inferlab {
+namespace {
+
+using json = nlohmann::json;
+
+// Whitespace between tokens: none, a space, or a newline and indentation (pretty printing).
+constexpr const char* kPrimitives = R"(ws ::= "" | " " | "\n" [ \t]{0,20}
+json-char ::= [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
+json-string ::= "\"" json-char* "\""
+json-integer ::= "-"? json-natural
+json-natural ::= "0" | [1-9] [0-9]{0,14}
+json-number ::= json-integer json-fraction? ( [eE] [-+]? [0-9]{1,3} )?
+json-fraction ::= "." [0-9]{1,15}
+json-boolean ::= "true" | "false"
+json-null ::= "null"
+json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null
+json-object ::= "{" ws ( json-string ws ":" ws json-value ws ( "," ws json-string ws ":" ws json-value ws )* )? "}"
+json-array ::= "[" ws ( json-value ws ( "," ws json-value ws )* )? "]"
+date ::= [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] )
+time ::= ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )
+date-time ::= date "T" time
+uuid ::= [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12}
+email ::= [a-z0-9]{1,16} ( "." [a-z0-9]{1,16} )? "@" [a-z0-9]{1,16} ( "." [a-z]{2,8} ){1,2}
+)";
+
+const std::set<std::string> kAnnotations = {"title", "description", "$schema", "$id", "default", "examples", "$comment",
+                                            "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
+const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "type", "properties", "required",
+                                         "additionalProperties", "items", "minItems",
+                                         "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
+                                         "format", "minLength", "maxLength"};
+
+class SchemaConverter {
+ public:
+  SchemaConverter(const json& root, const GrammarLimits& limits) : root_(root), limits_(limits) {}
+
+  std::string convert(const std::string& name, bool primitives) {
+    prefix_ = name;
+    std::string top = visit(root_, name + "-value", 0);
+    std::string out = name + " ::= " + top + "\n" + (primitives ? kPrimitives : "");
+    for (const auto& [rule_name, body] : rules_) out += rule_name + " ::= " + body + "\n";
+    if (out.size() > limits_.max_grammar_bytes)
+      throw GrammarError(fmt::format("the schema's grammar is {} bytes; at most {} are accepted (--max-grammar-bytes)",
+                                     out.size(), limits_.max_grammar_bytes));
+    return out;
+  }
+
+ private:
+  [[noreturn]] static void unsupported(const std::string& keyword, const std::string& why) {
+    throw UnsupportedSchemaError(keyword, fmt::format("JSON Schema: {} (keyword '{}'); constrained decoding cannot enforce "
+                                                      "it, so the request is refused rather than answered unchecked",
+                                                      why, keyword));
+  }
+
+  std::string rule(const std::string& hint, const std::string& body) {
+    std::string name;
+    for (char c : hint) name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
+    if (name.empty()) name = "r";
+    std::string unique = name;
+    for (int i = 2; rules_.count(unique) || reserved_.count(unique); ++i) unique = fmt::format("{}-{}", name, i);
+    rules_[unique] = body;
+    return unique;
+  }
+
+  std::string reserve(const std::string& hint) {
+    std::string unique = rule(hint, "");
+    rules_.erase(unique);
+    reserved_.insert(unique);
+    return unique;
+  }
+
+  std::string literal(const json& value) { return gbnf_literal(value.dump()); }
+
+  int bound(const json& schema, const char* key, int fallback) {
+    if (!schema.contains(key)) return fallback;
+    const json& v = schema[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) unsupported(key, fmt::format("'{}' must be a non-negative integer", key));
+    if (v.get<int64_t>() > limits_.max_repetition)
+      unsupported(key, fmt::format("'{}' is {}; at most {} can be enforced", key, v.dump(), limits_.max_repetition));
+    return static_cast<int>(v.get<int64_t>());
+  }
+
+  static std::string repeat(int min, int max) {
+    if (max < 0) return min == 0 ? "*" : fmt::format("{{{},}}", min);
+    if (min == max) return fmt::format("{{{}}}", min);
+    return fmt::format("{{{},{}}}", min, max);
+  }
+
+  std::string visit(const json& schema, const std::string& hint, int depth) {
+    if (depth > limits_.max_schema_depth)
+      throw GrammarError(fmt::format("JSON Schema: nested deeper than {} levels (--max-schema-depth)", limits_.max_schema_depth));
+    if (schema.is_boolean()) {
+      if (schema.get<bool>()) return "json-value";
+      unsupported("false", "the schema 'false' matches nothing");
+    }
+    if (!schema.is_object()) throw GrammarError(fmt::format("JSON Schema: a schema must be an object or a boolean, got {}", schema.dump()));
+    for (const auto& [key, value] : schema.items())
+      if (!kAnnotations.count(key) && !kEnforced.count(key)) unsupported(key, fmt::format("'{}' is not supported", key));
+
+    if (schema.contains("$ref")) return reference(schema["$ref"], depth);
+    if (schema.contains("const")) return literal(schema["const"]);
+    if (schema.contains("enum")) {
+      const json& values = schema["enum"];
+      if (!values.is_array() || values.empty()) unsupported("enum", "'enum' must be a non-empty array");
+      std::string body;
+      for (const json& v : values) body += (body.empty() ? "" : " | ") + literal(v);
+      return rule(hint, body);
+    }
+    for (const char* key : {"anyOf", "oneOf"})
+      if (schema.contains(key)) {
+        const json& options = schema[key];
+        if (!options.is_array() || options.empty()) unsupported(key, fmt::format("'{}' must be a non-empty array", key));
+        if (schema.contains("type") || schema.contains("properties"))
+          unsupported(key, fmt::format("'{}' beside 'type' or 'properties' (put them inside each option)", key));
+        std::string body;
+        for (std::size_t i = 0; i < options.size(); ++i)
+          body += (i ? " | " : "") + visit(options[i], fmt::format("{}-{}", hint, i), depth + 1);
+        return rule(hint, body);
+      }
+    if (schema.contains("allOf")) {
+      const json& parts = schema["allOf"];
+      if (!parts.is_array() || parts.size() != 1) unsupported("allOf", "'allOf' with more than one schema");
+      return visit(parts[0], hint, depth + 1);
+    }
+
+    if (schema.contains("type") && schema["type"].is_array()) {
+      std::string body;
+      for (const json& type : schema["type"]) {
+        json one = schema;
+        one["type"] = type;
+        body += (body.empty() ? "" : " | ") + visit(one, hint + "-" + type.dump(), depth + 1);
+      }
+      if (body.empty()) unsupported("type", "an empty 'type' list");
+      return rule(hint, body);
+    }
+    std::string type;
+    if (schema.contains("type")) {
+      if (!schema["type"].is_string()) unsupported("type", "'type' must be a string or a list of strings");
+      type = schema["type"].get<std::string>();
+    } else if (schema.contains("properties") || schema.contains("additionalProperties") || schema.contains("required")) {
+      type = "object";
+    } else if (schema.contains("items") || schema.contains("minItems") || schema.contains("maxItems")) {
+      type = "array";
+    } else if (schema.contains("pattern") || schema.contains("format") || schema.contains("minLength") || schema.contains("maxLength")) {
+      type = "string";
+    }
+    auto only = [&](std::initializer_list<const char*> allowed) {
+      for (const auto& [key, value] : schema.items()) {
+        if (kAnnotations.count(key) || key == "type") continue;
+        bool ok = false;
+        for (const char* a : allowed) ok = ok || key == a;
+        if (!ok) unsupported(key, fmt::format("'{}' does not apply to type '{}'", key, type));
+      }
+    };
+    if (type.empty()) return "json-value";
+    if (type == "object") {
+      only({"properties", "required", "additionalProperties"});
+      return object(schema, hint, depth);
+    }
+    if (type == "array") {
+      only({"items", "minItems", "maxItems"});
+      return array(schema, hint, depth);
+    }
+    if (type == "string") {
+      only({"pattern", "format", "minLength", "maxLength"});
+      return string(schema, hint);
+    }
+    if (type == "number" || type == "integer") {
+      only({"minimum", "maximum", "exclusiveMinimum"});
+      return number(schema, type == "integer");
+    }
+    only({});
+    if (type == "boolean") return "json-boolean";
+    if (type == "null") return "json-null";
+    unsupported("type", fmt::format("unknown type '{}'", type));
+  }
+
+  std::string reference(const json& ref, int depth) {
+    if (!ref.is_string()) unsupported("$ref", "'$ref' must be a string");
+    const std::string target = ref.get<std::string>();
+    if (auto it = refs_.find(target); it != refs_.end()) return it->second;
+    const json* resolved = nullptr;
+    std::string name;
+    if (target == "#") {
+      resolved = &root_;
+      name = prefix_ + "-ref";
+    } else {
+      for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+        std::string p = prefix;
+        if (target.rfind(p, 0) != 0) continue;
+        std::string key = target.substr(p.size());
+        auto defs = root_.find(p.substr(2, p.size() - 3));
+        if (defs != root_.end() && defs->is_object() && defs->contains(key)) resolved = &(*defs)[key];
+        name = prefix_ + "-def-" + key;
+      }
+    }
+    if (!resolved) unsupported("$ref", fmt::format("'$ref' {} does not point into this schema's $defs / definitions", ref.dump()));
+    std::string rule_name = reserve(name);
+    refs_[target] = rule_name;  // before visiting: recursive schemas refer to the rule by name
+    std::string body = visit(*resolved, name + "-body", depth + 1);
+    reserved_.erase(rule_name);
+    rules_[rule_name] = body;
+    return rule_name;
+  }
+
+  std::string string(const json& schema, const std::string& hint) {
+    const bool length = schema.contains("minLength") || schema.contains("maxLength");
+    if (schema.contains("pattern")) {
+      if (length || schema.contains("format")) unsupported("pattern", "'pattern' together with a length or a format");
+      if (!schema["pattern"].is_string()) unsupported("pattern", "'pattern' must be a string");
+      std::string pattern = schema["pattern"].get<std::string>();
+      // A JSON Schema pattern matches anywhere in the string unless anchored.
+      if (pattern.empty() || pattern.front() != '^') pattern = ".*(" + pattern + ")";
+      if (pattern.back() != '$' || (pattern.size() >= 2 && pattern[pattern.size() - 2] == '\\')) pattern = "(" + pattern + ").*";
+      try {
+        return rule(hint, "\"\\\"\" " + regex_to_gbnf_expression(pattern, true, limits_) + " \"\\\"\"");
+      } catch (const GrammarError& e) {
+        unsupported("pattern", e.what());
+      }
+    }
+    if (schema.contains("format")) {
+      if (length) unsupported("format", "'format' together with a length");
+      const std::string format = schema["format"].is_string() ? schema["format"].get<std::string>() : "";
+      if (format != "date" && format != "time" && format != "date-time" && format != "uuid" && format != "email")
+        unsupported("format", fmt::format("format {} is not supported (date, time, date-time, uuid, email are)",
+                                          schema["format"].dump()));
+      return rule(hint, "\"\\\"\" " + format + " \"\\\"\"");
+    }
+    if (length) {
+      int min = bound(schema, "minLength", 0), max = bound(schema, "maxLength", -1);
+      if (max >= 0 && max < min) unsupported("maxLength", "'maxLength' below 'minLength'");
+      return rule(hint, "\"\\\"\" json-char" + repeat(min, max) + " \"\\\"\"");
+    }
+    return "json-string";
+  }
+
+  // Numbers have at most 15 integer digits (below 2^53), so bounds at or beyond +-(10^15 - 1) hold
+  // already (zod's safe-integer bounds); a lower bound of 0 (or exclusive 0 / 1 for integers) is
+  // the grammar without the minus sign. Other bounds are refused.
+  std::string number(const json& schema, bool integer) {
+    constexpr double kReach = 999999999999999.0;
+    auto value = [&](const char* key) -> std::optional<double> {
+      if (!schema.contains(key)) return std::nullopt;
+      if (!schema[key].is_number()) unsupported(key, fmt::format("'{}' must be a number", key));
+      return schema[key].get<double>();
+    };
+    const auto max = value("maximum"), min = value("minimum"), exclusive_min = value("exclusiveMinimum");
+    if (max && *max < kReach) unsupported("maximum", fmt::format("'maximum' {} (only bounds beyond +-10^15 or a lower bound of 0)", *max));
+    bool non_negative = false, positive = false;
+    if (min && *min > -kReach) {
+      if (*min == 0) non_negative = true;
+      else if (*min == 1 && integer) positive = true;
+      else unsupported("minimum", fmt::format("'minimum' {} (only 0, 1 for integers, or bounds beyond +-10^15)", *min));
+    }
+    if (exclusive_min && *exclusive_min > -kReach) {
+      if (*exclusive_min == 0 && integer) positive = true;
+      else unsupported("exclusiveMinimum", fmt::format("'exclusiveMinimum' {} (only 0 for integers)", *exclusive_min));
+    }
+    const bool bounded = max || min || exclusive_min;  // no exponent: the value stays within the digits
+    std::string whole = positive ? "[1-9] [0-9]{0,14}" : non_negative ? "json-natural" : "\"-\"? json-natural";
+    if (integer) return bounded || positive || non_negative ? rule("integer", whole) : "json-integer";
+    if (!bounded) return "json-number";
+    return rule("number", whole + " json-fraction?");
+  }
+
+  std::string array(const json& schema, const std::string& hint, int depth) {
+    std::string item = schema.contains("items") ? visit(schema["items"], hint + "-item", depth + 1) : "json-value";
+    int min = bound(schema, "minItems", 0), max = bound(schema, "maxItems", -1);
+    if (max >= 0 && max < min) unsupported("maxItems", "'maxItems' below 'minItems'");
+    if (max == 0) return rule(hint, "\"[\" ws \"]\"");
+    std::string more = "( \",\" ws " + item + " ws )" + repeat(std::max(min - 1, 0), max < 0 ? -1 : max - 1);
+    std::string body = "\"[\" ws " + item + " ws " + more + " \"]\"";
+    if (min == 0) body = "\"[\" ws ( " + item + " ws " + more + " )? \"]\"";
+    return rule(hint, body);
+  }
+
+  std::string object(const json& schema, const std::string& hint, int depth) {
+    const json properties = schema.value("properties", json::object());
+    if (!properties.is_object()) unsupported("properties", "'properties' must be an object");
+    std::vector<std::string> required;
+    if (schema.contains("required")) {
+      if (!schema["required"].is_array()) unsupported("required", "'required' must be an array of names");
+      for (const json& name : schema["required"]) {
+        if (!name.is_string()) unsupported("required", "'required' must be an array of names");
+        required.push_back(name.get<std::string>());
+      }
+    }
+    const json additional = schema.value("additionalProperties", json(true));
+    struct Property {
+      std::string name;
+      json schema;
+      bool required;
+    };
+    std::vector<Property> props;
+    for (const auto& [name, sub] : properties.items())
+      props.push_back({name, sub, std::find(required.begin(), required.end(), name) != required.end()});
+    for (const std::string& name : required)
+      if (!properties.contains(name)) {
+        if (additional.is_boolean() && !additional.get<bool>())
+          unsupported("required", fmt::format("'{}' is required but not in 'properties' and additionalProperties is false", name));
+        props.push_back({name, additional.is_object() ? additional : json::object(), true});
+      }
+
+    if (props.empty()) {
+      if (additional.is_boolean() && !additional.get<bool>()) return rule(hint, "\"{\" ws \"}\"");
+      // A map: any keys, each value by additionalProperties.
+      std::string value = additional.is_object() ? visit(additional, hint + "-value", depth + 1) : "json-value";
+      std::string kv = "json-string ws \":\" ws " + value + " ws";
+      return rule(hint, "\"{\" ws ( " + kv + " ( \",\" ws " + kv + " )* )? \"}\"");
+    }
+    if (!additional.is_boolean() && !(additional.is_object() && additional.empty()))
+      unsupported("additionalProperties", "'additionalProperties' as a schema beside 'properties'");
+
+    // Properties in the schema's order; optional ones may be skipped. after[i]: the properties
+    // from i on once one was written (each needs a comma); first[i]: none written yet.
+    const std::size_t k = props.size();
+    std::vector<std::string> kv(k), after(k + 1, "\"\""), first(k + 1, "\"\"");
+    for (std::size_t i = 0; i < k; ++i)
+      kv[i] = literal(json(props[i].name)) + " ws \":\" ws " + visit(props[i].schema, hint + "-" + props[i].name, depth + 1) + " ws";
+    for (std::size_t i = k; i-- > 0;) {
+      std::string a = props[i].required ? "\",\" ws " + kv[i] + " " + after[i + 1]
+                                        : "( \",\" ws " + kv[i] + " )? " + after[i + 1];
+      after[i] = i + 1 == k ? (props[i].required ? "\",\" ws " + kv[i] : "( \",\" ws " + kv[i] + " )?") : rule(hint + "-after", a);
+      std::string f = props[i].required ? kv[i] + " " + after[i + 1] : kv[i] + " " + after[i + 1] + " | " + first[i + 1];
+      first[i] = rule(hint + "-first", f);
+    }
+    return rule(hint, "\"{\" ws " + first[0] + " \"}\"");
+  }
+
+  const json& root_;
+  const GrammarLimits& limits_;
+  std::map<std::string, std::string> rules_;
+  std::set<std::string> reserved_;
+  std::map<std::string, std::string> refs_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+std::string json_schema_to_gbnf(const json& schema, const GrammarLimits& limits) {
+  return SchemaConverter(schema, limits).convert("root", true);
+}
+
+std::string json_schema_rules(const json& schema, const std::string& name, const GrammarLimits& limits) {
+  return SchemaConverter(schema, limits).convert(name, false);
+}
+
+std::string json_primitives_gbnf() { return kPrimitives; }
+
+std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kPrimitives; }
+
+}  // namespace inferlab

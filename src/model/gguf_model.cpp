@@ -1,0 +1,194 @@
+// GGUF -> the architectures' inputs. Metadata keys <arch>.* become config.json keys; tensors
+// blk.N.attn_q.weight etc. are found under their HF names (model.layers.N.self_attn.q_proj.weight).
+// llama GGUFs store attn_q / attn_k rows permuted for ggml's interleaved RoPE (convert_hf_to_gguf
+// permutes them); the rows are put back in HF order here (a row permutation: exact in any type).
+#include "model/gguf_model.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "inferlab/loading/gguf.h"
+#include "inferlab/tensor/fast/ggml_blocks.h"
+#include "inferlab/util/error.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace inferlab {
+namespace {
+
+// HF names inside model.layers.N. -> GGUF names inside blk.N.
+const std::pair<const char*, const char*> kLayerNames[] = {
+    {"input_layernorm", "attn_norm"},       {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},         {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},    {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},              {"mlp.down_proj", "ffn_down"},
+};
+
+std::string gguf_name(const std::string& hf) {
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  const std::string prefix = "model.layers.";
+  if (hf.rfind(prefix, 0) != 0) return "";
+  const std::size_t dot = hf.find('.', prefix.size());
+  if (dot == std::string::npos) return "";
+  const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
+  const std::string rest = hf.substr(dot + 1);
+  for (const auto& [from, to] : kLayerNames) {
+    const std::string f = std::string(from) + ".";
+    if (rest.rfind(f, 0) == 0) return "blk." + layer + "." + to + "." + rest.substr(f.size());
+  }
+  return "";
+}
+
+class GgufTensorSource : public TensorSource {
+ public:
+  GgufTensorSource(GgufFile gguf, int heads, int kv_heads, bool permuted_qk)
+      : gguf_(std::move(gguf)), heads_(heads), kv_heads_(kv_heads), permuted_qk_(permuted_qk) {}
+
+  std::optional<TensorView> find(const std::string& name) const override {
+    const std::string g = gguf_name(name);
+    const GgufTensorInfo* info = g.empty() ? nullptr : gguf_.tensor(g);
+    if (!info) return std::nullopt;
+    const char* type_name = fast::ggml_type_name(info->type);
+    if (!fast::ggml_block(info->type))
+      fail("GGUF file {}: tensor {} has type {}, which inferlab does not run (supported: {})", gguf_.path.string(), g,
+           type_name, fast::ggml_supported_types());
+    TensorView view;
+    for (auto it = info->dims.rbegin(); it != info->dims.rend(); ++it) view.shape.push_back(static_cast<int64_t>(*it));
+    view.data = gguf_.data(*info);
+    view.bytes = info->bytes;
+    view.origin = gguf_.path.string() + " (" + g + ")";
+    if (info->type == fast::kGgmlF32) view.dtype = DType::F32;
+    else if (info->type == fast::kGgmlBF16) view.dtype = DType::BF16;
+    else view.ggml_type = static_cast<int>(info->type);
+    const bool q = g.find(".attn_q.") != std::string::npos, k = g.find(".attn_k.") != std::string::npos;
+    if (permuted_qk_ && (q || k)) return unpermute(view, g, q ? heads_ : kv_heads_);
+    return view;
+  }
+  std::string describe() const override { return gguf_.path.string(); }
+
+ private:
+  // GGUF row (h, j, i) holds HF row (h, i, j) for head h, half i, pair j: undone on a copy.
+  TensorView unpermute(TensorView view, const std::string& name, int heads) const {
+    const int64_t rows = view.shape.empty() ? 0 : view.shape[0];
+    if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+      fail("GGUF file {}: tensor {} has {} rows, not {} heads of an even size", gguf_.path.string(), name, rows, heads);
+    const int64_t head_dim = rows / heads, half = head_dim / 2;
+    const std::size_t row_bytes = view.bytes / static_cast<std::size_t>(rows);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& copy = copies_[name];
+    copy.resize(view.bytes);
+    const auto* src = static_cast<const uint8_t*>(view.data);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t h = r / head_dim, i = (r % head_dim) / half, j = r % half;
+      std::memcpy(copy.data() + r * row_bytes, src + (h * head_dim + 2 * j + i) * row_bytes, row_bytes);
+    }
+    view.data = copy.data();
+    return view;
+  }
+
+  GgufFile gguf_;
+  int heads_, kv_heads_;
+  bool permuted_qk_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::vector<uint8_t>> copies_;
+};
+
+struct Metadata {
+  const GgufFile& gguf;
+  std::string arch;
+  const json* find(const std::string& key) const { return gguf.find(arch + "." + key); }
+  // Bounded so that a corrupt value is an error, not a huge allocation (real models: < 2^18).
+  int64_t integer(const std::string& key, int64_t max = int64_t{1} << 20) const {
+    const json* v = find(key);
+    if (!v) fail("GGUF file {}: missing hyper-parameter {}.{}", gguf.path.string(), arch, key);
+    if (!v->is_number_integer()) fail("GGUF file {}: hyper-parameter {}.{} must be an integer, found {}", gguf.path.string(), arch, key, v->dump());
+    const int64_t value = v->get<int64_t>();
+    if (value < 1 || value > max)
+      fail("GGUF file {}: hyper-parameter {}.{} is {}, outside 1..{}", gguf.path.string(), arch, key, value, max);
+    return value;
+  }
+  double number_or(const std::string& key, double fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_number()) fail("GGUF file {}: hyper-parameter {}.{} must be a number, found {}", gguf.path.string(), arch, key, v->dump());
+    return v->get<double>();
+  }
+  double number(const std::string& key) const {
+    if (!find(key)) fail("GGUF file {}: missing hyper-parameter {}.{}", gguf.path.string(), arch, key);
+    return number_or(key, 0);
+  }
+};
+
+}  // namespace
+
+bool is_gguf_file(const fs::path& file) {
+  if (file.extension() == ".gguf") return true;
+  std::ifstream in(file, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+GgufModel open_gguf_model(const fs::path& file) {
+  GgufFile gguf = read_gguf(file);
+  const std::string where = file.string();
+  const json* arch_value = gguf.find("general.architecture");
+  if (!arch_value) fail("GGUF file {}: missing general.architecture", where);
+  if (!arch_value->is_string()) fail("GGUF file {}: general.architecture must be a string", where);
+  const std::string arch = arch_value->get<std::string>();
+  if (arch != "qwen2" && arch != "qwen3" && arch != "llama")
+    fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, llama)", where, arch);
+  if (const json* model = gguf.find("tokenizer.ggml.model"); model && model->is_string() && model->get<std::string>() != "gpt2")
+    fail("GGUF file {}: tokenizer.ggml.model is '{}'; GGUF models with a SentencePiece-style vocabulary are not "
+         "supported yet (only byte-level BPE, \"gpt2\")",
+         where, model->get<std::string>());
+  const Metadata m{gguf, arch};
+  json c;
+  c["model_type"] = arch;
+  c["hidden_size"] = m.integer("embedding_length");
+  c["num_hidden_layers"] = m.integer("block_count");
+  c["num_attention_heads"] = m.integer("attention.head_count");
+  c["num_key_value_heads"] = m.find("attention.head_count_kv") ? m.integer("attention.head_count_kv") : m.integer("attention.head_count");
+  c["intermediate_size"] = m.integer("feed_forward_length");
+  c["max_position_embeddings"] = m.integer("context_length", int64_t{1} << 30);
+  c["rms_norm_eps"] = m.number("attention.layer_norm_rms_epsilon");
+  c["rope_theta"] = m.number_or("rope.freq_base", 10000.0);
+  if (m.find("attention.key_length")) c["head_dim"] = m.integer("attention.key_length");
+  if (const json* scaling = m.find("rope.scaling.type"); scaling && scaling->is_string() && scaling->get<std::string>() != "none") {
+    if (scaling->get<std::string>() != "linear")
+      fail("GGUF file {}: {}.rope.scaling.type '{}' is not supported (linear)", where, arch, scaling->get<std::string>());
+    c["rope_scaling"] = {{"type", "linear"}, {"factor", m.number("rope.scaling.factor")}};
+  }
+  if (gguf.tensor("rope_freqs.weight"))
+    fail("GGUF file {}: tensor rope_freqs.weight (Llama 3.1-style RoPE scaling) is not supported", where);
+  const GgufTensorInfo* embedding = gguf.tensor("token_embd.weight");
+  if (!embedding || embedding->dims.size() != 2) fail("GGUF file {}: missing 2-D tensor token_embd.weight", where);
+  if (!m.find("vocab_size") && (embedding->dims[1] < 1 || embedding->dims[1] > (uint64_t{1} << 24)))
+    fail("GGUF file {}: token_embd.weight has {} rows, outside 1..2^24", where, embedding->dims[1]);
+  c["vocab_size"] = m.find("vocab_size") ? m.integer("vocab_size", int64_t{1} << 24) : static_cast<int64_t>(embedding->dims[1]);
+  c["tie_word_embeddings"] = gguf.tensor("output.weight") == nullptr;
+  c["hidden_act"] = "silu";
+  if (arch == "llama" || arch == "qwen3") c["attention_bias"] = gguf.tensor("blk.0.attn_q.bias") != nullptr;
+  auto token_id = [&](const char* key) -> json {
+    const json* v = gguf.find(key);
+    if (!v) return nullptr;
+    if (!v->is_number_unsigned()) fail("GGUF file {}: {} must be a token id, found {}", where, key, v->dump());
+    return *v;
+  };
+  json eos = json::array();
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"})
+    if (json id = token_id(key); !id.is_null() && std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
+  if (!eos.empty()) c["eos_token_id"] = eos;
+  if (json bos = token_id("tokenizer.ggml.bos_token_id"); !bos.is_null()) c["bos_token_id"] = bos;
+  const int heads = c["num_attention_heads"].get<int>(), kv_heads = c["num_key_value_heads"].get<int>();
+  GgufModel model;
+  model.config = std::move(c);
+  model.tensors = std::make_unique<GgufTensorSource>(std::move(gguf), heads, kv_heads, arch == "llama");
+  return model;
+}
+
+}  // namespace inferlab

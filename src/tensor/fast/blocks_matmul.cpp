@@ -1,0 +1,214 @@
+// The blocks format (packed.h): GGUF rows of ggml blocks packed as they are stored, or repacked
+// without changing a value into the int8 / q4 panels (Q8_0, Q4_0); its kernel; and the exact
+// conversion of every format to blocks, so that a GGUF mix of types can be fused (q|k|v, gate|up).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "inferlab/tensor/fast/ggml_blocks.h"
+#include "inferlab/tensor/fast/packed.h"
+#include "inferlab/tensor/fast/thread_pool.h"
+#include "inferlab/util/error.h"
+#include "tensor/fast/kernels_internal.h"
+
+namespace inferlab::fast {
+
+using detail::q4_offset;
+using detail::q8_offset;
+
+const uint8_t* PackedMatrix::block_row(int r, uint32_t& type) const {
+  int begin = 0;
+  for (const Segment& s : segments_) {
+    if (r < s.row_end) {
+      type = s.type;
+      return data_.data() + s.offset + static_cast<std::size_t>(r - begin) * s.row_bytes;
+    }
+    begin = s.row_end;
+  }
+  fail("row {} outside a blocks matrix of {} rows", r, out_);
+}
+
+namespace {
+bool q8_0_has_code_minus_128(const uint8_t* rows, int out, int in) {
+  const std::size_t blocks = static_cast<std::size_t>(out) * (in / 32);
+  for (std::size_t b = 0; b < blocks; ++b)
+    for (int j = 0; j < 32; ++j)
+      if (rows[b * 34 + 2 + j] == 0x80) return true;
+  return false;
+}
+}  // namespace
+
+PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in) {
+  if (out <= 0 || in <= 0) fail("cannot pack a [{}, {}] weight: both dimensions must be positive", out, in);
+  const std::size_t row_bytes = ggml_row_bytes(ggml_type, in);  // throws for unsupported types / partial blocks
+  if (ggml_type == kGgmlF32) return from_f32(reinterpret_cast<const float*>(rows), out, in, WeightFormat::F32);
+  if (ggml_type == kGgmlBF16) return from_bf16(reinterpret_cast<const uint16_t*>(rows), out, in, WeightFormat::BF16);
+  // Q8_0's code -128 has no place in the int8 panels (q + 128 must stay below the q8 kernels'
+  // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
+  const bool repack = ggml_type == kGgmlQ4_0 || (ggml_type == kGgmlQ8_0 && !q8_0_has_code_minus_128(rows, out, in));
+  PackedMatrix m;
+  m.out_ = out;
+  m.in_ = in;
+  m.panels_ = (out + kPanel - 1) / kPanel;
+  if (!repack) {
+    m.format_ = WeightFormat::Blocks;
+    m.in_padded_ = in;
+    m.data_ = AlignedBuffer(row_bytes * out);
+    std::memcpy(m.data_.data(), rows, row_bytes * out);
+    m.segments_.push_back({out, ggml_type, row_bytes, 0});
+    return m;
+  }
+  const bool q8 = ggml_type == kGgmlQ8_0;
+  m.format_ = q8 ? WeightFormat::Q8 : WeightFormat::Q4;
+  m.in_padded_ = in;  // a whole number of 32-weight blocks
+  const int blocks = in / kBlock;
+  m.panel_bytes_ = static_cast<std::size_t>(blocks) * (q8 ? 512 : 256);
+  m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
+  m.scales_ = AlignedBuffer(static_cast<std::size_t>(m.panels_) * blocks * kPanel * 2);
+  std::memset(m.data_.data(), q8 ? 128 : 0x88, m.data_.size());  // padding rows: the zero code
+  uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
+  kernel_pool().parallel_for(m.panels_, [&](int64_t begin, int64_t end) {
+    for (int p = static_cast<int>(begin); p < end; ++p) {
+      uint8_t* panel = m.data_.data() + p * m.panel_bytes_;
+      for (int r = 0; r < kPanel && p * kPanel + r < out; ++r) {
+        const uint8_t* src = rows + static_cast<std::size_t>(p * kPanel + r) * row_bytes;
+        for (int b = 0; b < blocks; ++b, src += q8 ? 34 : 18) {
+          std::memcpy(&scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r], src, 2);
+          // Q8_0: d, 32 int8 codes -> q + 128. Q4_0: d, 16 bytes whose low nibble is weight j and
+          // high nibble weight j + 16 — exactly the q4 panel's byte for the pair (j, j + 16).
+          if (q8)
+            for (int kk = 0; kk < 32; ++kk) panel[q8_offset(b, r, kk)] = static_cast<uint8_t>(static_cast<int8_t>(src[2 + kk]) + 128);
+          else
+            for (int j = 0; j < 16; ++j) panel[q4_offset(b, r, j)] = src[2 + j];
+        }
+      }
+    }
+  });
+  return m;
+}
+
+PackedMatrix PackedMatrix::to_blocks() const {
+  if (format_ == WeightFormat::Blocks) {
+    PackedMatrix m;
+    m.format_ = format_;
+    m.out_ = out_;
+    m.in_ = in_;
+    m.panels_ = panels_;
+    m.in_padded_ = in_padded_;
+    m.segments_ = segments_;
+    m.data_ = AlignedBuffer(data_.size());
+    std::memcpy(m.data_.data(), data_.data(), data_.size());
+    return m;
+  }
+  const uint32_t type = format_ == WeightFormat::F32 ? kGgmlF32 : format_ == WeightFormat::BF16 ? kGgmlBF16
+                        : format_ == WeightFormat::Q8  ? kGgmlQ8_0 : kGgmlQ4_0;
+  if ((type == kGgmlQ8_0 || type == kGgmlQ4_0) && in_ % kBlock != 0)
+    fail("a {} matrix with rows of {} weights (not whole 32-weight blocks) cannot be fused with other formats", format_name(format_), in_);
+  const std::size_t row_bytes = ggml_row_bytes(type, in_);
+  PackedMatrix m;
+  m.format_ = WeightFormat::Blocks;
+  m.out_ = out_;
+  m.in_ = in_;
+  m.panels_ = panels_;
+  m.in_padded_ = in_;
+  m.data_ = AlignedBuffer(row_bytes * out_);
+  m.segments_.push_back({out_, type, row_bytes, 0});
+  std::vector<float> values(in_);
+  for (int row = 0; row < out_; ++row) {
+    uint8_t* dst = m.data_.data() + static_cast<std::size_t>(row) * row_bytes;
+    const int p = row / kPanel, r = row % kPanel;
+    switch (format_) {
+      case WeightFormat::F32: std::memcpy(dst, f32_data() + static_cast<std::size_t>(row) * in_, row_bytes); break;
+      case WeightFormat::BF16:
+        dequantize_row(row, values.data());
+        for (int k = 0; k < in_; ++k) {
+          const uint16_t bits = f32_to_bf16(values[k]);  // exact: the values are bf16
+          std::memcpy(dst + 2 * k, &bits, 2);
+        }
+        break;
+      case WeightFormat::Q8:
+      case WeightFormat::Q4:
+        for (int b = 0; b < in_ / kBlock; ++b) {
+          uint8_t* block = dst + b * (type == kGgmlQ8_0 ? 34 : 18);
+          std::memcpy(block, &panel_scales(p)[b * kPanel + r], 2);
+          if (type == kGgmlQ8_0)
+            for (int kk = 0; kk < 32; ++kk) block[2 + kk] = static_cast<uint8_t>(panel_data(p)[q8_offset(b, r, kk)] - 128);
+          else
+            for (int j = 0; j < 16; ++j) block[2 + j] = panel_data(p)[q4_offset(b, r, j)];
+        }
+        break;
+      case WeightFormat::Blocks: break;
+    }
+  }
+  return m;
+}
+
+PackedMatrix PackedMatrix::concat_blocks(const std::vector<const PackedMatrix*>& parts) {
+  std::vector<PackedMatrix> converted;
+  converted.reserve(parts.size());
+  std::size_t bytes = 0;
+  int out = 0;
+  for (const PackedMatrix* p : parts) {
+    if (p->in_ != parts[0]->in_) fail("concat_rows: parts of {} and {} columns", parts[0]->in_, p->in_);
+    converted.push_back(p->to_blocks());
+    bytes += converted.back().data_.size();
+    out += p->out_;
+  }
+  PackedMatrix m;
+  m.format_ = WeightFormat::Blocks;
+  m.out_ = out;
+  m.in_ = m.in_padded_ = parts[0]->in_;
+  m.panels_ = (out + kPanel - 1) / kPanel;
+  m.data_ = AlignedBuffer(bytes);
+  std::size_t at = 0;
+  int rows = 0;
+  for (const PackedMatrix& c : converted) {
+    std::memcpy(m.data_.data() + at, c.data_.data(), c.data_.size());
+    for (const Segment& s : c.segments_) {
+      const int end = rows + s.row_end;
+      if (!m.segments_.empty() && m.segments_.back().type == s.type) m.segments_.back().row_end = end;
+      else m.segments_.push_back({end, s.type, s.row_bytes, at + s.offset});
+    }
+    at += c.data_.size();
+    rows += c.out_;
+  }
+  return m;
+}
+
+namespace detail {
+
+void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn dot16) {
+  const PackedMatrix& w = *a.w;
+  const int in = w.in(), out = w.out(), n16 = in / 16 * 16;
+  thread_local std::vector<float> panel;  // per thread: the kernel pool's workers run chunks at once
+  panel.resize(static_cast<std::size_t>(kPanel) * in);
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const int rows_here = std::min(kPanel, out - p * kPanel);
+    for (int r = 0; r < rows_here; ++r) {
+      uint32_t type;
+      const uint8_t* src = w.block_row(p * kPanel + r, type);
+      dequantize_ggml_row(type, src, in, panel.data() + static_cast<std::size_t>(r) * in);
+    }
+    // Each (activation row, weight row) pair is one 16-lane dot product in a fixed order: the
+    // result does not depend on the batch, nor on the instruction set.
+    for (int row = 0; row < a.rows; ++row) {
+      const float* x = a.x + static_cast<std::size_t>(row) * in;
+      for (int r = 0; r < rows_here; ++r) {
+        const float* wr = panel.data() + static_cast<std::size_t>(r) * in;
+        float acc[16] = {};
+        if (dot16) dot16(wr, x, n16, acc);
+        else
+          for (int k = 0; k < n16; k += 16)
+            for (int j = 0; j < 16; ++j) acc[j] = std::fma(wr[k + j], x[k + j], acc[j]);
+        for (int k = n16; k < in; ++k) acc[k % 16] = std::fma(wr[k], x[k], acc[k % 16]);
+        for (int half = 8; half > 0; half /= 2)
+          for (int j = 0; j < half; ++j) acc[j] += acc[j + half];
+        const int col = p * kPanel + r;
+        a.y[static_cast<std::size_t>(row) * out + col] = acc[0] + (a.bias ? a.bias[col] : 0.0f);
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace inferlab::fast

@@ -1,0 +1,189 @@
+// ggml block layouts, dequantized in fp32 with the arithmetic order of the format description
+// (a sub-block's scale d * sc is formed first, then multiplied by the code, then the min subtracted).
+#include "inferlab/tensor/fast/ggml_blocks.h"
+
+// The per-block loops are element-wise (no sums), so vectorising them changes no result; -O2 of
+// GCC 12 leaves them scalar. Dequantization is most of the blocks kernel's time.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize")
+#endif
+
+#include <cstring>
+
+#include "inferlab/tensor/float16.h"
+#include "inferlab/util/error.h"
+
+namespace inferlab::fast {
+namespace {
+
+uint16_t u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+float half(const uint8_t* p) { return f16_to_f32(u16(p)); }
+
+// Q4_K / Q5_K: 8 sub-blocks of 32, each a 6-bit scale and a 6-bit min packed into 12 bytes:
+// bytes 0-3 hold scales 0-3 (low 6 bits), 4-7 mins 0-3, 8-11 the low nibbles of scales/mins 4-7,
+// whose top 2 bits are the high bits of bytes 0-3 (scales) and 4-7 (mins).
+void scale_min_k4(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+void q4_0_block(const uint8_t* b, float* y) {  // d, qs[16]: low nibbles 0-15, high nibbles 16-31
+  const float d = half(b);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = static_cast<float>((b[2 + j] & 0x0f) - 8) * d;
+    y[j + 16] = static_cast<float>((b[2 + j] >> 4) - 8) * d;
+  }
+}
+void q4_1_block(const uint8_t* b, float* y) {  // d, m, qs[16]
+  const float d = half(b), m = half(b + 2);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = static_cast<float>(b[4 + j] & 0x0f) * d + m;
+    y[j + 16] = static_cast<float>(b[4 + j] >> 4) * d + m;
+  }
+}
+void q5_0_block(const uint8_t* b, float* y) {  // d, qh (32 fifth bits), qs[16]
+  const float d = half(b);
+  uint32_t qh;
+  std::memcpy(&qh, b + 2, 4);
+  for (int j = 0; j < 16; ++j) {
+    const int lo = (b[6 + j] & 0x0f) | (((qh >> j) & 1) << 4);
+    const int hi = (b[6 + j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+    y[j] = static_cast<float>(lo - 16) * d;
+    y[j + 16] = static_cast<float>(hi - 16) * d;
+  }
+}
+void q5_1_block(const uint8_t* b, float* y) {  // d, m, qh, qs[16]
+  const float d = half(b), m = half(b + 2);
+  uint32_t qh;
+  std::memcpy(&qh, b + 4, 4);
+  for (int j = 0; j < 16; ++j) {
+    const int lo = (b[8 + j] & 0x0f) | (((qh >> j) & 1) << 4);
+    const int hi = (b[8 + j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+    y[j] = static_cast<float>(lo) * d + m;
+    y[j + 16] = static_cast<float>(hi) * d + m;
+  }
+}
+void q8_0_block(const uint8_t* b, float* y) {  // d, qs[32] int8
+  const float d = half(b);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
+}
+void q4_k_block(const uint8_t* b, float* y) {  // d, dmin, scales[12], qs[128]
+  const float d = half(b), dmin = half(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* q = b + 16;
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {  // 64 weights: two sub-blocks
+    uint8_t sc, m;
+    scale_min_k4(2 * chunk, scales, sc, m);
+    const float d1 = d * sc, m1 = dmin * m;
+    scale_min_k4(2 * chunk + 1, scales, sc, m);
+    const float d2 = d * sc, m2 = dmin * m;
+    for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>(q[l] & 0x0f) - m1;
+    for (int l = 0; l < 32; ++l) y[32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
+  }
+}
+void q5_k_block(const uint8_t* b, float* y) {  // d, dmin, scales[12], qh[32], qs[128]
+  const float d = half(b), dmin = half(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* q = b + 48;
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {
+    uint8_t sc, m;
+    scale_min_k4(2 * chunk, scales, sc, m);
+    const float d1 = d * sc, m1 = dmin * m;
+    scale_min_k4(2 * chunk + 1, scales, sc, m);
+    const float d2 = d * sc, m2 = dmin * m;
+    const uint8_t u1 = static_cast<uint8_t>(1u << (2 * chunk)), u2 = static_cast<uint8_t>(2u << (2 * chunk));
+    for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>((q[l] & 0x0f) + (qh[l] & u1 ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l) y[32 + l] = d2 * static_cast<float>((q[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+  }
+}
+void q6_k_block(const uint8_t* b, float* y) {  // ql[128], qh[64], scales[16] int8, d
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = half(b + 208);
+  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8, y += 128) {
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = ((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+      y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+      y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+      y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    }
+  }
+}
+
+}  // namespace
+
+const char* ggml_type_name(uint32_t type) {
+  static const char* const names[] = {
+      "F32",     "F16",    "Q4_0",    "Q4_1",  "Q4_2 (removed)", "Q4_3 (removed)", "Q5_0",  "Q5_1",  "Q8_0",
+      "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",  "Q5_K",           "Q6_K",           "Q8_K",  "IQ2_XXS", "IQ2_XS",
+      "IQ3_XXS", "IQ1_S",  "IQ4_NL",  "IQ3_S", "IQ2_S",          "IQ4_XS",         "I8",    "I16",   "I32",
+      "I64",     "F64",    "IQ1_M",   "BF16",  "Q4_0_4_4 (removed)", "Q4_0_4_8 (removed)", "Q4_0_8_8 (removed)",
+      "TQ1_0",   "TQ2_0",  "IQ4_NL_4_4 (removed)", "IQ4_NL_4_8 (removed)", "IQ4_NL_8_8 (removed)", "MXFP4"};
+  return type < sizeof(names) / sizeof(names[0]) ? names[type] : nullptr;
+}
+
+std::optional<GgmlBlock> ggml_block(uint32_t type) {
+  switch (type) {
+    case kGgmlF32: return GgmlBlock{1, 4};
+    case kGgmlF16: return GgmlBlock{1, 2};
+    case kGgmlBF16: return GgmlBlock{1, 2};
+    case kGgmlQ4_0: return GgmlBlock{32, 18};
+    case kGgmlQ4_1: return GgmlBlock{32, 20};
+    case kGgmlQ5_0: return GgmlBlock{32, 22};
+    case kGgmlQ5_1: return GgmlBlock{32, 24};
+    case kGgmlQ8_0: return GgmlBlock{32, 34};
+    case kGgmlQ4_K: return GgmlBlock{256, 144};
+    case kGgmlQ5_K: return GgmlBlock{256, 176};
+    case kGgmlQ6_K: return GgmlBlock{256, 210};
+    default: return std::nullopt;
+  }
+}
+
+const char* ggml_supported_types() { return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K"; }
+
+std::size_t ggml_row_bytes(uint32_t type, int64_t n) {
+  const auto block = ggml_block(type);
+  if (!block) fail("tensor type {} is not supported (supported: {})", ggml_type_name(type) ? ggml_type_name(type) : "?", ggml_supported_types());
+  if (n % block->elements != 0) fail("a {} row of {} weights is not a whole number of {}-weight blocks", ggml_type_name(type), n, block->elements);
+  return static_cast<std::size_t>(n / block->elements) * block->bytes;
+}
+
+void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* dst) {
+  using BlockFn = void (*)(const uint8_t*, float*);
+  BlockFn fn = nullptr;
+  switch (type) {
+    case kGgmlF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); return;
+    case kGgmlF16: for (int64_t i = 0; i < n; ++i) dst[i] = half(src + 2 * i); return;
+    case kGgmlBF16: for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(u16(src + 2 * i)); return;
+    case kGgmlQ4_0: fn = q4_0_block; break;
+    case kGgmlQ4_1: fn = q4_1_block; break;
+    case kGgmlQ5_0: fn = q5_0_block; break;
+    case kGgmlQ5_1: fn = q5_1_block; break;
+    case kGgmlQ8_0: fn = q8_0_block; break;
+    case kGgmlQ4_K: fn = q4_k_block; break;
+    case kGgmlQ5_K: fn = q5_k_block; break;
+    case kGgmlQ6_K: fn = q6_k_block; break;
+    default: ggml_row_bytes(type, n);  // throws the "not supported" error
+  }
+  const GgmlBlock block = *ggml_block(type);
+  if (n % block.elements != 0) ggml_row_bytes(type, n);
+  for (int64_t b = 0; b < n / block.elements; ++b) fn(src + b * block.bytes, dst + b * block.elements);
+}
+
+}  // namespace inferlab::fast

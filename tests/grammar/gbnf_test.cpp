@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "inferlab/grammar/grammar.h"
+#include "inferlab/grammar/grammar_matcher.h"
+
+namespace inferlab {
+namespace {
+
+// A one-byte-per-token vocabulary: the matcher then checks a text byte by byte.
+std::shared_ptr<const TokenVocabulary> byte_vocabulary() {
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, static_cast<char>(b)));
+  return std::make_shared<TokenVocabulary>(bytes);
+}
+
+bool matches(const std::string& gbnf, const std::string& text) {
+  auto compiled = std::make_shared<CompiledGrammar>(parse_gbnf(gbnf), byte_vocabulary());
+  GrammarMatcher m(compiled);
+  return m.accept_bytes(text) && m.can_finish();
+}
+
+TEST(Gbnf, LiteralsClassesAndQuantifiers) {
+  EXPECT_TRUE(matches(R"(root ::= "ab" [0-9]+ "c"?)", "ab12"));
+  EXPECT_TRUE(matches(R"(root ::= "ab" [0-9]+ "c"?)", "ab1c"));
+  EXPECT_FALSE(matches(R"(root ::= "ab" [0-9]+ "c"?)", "ab"));
+  EXPECT_FALSE(matches(R"(root ::= "ab" [0-9]+ "c"?)", "abc"));
+  EXPECT_TRUE(matches(R"(root ::= [a-c]{2,3})", "abc"));
+  EXPECT_FALSE(matches(R"(root ::= [a-c]{2,3})", "abca"));
+  EXPECT_FALSE(matches(R"(root ::= [a-c]{2,3})", "a"));
+  EXPECT_TRUE(matches(R"(root ::= [^x]*)", "héllo wörld"));
+  EXPECT_FALSE(matches(R"(root ::= [^x]*)", "x"));
+}
+
+TEST(Gbnf, RulesGroupsAlternativesAndComments) {
+  const std::string g = R"(# a list of words
+root ::= word ( "," word )*   # trailing comment
+word ::= ( "cat" | "dog" )
+  | "bird"
+)";
+  EXPECT_TRUE(matches(g, "cat,bird,dog"));
+  EXPECT_FALSE(matches(g, "cat,"));
+  EXPECT_FALSE(matches(g, "cow"));
+}
+
+TEST(Gbnf, Utf8ClassesStepByteByByte) {
+  // é is two bytes: a token may end between them, so the class is a byte automaton.
+  auto compiled = std::make_shared<CompiledGrammar>(parse_gbnf(R"(root ::= [à-ÿ]+)"), byte_vocabulary());
+  GrammarMatcher m(compiled);
+  EXPECT_TRUE(m.accept_bytes("\xC3"));
+  EXPECT_FALSE(m.can_finish());
+  EXPECT_TRUE(m.accept_bytes("\xA9"));
+  EXPECT_TRUE(m.can_finish());
+  EXPECT_FALSE(m.accept_bytes("a"));
+}
+
+TEST(Gbnf, ErrorsNameTheProblem) {
+  auto message = [](const std::string& g) {
+    try {
+      parse_gbnf(g);
+    } catch (const GrammarError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("root ::= foo").find("'foo' is used but never defined"), std::string::npos);
+  EXPECT_NE(message("start ::= \"a\"").find("no 'root' rule"), std::string::npos);
+  EXPECT_NE(message("root ::= root \"a\" | \"b\"").find("left-recursive"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a").find("closing '\"'"), std::string::npos);
+  EXPECT_NE(message("root ::= [a-").find("']'"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\"{5000}").find("repetition bound"), std::string::npos);
+  GrammarLimits small;
+  small.max_grammar_bytes = 10;
+  EXPECT_THROW(parse_gbnf("root ::= \"aaaaaaaaaaaa\"", small), GrammarError);
+}
+
+}  // namespace
+}  // namespace inferlab

@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""GGUF model files against llama.cpp: every tensor type inferlab runs, on files bench/hf_to_gguf.py
+writes, loaded by both engines from the same bytes.
+
+  gguf_parity.py convert INFERLAB OUT_DIR TOKENIZER_DIR   tiny random models (make-model) converted to
+      every type: qwen2 256-wide (K-quant rows), llama 256-wide untied (permuted q/k rows, Q6_K output),
+      qwen2 128-wide Q4_K_M (rows not a multiple of 256: llama-quantize's Q5_0 / Q8_0 fallbacks, so a
+      fused q|k|v mixes Q5_0 and Q8_0), qwen3 256-wide (per-head q/k norms, head_dim 128)
+  gguf_parity.py compare INFERLAB OUT_DIR                `inferlab generate FILE.gguf` against llama.cpp
+      (node-llama-cpp) greedy for STEPS steps: tokens equal, and each step's log-softmax within the
+      type's tolerance over the whole vocabulary while the sequences agree; exits 77 (skip) when
+      node-llama-cpp is not installed.
+
+Tolerances (max |difference of log-softmax|, i.e. of logits up to the common shift; the random models'
+logits span about +-2): the engines differ in how they round activations, never in the weights.
+- F32, BF16, F16: 0.01. llama.cpp rounds activations to F16 (F16 weights, its F16 KV cache) or BF16
+  (BF16 weights); we keep fp32 (F16, blocks kernel) or round to bf16 too. Observed ~1e-3.
+- Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: 0.06. Both quantize activations to 8 bits for these, llama.cpp per 32
+  with an fp16 scale (Q8_0 / Q8_1 activations), ours per 32 with an fp32 scale (Q8_0, Q4_0 on the int8
+  kernels) or not at all (the others run on fp32 activations): each side's error is ~0.5 % per matmul.
+- Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M: 0.06. llama.cpp quantizes activations to Q8_K (8 bits per 256);
+  ours stay fp32.
+A wrong block layout, scale or row order moves the log-softmax by ~1 (measured: a row off by one
+position gives 1.0-1.6), far outside every tolerance. A greedy divergence is accepted only at a near
+tie: where our two candidates' logits are closer than the tolerance (after it nothing is compared).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONVERTER = os.path.join(REPO, "bench", "hf_to_gguf.py")
+GREEDY = os.path.join(REPO, "bench", "llama_cpp_greedy.mjs")
+SKIP, PEER_ABSENT = 77, 3
+VOCAB = 151936
+STEPS = 32
+BASE = {"vocab_size": VOCAB, "max_position_embeddings": 4096, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6,
+        "hidden_act": "silu", "bos_token_id": 151643, "eos_token_id": 151645}
+MODELS = {
+    "qwen2": ({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256, "num_hidden_layers": 4,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
+               "tie_word_embeddings": True}, 11,
+              ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "q4_k_m", "q5_k_m"]),
+    "llama": ({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 768,
+               "tie_word_embeddings": False}, 12, ["bf16", "q8_0", "q4_k_m"]),
+    "qwen2-128": ({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 128,
+                   "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "intermediate_size": 256, "tie_word_embeddings": False}, 13, ["q4_k_m"]),
+    # Qwen3: per-head q/k RMSNorm (attn_q_norm / attn_k_norm), no q/k/v bias, head_dim != hidden / heads
+    "qwen3": ({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 512,
+               "attention_bias": False, "tie_word_embeddings": True}, 14, ["bf16", "q8_0"]),
+}
+TOLERANCE = {"f32": 0.01, "f16": 0.01, "bf16": 0.01}
+DEFAULT_TOLERANCE = 0.06
+PROMPTS = [[9707, 11, 1879, 0, 151643, 42, 3000, 12, 77], [151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198]]
+
+
+def run(cmd, **kw):
+    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout + result.stderr)
+        raise SystemExit(f"failed ({result.returncode}): {' '.join(cmd)}")
+    return result.stdout
+
+
+def convert(inferlab, out_dir, tokenizer_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for name, (shape, seed, types) in MODELS.items():
+        folder = os.path.join(out_dir, name)
+        config_file = os.path.join(out_dir, f"{name}-config.json")
+        with open(config_file, "w") as f:
+            json.dump({**BASE, **shape}, f)
+        run([inferlab, "make-model", "--config", config_file, "--dtype", "bf16", "--seed", str(seed),
+             "--tokenizer", tokenizer_dir, "--out", folder])
+        for t in types:
+            print(run([sys.executable, CONVERTER, folder, "--type", t, "--out", os.path.join(folder, f"{t}.gguf")]), end="")
+
+
+def log_softmax(rows):
+    m = rows.max(axis=1, keepdims=True)
+    return rows - m - np.log(np.exp(rows - m).sum(axis=1, keepdims=True))
+
+
+def compare(inferlab, out_dir):
+    failures, lines = 0, []
+    for name, (_, _, types) in MODELS.items():
+        for t in types:
+            gguf = os.path.join(out_dir, name, f"{t}.gguf")
+            tolerance = TOLERANCE.get(t, DEFAULT_TOLERANCE)
+            # the second prompt only where the layouts mix most (bounded time: each llama.cpp run
+            # turns 32 x 151,936 probabilities into log-probabilities in JS)
+            for p, prompt in enumerate(PROMPTS[:2 if t == "q4_k_m" else 1]):
+                ids = ",".join(map(str, prompt))
+                theirs_file, ours_file = gguf + f".{p}.llama.bin", gguf + f".{p}.ours.bin"
+                peer = subprocess.run(["node", GREEDY, gguf, "--prompt-ids", ids, "-n", str(STEPS), "-t", "1",
+                                       "--logprobs", theirs_file], capture_output=True, text=True, cwd=REPO)
+                if peer.returncode == PEER_ABSENT:
+                    print(f"SKIP: node-llama-cpp is not installed: {peer.stderr.strip()}")
+                    return SKIP
+                if peer.returncode != 0:
+                    sys.stderr.write(peer.stderr)
+                    raise SystemExit(f"llama_cpp_greedy.mjs failed ({peer.returncode}) on {gguf}")
+                theirs = json.loads(peer.stdout)["tokens"]
+                ours = json.loads(run([inferlab, "generate", gguf, "--prompt-ids", ids, "--max-new-tokens", str(STEPS),
+                                       "--ignore-eos", "--json", "-t", "1", "--dump-logits", ours_file]))["tokens"]
+                ref = np.fromfile(theirs_file, dtype=np.float32).reshape(-1, VOCAB)
+                mine = log_softmax(np.fromfile(ours_file, dtype=np.float32).reshape(-1, VOCAB)[len(prompt):])
+                same = 0
+                while same < min(len(ours), len(theirs)) and ours[same] == theirs[same]:
+                    same += 1
+                compared = min(same + 1, len(ref))  # the step where they part is compared too
+                diff = float(np.abs(mine[:compared] - ref[:compared]).max())
+                ok = diff <= tolerance
+                note = ""
+                if same < STEPS:
+                    row = mine[same]
+                    gap = abs(float(row[ours[same]] - row[theirs[same]]))
+                    ok &= gap <= tolerance
+                    note = f"; part at step {same} on a {'near tie' if gap <= tolerance else 'CLEAR CHOICE'} (gap {gap:.4f})"
+                line = (f"{'ok' if ok else 'FAIL'}: {name} {t} prompt {p}: {same}/{STEPS} greedy tokens equal, "
+                        f"max |log-softmax diff| {diff:.4f} over {compared} steps (tolerance {tolerance}){note}")
+                print(line, flush=True)
+                if not ok:
+                    print(f"  inferlab : {ours}\n  llama.cpp: {theirs}")
+                    failures += 1
+                os.remove(theirs_file)
+                os.remove(ours_file)
+    return 1 if failures else 0
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[1] not in ("convert", "compare"):
+        raise SystemExit(__doc__)
+    if sys.argv[1] == "convert":
+        convert(*sys.argv[2:5])
+        return 0
+    return compare(sys.argv[2], sys.argv[3])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

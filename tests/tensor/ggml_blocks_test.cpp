@@ -1,0 +1,221 @@
+// GGUF block types: the decoder against blocks built by hand from the format description, exact
+// repacking (Q8_0, Q4_0) and conversion back to blocks, and the blocks kernel on every instruction
+// set (bit-identical to the scalar path, rows independent of the batch, float64 reference).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/ggml_blocks.h"
+#include "inferlab/tensor/fast/packed.h"
+#include "inferlab/tensor/fast/thread_pool.h"
+
+using namespace inferlab;
+using namespace inferlab::fast;
+
+namespace {
+
+void put_f16(uint8_t* p, float v) {
+  const uint16_t h = f32_to_f16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Random rows of `type` blocks whose fp16 scales are finite and small.
+std::vector<uint8_t> random_rows(uint32_t type, int out, int in, uint32_t seed) {
+  const std::size_t row_bytes = ggml_row_bytes(type, in);
+  std::vector<uint8_t> bytes(row_bytes * out);
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  const GgmlBlock block = *ggml_block(type);
+  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+  for (std::size_t at = 0; at < bytes.size(); at += block.bytes) {
+    uint8_t* b = bytes.data() + at;
+    switch (type) {
+      case kGgmlF16:
+        for (int i = 0; i < block.bytes; i += 2) put_f16(b + i, scale(rng) * 50);
+        break;
+      case kGgmlQ4_1: case kGgmlQ5_1: case kGgmlQ4_K: case kGgmlQ5_K:
+        put_f16(b, scale(rng));
+        put_f16(b + 2, scale(rng));
+        break;
+      case kGgmlQ6_K: put_f16(b + 208, scale(rng) / 8); break;
+      default: put_f16(b, scale(rng));
+    }
+  }
+  return bytes;
+}
+
+std::vector<Isa> runnable_isas() {
+  std::vector<Isa> isas{Isa::Scalar};
+  if (detected_isa() >= Isa::Avx2) isas.push_back(Isa::Avx2);
+  if (detected_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
+  return isas;
+}
+
+struct IsaGuard {
+  ~IsaGuard() { set_isa_limit(Isa::Avx512); }
+};
+
+const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_0, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
+
+}  // namespace
+
+TEST(GgmlBlocks, Q4KDecodesAsTheFormatDescribes) {
+  // d = 1, dmin = 0.5; sub-block j: scale j + 1, min 2j (6-bit values packed into 12 bytes);
+  // weight e has code e % 16: value d * sc * q - dmin * m.
+  uint8_t block[144] = {};
+  put_f16(block, 1.0f);
+  put_f16(block + 2, 0.5f);
+  int sc[8], m[8];
+  for (int j = 0; j < 8; ++j) sc[j] = j + 1 + (j >= 4 ? 40 : 0), m[j] = 2 * j + (j >= 4 ? 33 : 0);  // some above 15
+  for (int j = 0; j < 4; ++j) {
+    block[4 + j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    block[8 + j] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    block[12 + j] = static_cast<uint8_t>((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+  }
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l) block[16 + 32 * c + l] = static_cast<uint8_t>(((64 * c + l) % 16) | (((64 * c + 32 + l) % 16) << 4));
+  float y[256];
+  dequantize_ggml_row(kGgmlQ4_K, block, 256, y);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 1.0f * sc[e / 32] * (e % 16) - 0.5f * m[e / 32]) << e;
+}
+
+TEST(GgmlBlocks, Q5_0AndQ6KDecodeAsTheFormatDescribes) {
+  uint8_t q5[22] = {};
+  put_f16(q5, 0.25f);
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; ++j) {
+    const int q = (j * 7) % 32;  // weight j's 5-bit code
+    if (q & 16) qh |= 1u << j;
+    if (j < 16) q5[6 + j] = static_cast<uint8_t>((q5[6 + j] & 0xf0) | (q & 15));
+    else q5[6 + j - 16] = static_cast<uint8_t>((q5[6 + j - 16] & 0x0f) | ((q & 15) << 4));
+  }
+  std::memcpy(q5 + 2, &qh, 4);
+  float y[256];
+  dequantize_ggml_row(kGgmlQ5_0, q5, 32, y);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], 0.25f * static_cast<float>((j * 7) % 32 - 16)) << j;
+
+  uint8_t q6[210] = {};
+  put_f16(q6 + 208, 0.5f);
+  for (int s = 0; s < 16; ++s) q6[192 + s] = static_cast<uint8_t>(static_cast<int8_t>(s - 8));
+  auto code = [](int e) { return (e * 5 + 3) % 64; };
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      const int q1 = code(128 * h + l), q2 = code(128 * h + 32 + l), q3 = code(128 * h + 64 + l), q4 = code(128 * h + 96 + l);
+      q6[64 * h + l] = static_cast<uint8_t>((q1 & 15) | ((q3 & 15) << 4));
+      q6[64 * h + 32 + l] = static_cast<uint8_t>((q2 & 15) | ((q4 & 15) << 4));
+      q6[128 + 32 * h + l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+    }
+  dequantize_ggml_row(kGgmlQ6_K, q6, 256, y);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.5f * static_cast<float>(e / 16 - 8) * static_cast<float>(code(e) - 32)) << e;
+}
+
+TEST(GgmlBlocks, Q8_0AndQ4_0RepackWithoutChangingAValue) {
+  for (uint32_t type : {kGgmlQ8_0, kGgmlQ4_0}) {
+    const int out = 37, in = 96;
+    auto rows = random_rows(type, out, in, 1);
+    if (type == kGgmlQ8_0)  // ggml never writes the code -128
+      for (std::size_t b = 0; b < rows.size(); b += 34)
+        for (int j = 0; j < 32; ++j)
+          if (rows[b + 2 + j] == 0x80) rows[b + 2 + j] = 0x81;
+    const PackedMatrix m = PackedMatrix::from_ggml(rows.data(), type, out, in);
+    EXPECT_EQ(m.format(), type == kGgmlQ8_0 ? WeightFormat::Q8 : WeightFormat::Q4);
+    std::vector<float> expected(in), got(in);
+    const PackedMatrix back = m.to_blocks();
+    for (int r = 0; r < out; ++r) {
+      dequantize_ggml_row(type, rows.data() + r * ggml_row_bytes(type, in), in, expected.data());
+      m.dequantize_row(r, got.data());
+      ASSERT_EQ(got, expected) << ggml_type_name(type) << " row " << r;
+      uint32_t t;
+      ASSERT_EQ(std::memcmp(back.block_row(r, t), rows.data() + r * ggml_row_bytes(type, in), ggml_row_bytes(type, in)), 0);
+      ASSERT_EQ(t, type);
+    }
+  }
+  // The code -128 stays in its blocks (the int8 panels hold -127..127).
+  auto rows = random_rows(kGgmlQ8_0, 16, 32, 2);
+  rows[5] = 0x80;
+  EXPECT_EQ(PackedMatrix::from_ggml(rows.data(), kGgmlQ8_0, 16, 32).format(), WeightFormat::Blocks);
+}
+
+TEST(GgmlBlocks, MixedFormatsFuseIntoBlocksExactly) {
+  const int in = 256;
+  auto a = random_rows(kGgmlQ4_K, 20, in, 3), b = random_rows(kGgmlQ8_0, 16, in, 4), c = random_rows(kGgmlQ6_K, 5, in, 5);
+  const PackedMatrix pa = PackedMatrix::from_ggml(a.data(), kGgmlQ4_K, 20, in);
+  const PackedMatrix pb = PackedMatrix::from_ggml(b.data(), kGgmlQ8_0, 16, in);
+  const PackedMatrix pc = PackedMatrix::from_ggml(c.data(), kGgmlQ6_K, 5, in);
+  const PackedMatrix fused = PackedMatrix::concat_rows({&pa, &pb, &pc});
+  ASSERT_EQ(fused.format(), WeightFormat::Blocks);
+  ASSERT_EQ(fused.out(), 41);
+  std::vector<float> expected(in), got(in);
+  int row = 0;
+  for (const PackedMatrix* p : {&pa, &pb, &pc})
+    for (int r = 0; r < p->out(); ++r, ++row) {
+      p->dequantize_row(r, expected.data());
+      fused.dequantize_row(row, got.data());
+      ASSERT_EQ(got, expected) << "fused row " << row;
+    }
+}
+
+TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
+  IsaGuard guard;
+  for (uint32_t type : kBlockTypes) {
+    const int out = 35, in = 512;
+    const auto bytes = random_rows(type, out, in, 7 + type);
+    const PackedMatrix w = PackedMatrix::from_ggml(bytes.data(), type, out, in);
+    ASSERT_EQ(w.format(), WeightFormat::Blocks) << ggml_type_name(type);
+    std::mt19937 rng(type);
+    std::normal_distribution<float> dist;
+    for (int rows : {1, 3, 17}) {
+      std::vector<float> x(static_cast<std::size_t>(rows) * in), bias(out);
+      for (auto& v : x) v = dist(rng);
+      for (auto& v : bias) v = dist(rng);
+      std::vector<float> y_scalar(static_cast<std::size_t>(rows) * out);
+      set_isa_limit(Isa::Scalar);
+      matmul(x.data(), rows, w, bias.data(), y_scalar.data());
+      std::vector<float> wrow(in);
+      for (int o = 0; o < out; ++o) {
+        w.dequantize_row(o, wrow.data());
+        for (int r = 0; r < rows; ++r) {
+          double acc = bias[o], mag = std::fabs(bias[o]);
+          for (int k = 0; k < in; ++k) {
+            acc += static_cast<double>(wrow[k]) * x[static_cast<std::size_t>(r) * in + k];
+            mag += std::fabs(static_cast<double>(wrow[k]) * x[static_cast<std::size_t>(r) * in + k]);
+          }
+          ASSERT_NEAR(y_scalar[static_cast<std::size_t>(r) * out + o], acc, 2e-6 * mag + 1e-6) << ggml_type_name(type);
+        }
+      }
+      for (Isa isa : runnable_isas())
+        for (int threads : {1, 2}) {
+          set_isa_limit(isa);
+          set_threads(threads);
+          std::vector<float> y(y_scalar.size(), NAN), single(out);
+          matmul(x.data(), rows, w, bias.data(), y.data());
+          ASSERT_EQ(std::memcmp(y.data(), y_scalar.data(), y.size() * 4), 0) << ggml_type_name(type) << " " << isa_name(isa);
+          matmul(x.data() + static_cast<std::size_t>(rows - 1) * in, 1, w, bias.data(), single.data());
+          ASSERT_EQ(std::memcmp(single.data(), y.data() + static_cast<std::size_t>(rows - 1) * out, out * 4), 0)
+              << ggml_type_name(type) << " " << isa_name(isa) << ": a row alone differs from the same row in a batch";
+        }
+      set_threads(0);
+    }
+  }
+}
+
+TEST(GgmlBlocks, UnsupportedTypesAndPartialBlocksAreRefusedByName) {
+  uint8_t bytes[256] = {};
+  EXPECT_THROW(
+      {
+        try {
+          PackedMatrix::from_ggml(bytes, 10, 1, 256);  // Q2_K
+        } catch (const std::exception& e) {
+          EXPECT_NE(std::string(e.what()).find("Q2_K is not supported"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      std::exception);
+  EXPECT_THROW(PackedMatrix::from_ggml(bytes, kGgmlQ4_K, 1, 128), std::exception);
+  EXPECT_EQ(ggml_type_name(999), nullptr);
+  EXPECT_STREQ(ggml_type_name(kGgmlQ6_K), "Q6_K");
+}
