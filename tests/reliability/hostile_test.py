@@ -154,11 +154,20 @@ def bearer_scheme(cli, model):
 def busy_server(cli, model):
     with Server(cli, model, ["--http-threads", "1", "--max-connections", "1", "--api-key", "sk-hostile"]) as server:
         # A long stream on the only worker (the kernel buffers what it writes; nothing is read).
-        holder = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+        # The fixture's own /health connection may not have left the one admitted slot yet (the
+        # loop releases a closed connection asynchronously): a 503 then is right, so try again.
         data = json.dumps({"prompt": "Once", "max_tokens": 3000, "ignore_eos": True, "stream": True}).encode()
-        holder.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-hostile\r\n"
-                        f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode() + data)
-        check(holder.recv(12).startswith(b"HTTP/1.1 200"), "the holder's stream started")
+        deadline = time.time() + 10
+        while True:
+            holder = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+            holder.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-hostile\r\n"
+                            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode() + data)
+            head = holder.recv(12)
+            if head.startswith(b"HTTP/1.1 200") or time.time() > deadline:
+                break
+            holder.close()
+            time.sleep(0.2)
+        check(head.startswith(b"HTTP/1.1 200"), f"the holder's stream started (got {head!r})")
         try:
             for path in ("/health", "/metrics"):
                 status, body, headers = request(server.base, "GET", path, key="sk-hostile")
