@@ -6,6 +6,7 @@
 #include <map>
 
 #include "inferlab/grammar/grammar.h"
+#include "inferlab/util/utf8_encode.h"
 
 namespace inferlab {
 namespace {
@@ -20,23 +21,6 @@ struct Range {
 
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 
-void utf8_encode(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // A code point range as UTF-8 byte-range sequences (each sequence: one byte range per position),
 // split so that every byte string in the product of the ranges is a code point of the range.
@@ -74,8 +58,8 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<std::vector<std::pair<
     }
   }
   std::string a, b;
-  utf8_encode(lo, a);
-  utf8_encode(hi, b);
+  append_utf8(a, lo);
+  append_utf8(b, hi);
   std::vector<std::pair<uint8_t, uint8_t>> seq;
   for (std::size_t i = 0; i < a.size(); ++i) seq.push_back({static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i])});
   out.push_back(std::move(seq));
@@ -177,7 +161,7 @@ class Parser {
         std::string bytes;
         while (pos_ < text_.size() && text_[pos_] != '"') {
           if (text_[pos_] == '\n') error("the closing '\"' of a literal");
-          if (text_[pos_] == '\\') utf8_encode(escape(), bytes);
+          if (text_[pos_] == '\\') append_utf8(bytes, escape());
           else bytes += text_[pos_++];
         }
         if (pos_ >= text_.size()) error("the closing '\"' of a literal");
