@@ -217,7 +217,7 @@ TEST_F(SchedulerTest, OnEventSignalsEventsAfterItIsSet) {
   // Each call finds its event queued (none was waiting in wait()); only the first may lose it to
   // the take() before the hook.
   EXPECT_GE(found_events, notified - 1);
-  EXPECT_EQ(std::count_if(received.begin(), received.end(), [](const StreamEvent& e) { return e.token.has_value(); }), 40);
+  EXPECT_EQ(std::count_if(received.begin(), received.end(), [](const StreamEvent& e) { return e.token.has_value(); }), 400);
 }
 
 
