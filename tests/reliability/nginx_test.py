@@ -140,7 +140,9 @@ def main():
         for t in threads:
             t.join(timeout=120)
         done = sum(1 for r in results if r and r[-1] == "[DONE]")
-        cut = sum(1 for r in results if r and r[-1].startswith("ERROR") or (r and r[-1] != "[DONE]"))
+        # cut: ended with an error, or without [DONE] (a stream whose replica died after its SSE head but
+        # before its first event ends with no event at all)
+        cut = sum(1 for r in results if r is not None and (not r or r[-1] != "[DONE]"))
         check(done >= 1 and done + cut == 4, f"replica 1 killed mid-run: the streams on replica 2 finish ({done} done, {cut} cut off)")
         statuses = [request(front, "POST", "/v1/completions", {"prompt": "Hi", "max_tokens": 2})[0] for _ in range(10)]
         check(statuses == [200] * 10, f"after the kill every new request is answered by the live replica ({statuses})")
