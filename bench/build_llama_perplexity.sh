@@ -14,25 +14,12 @@ while (($#)); do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
     -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
-    *) echo "build_llama_bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) echo "build_llama_perplexity.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
-BUNDLE=node_modules/node-llama-cpp/llama/gitRelease.bundle
-LIBS=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-if [ ! -f "$BUNDLE" ] || [ ! -d "$LIBS" ]; then
-  echo "build_llama_bench.sh: node-llama-cpp and @node-llama-cpp/linux-x64 are not installed (scripts/setup installs them)" >&2
-  exit 1
-fi
-LIBS=$(cd "$LIBS" && pwd)
-libllama=$(cd "$LIBS" && ls libllama.v*.so | head -1)
-libggml=$(cd "$LIBS" && ls libggml.v*.so | head -1)
-
-mkdir -p "$OUT"
-if [ ! -d "$OUT/src/.git" ]; then
-  echo "== llama.cpp source from $BUNDLE"
-  git clone -q "$BUNDLE" "$OUT/src"
-fi
+source bench/llama_cpp_prebuilt.sh
+llama_cpp_prebuilt build_llama_perplexity.sh "$OUT"
 echo "== compiling llama-perplexity ($(git -C "$OUT/src" log -1 --format='%h %cs'))"
 g++ -O2 -DNDEBUG -std=c++17 -I"$OUT/src/include" -I"$OUT/src/ggml/include" -I"$OUT/src/common" -I"$OUT/src/vendor" \
   "$OUT/src/tools/perplexity/perplexity.cpp" "$OUT/src/tools/perplexity/main.cpp" -o "$OUT/llama-perplexity" \

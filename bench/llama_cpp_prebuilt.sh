@@ -1,4 +1,4 @@
-# Sourced by bench/build_llama_bench.sh and bench/build_llama_server.sh: the llama.cpp that the
+# Sourced by bench/build_llama_bench.sh, build_llama_server.sh and build_llama_perplexity.sh: the llama.cpp that the
 # node-llama-cpp npm package ships — its source (gitRelease.bundle, the commit its prebuilt
 # binaries were built from) and those prebuilt libraries (@node-llama-cpp/linux-x64). Nothing is
 # downloaded. After `llama_cpp_prebuilt SCRIPT OUT`: LIBS (absolute), libllama, libggml (file
