@@ -16,7 +16,7 @@
 #   installed (--llama-cpp-node: required, --no-llama-cpp-node: skipped). The model is converted
 #   once to GGUF BF16 / Q8_0 / Q4_0 with bench/hf_to_gguf.py (cached beside it in models/) and
 #   measured with bench/llama_cpp_bench.mjs, llama-bench's pp/tg method. Q4_0 keeps a Q8_0
-#   token_embd as llama-quantize does; --gguf-pure makes it Q4_0 too (the bytes our q4 reads).
+#   token_embd as llama-quantize does, as our q4 keeps its lm_head int8; --gguf-pure makes both q4.
 # - llama.cpp's llama-bench, when given (--llama-bench PATH; bench/build_llama_bench.sh builds one from
 #   the source node-llama-cpp ships), on the GGUFs given with --gguf FILE or else on those conversions.
 # --q4-k-m: also the model as a Q4_K_M GGUF (bench/hf_to_gguf.py --type q4_k_m, llama-quantize's
@@ -125,7 +125,9 @@ for t in "${thread_list[@]}"; do
   "$INFERLAB" bench probes -t "$t" "${quick[@]}" --json >"$OUT_DIR/probes-t$t.json"
   for w in "${weight_list[@]}"; do
     echo "== bench engine --weights $w -t $t -p $PROMPT -n $GEN -r $REPS"
-    "$INFERLAB" bench engine "$MODEL" --weights "$w" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json \
+    output=()  # --gguf-pure: our q4's lm_head in q4 too, like the pure peer file
+    ((PURE)) && [ "$w" = q4 ] && output=(--output-weights q4)
+    "$INFERLAB" bench engine "$MODEL" --weights "$w" "${output[@]}" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json \
       ${KLD_TEXT:+--kld-text "$KLD_TEXT"} \
       >"$OUT_DIR/engine-$w-t$t.json"
     if [ -n "${NODE_GGUF[$w]:-}" ]; then
@@ -244,14 +246,17 @@ for t in threads:
         e = load(path)
         res = {r["test"][:2]: r for r in e["results"]}
         params = e["matmul_params"]
-        gb_token = params * BYTES.get(w, 2.0) / 1e9
+        # The lm_head may be in another format (q4 keeps it int8 unless --output-weights q4).
+        out_w = e.get("output_weights", w)
+        weight_bytes = (params - e["lm_head_params"]) * BYTES.get(w, 2.0) + e["lm_head_params"] * BYTES.get(out_w, 2.0)
+        gb_token = weight_bytes / 1e9
         pp = res.get("pp", {}).get("avg_ts", float("nan"))
         tg = res.get("tg", {}).get("avg_ts", float("nan"))
         pp_sd = res.get("pp", {}).get("stddev_ts", 0)
         tg_sd = res.get("tg", {}).get("stddev_ts", 0)
         decode_gbs = gb_token * tg
         prefill_gflops = pp * 2 * (params - e["lm_head_params"]) / 1e9
-        weights_bytes = params * BYTES.get(w, 2.0)
+        weights_bytes = weight_bytes
         rss = e["peak_rss_bytes"]
         rss_ratio = rss / (weights_bytes + e["kv_cache_bytes"])
         peer = peers.get(w, {})

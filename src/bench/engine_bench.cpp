@@ -58,6 +58,7 @@ EngineQuality measure_quality(const EngineBenchOptions& args) {
     p.kl_base_out.clear();
     p.kl_base_in = base.string();
     p.weights = args.weights;
+    p.output_weights = args.output_weights;
     const PerplexityResult r = compute_perplexity(p);
     q.ppl = r.ppl;
     q.mean_kld = r.kld->mean;
@@ -82,6 +83,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   LoadOptions options;
   options.threads = args.threads;
   options.weights = args.weights;
+  options.output_weights = args.output_weights;
   EngineBench bench;
   bench.options = args;
   const auto load_start = Clock::now();
@@ -138,6 +140,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   bench.threads = fast::threads();
   bench.kernels = fast::cpu_features_line();
   bench.matmul_params = decode_weight_params(c);
+  bench.output_weights = output_weights_of(options);
   bench.lm_head_params = static_cast<double>(c.vocab_size) * c.hidden_size;  // once per prompt, not per prompt token
   bench.peak_rss_bytes = peak_resident_bytes();
   bench.kv_cache_bytes = cache.bytes();
@@ -148,8 +151,9 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
 std::string engine_bench_text(const EngineBench& b) {
   std::string text = "| model | matmul params | weights | threads | test | t/s |\n|---|---|---|---|---|---|\n";
   for (const EngineTest& t : b.tests)
-    text += fmt::format("| {} | {:.2f} M | {} | {} | {} | {:.2f} ± {:.2f} |\n", b.architecture, b.matmul_params / 1e6,
-                        b.options.weights, b.threads, t.name, t.mean_ts, t.stddev_ts);
+    text += fmt::format("| {} | {:.2f} M | {}{} | {} | {} | {:.2f} ± {:.2f} |\n", b.architecture, b.matmul_params / 1e6,
+                        b.options.weights, b.output_weights == b.options.weights ? "" : ", output " + b.output_weights,
+                        b.threads, t.name, t.mean_ts, t.stddev_ts);
   text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB; KV cache {:.1f} MiB); kernels: {}\n",
                       b.load_seconds, b.peak_rss_bytes / 1048576.0, b.rss_after_load_bytes / 1048576.0,
                       b.kv_cache_bytes / 1048576.0, b.kernels);
@@ -167,6 +171,7 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
   doc["model"] = b.options.model;
   doc["architecture"] = b.architecture;
   doc["weights"] = b.options.weights;
+  doc["output_weights"] = b.output_weights;  // the lm_head's format (LoadOptions::output_weights resolved)
   doc["threads"] = b.threads;
   doc["kernels"] = b.kernels;
   doc["matmul_params"] = b.matmul_params;

@@ -82,6 +82,7 @@ PerplexityResult compute_perplexity(const PerplexityOptions& o) {
   LoadOptions load;
   load.threads = o.threads;
   load.weights = o.weights;
+  load.output_weights = o.output_weights;
   auto model = Model::load(o.model, load);
   auto tokenizer = Tokenizer::load(o.model);
   const int vocab = model->config().vocab_size;
@@ -89,6 +90,7 @@ PerplexityResult compute_perplexity(const PerplexityOptions& o) {
   PerplexityResult r;
   r.options = o;
   r.weights_used = o.weights;
+  if (const std::string output = output_weights_of(load); output != o.weights) r.weights_used += ", output " + output;
   r.vocab = vocab;
   // The tokenizer's special tokens, as llama.cpp's common_tokenize(..., add_special = true): a BOS
   // where the model adds one.

@@ -103,6 +103,7 @@ Engine::Engine(const std::string& model, const EngineOptions& options)
   LoadOptions load_options;
   load_options.threads = options.threads;
   load_options.weights = options.weights;
+  load_options.output_weights = options.output_weights;
   model_ = Model::load(model, load_options);
 
   const ModelConfig& config = model_->config();

@@ -27,12 +27,33 @@ std::vector<float> WeightLoader::tensor(const std::string& name, const std::vect
   return view.to_f32();
 }
 
+// The output projection is the one matrix whose error reaches every logit directly; llama-quantize
+// keeps it at Q6_K / Q8_0 in its Q4 mixes for that reason, and so does "auto" here.
+std::string output_weights_of(const LoadOptions& options) {
+  if (!options.output_weights.empty() && options.output_weights != "auto") {
+    fast::parse_format(options.output_weights);  // an unknown name is an error now, naming it
+    return options.output_weights;
+  }
+  if (!options.weights.empty() && options.weights != "auto" && fast::parse_format(options.weights) == fast::WeightFormat::Q4)
+    return "int8";
+  return options.weights;
+}
+
 LinearWeight WeightLoader::linear(const std::string& weight_name, int out, int in, const std::string& bias_name) const {
+  return linear_as(weights_, weight_name, out, in, bias_name);
+}
+
+LinearWeight WeightLoader::output(const std::string& weight_name, int vocab, int hidden) const {
+  return linear_as(output_weights_, weight_name, vocab, hidden, "");
+}
+
+LinearWeight WeightLoader::linear_as(const std::string& option, const std::string& weight_name, int out, int in,
+                                     const std::string& bias_name) const {
   LinearWeight layer;
   layer.in = in;
   layer.out = out;
   const TensorView view = source_.require(weight_name);
-  if (const auto format = fast::choose_format(weights_, view); format != fast::WeightFormat::F32) {
+  if (const auto format = fast::choose_format(option, view); format != fast::WeightFormat::F32) {
     check_shape(view, weight_name, {out, in});
     layer.packed = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, out, in, format));
     if (!bias_name.empty()) layer.bias = tensor(bias_name, {out});
@@ -66,9 +87,11 @@ LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int ou
   return layer;
 }
 
-void WeightLoader::embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t) const {
+void WeightLoader::embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t,
+                             bool tied_output) const {
   const TensorView view = source_.require(name);
-  if (const auto format = fast::choose_format(weights_, view); format != fast::WeightFormat::F32) {
+  if (const auto format = fast::choose_format(tied_output ? output_weights_ : weights_, view);
+      format != fast::WeightFormat::F32) {
     check_shape(view, name, {vocab, hidden});
     t.packed_embedding = std::make_shared<const fast::PackedMatrix>(fast::pack_tensor(view, vocab, hidden, format));
     return;

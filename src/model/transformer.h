@@ -43,21 +43,29 @@ struct TransformerWeights {
 // Reads tensors by HF name with the shape config.json implies; Error names tensor, file, shapes.
 class WeightLoader {
  public:
-  // weights: LoadOptions::weights ("auto", "f32", "bf16", "int8", "q4").
-  explicit WeightLoader(const TensorSource& source, std::string weights = "auto")
-      : source_(source), weights_(std::move(weights)) {}
+  // weights: LoadOptions::weights ("auto", "f32", "bf16", "int8", "q4"); output_weights: the output
+  // projection's format as output_weights_of() resolves it.
+  explicit WeightLoader(const TensorSource& source, std::string weights = "auto", std::string output_weights = "auto")
+      : source_(source), weights_(std::move(weights)), output_weights_(std::move(output_weights)) {}
   bool has(const std::string& name) const { return source_.find(name).has_value(); }
   std::vector<float> tensor(const std::string& name, const std::vector<int64_t>& shape) const;
   // nn.Linear weight stored [out][in]; bias_name empty: no bias.
   LinearWeight linear(const std::string& weight_name, int out, int in, const std::string& bias_name = "") const;
   // GPT-2 Conv1D weight stored [in][out]: transposed to [out][in] here.
   LinearWeight conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name = "") const;
-  // The token embedding [vocab][hidden] into t.embedding, or t.packed_embedding when packing.
-  void embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t) const;
+  // The untied output projection lm_head [vocab][hidden], packed in the output format.
+  LinearWeight output(const std::string& weight_name, int vocab, int hidden) const;
+  // The token embedding [vocab][hidden] into t.embedding, or t.packed_embedding when packing; when
+  // tied to the output projection it is packed in the output format, being that matrix too.
+  void embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t, bool tied_output) const;
 
  private:
+  LinearWeight linear_as(const std::string& option, const std::string& weight_name, int out, int in,
+                         const std::string& bias_name) const;
+
   const TensorSource& source_;
   std::string weights_;
+  std::string output_weights_;
 };
 
 // Row-wise concatenation of layers with the same input width.

@@ -97,7 +97,8 @@ namespace {
 // OpenAI's system_fingerprint names the backend configuration a completion ran with, so a client
 // can tell why the same seed gave other tokens: here the model, its weights format and the build.
 std::string fingerprint_of(const Engine& engine, const ServerOptions& options) {
-  const std::string identity = fmt::format("{}|{}|{}|{}", engine.name(), engine.model_path().string(), options.weights,
+  const std::string identity = fmt::format("{}|{}|{}|{}|{}", engine.name(), engine.model_path().string(), options.weights,
+                                           options.output_weights,
                                            options.scheduler.block_size);
   uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a
   for (unsigned char c : identity) hash = (hash ^ c) * 0x100000001b3ULL;
@@ -137,6 +138,7 @@ void Server::load(const std::string& model_name) {
   engine_options.scheduler = s.options.scheduler;
   engine_options.threads = s.options.threads;
   engine_options.weights = s.options.weights;
+  engine_options.output_weights = s.options.output_weights;
   engine_options.served_model_name = s.options.served_model_name;
   s.engine = std::make_unique<Engine>(model_name, engine_options);
   if (const std::string& error = s.engine->text().chat_template_error(); !error.empty())

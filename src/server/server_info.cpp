@@ -30,6 +30,7 @@ json server_info(const ServerOptions& o, int bound_port, const std::string& mode
             {"prefix_caching", s.prefix_caching},
             {"threads", o.threads},
             {"weights", o.weights},
+            {"output_weights", o.output_weights},
             {"http_threads", o.http_threads},
             {"max_connections", o.max_connections},
             {"timeout", o.request_timeout_s},

@@ -181,6 +181,45 @@ TEST_P(Architectures, GreedyWithAndWithoutCacheAgree) {
 
 INSTANTIATE_TEST_SUITE_P(Engine, Architectures, ::testing::Values("gpt2", "qwen2", "llama"));
 
+// q4 keeps the output projection (lm_head, or the tied embedding) int8 by default, as llama-quantize's
+// Q4 mixes keep theirs at 8 bits; --output-weights chooses it. Tied (qwen2) and untied (llama).
+TEST_P(Architectures, OutputWeightsFormatOfTheLmHead) {
+  const fs::path dir = make_tiny(GetParam());
+  const auto prompt = ids(9, 5);
+  auto logits = [&](const std::string& weights, const std::string& output) {
+    LoadOptions o;
+    o.weights = weights;
+    o.output_weights = output;
+    auto model = Model::load(dir.string(), o);
+    KVCache cache(model->config(), 64, 16);
+    SequenceKV s;
+    EXPECT_TRUE(s.reserve(cache, static_cast<int>(prompt.size())));
+    BatchEntry e{prompt, &s, true};
+    return model->forward(std::span<const BatchEntry>(&e, 1), cache);
+  };
+  const auto q4_auto = logits("q4", "auto"), q4_int8 = logits("q4", "int8"), q4_pure = logits("q4", "q4");
+  EXPECT_EQ(q4_auto, q4_int8);  // bit for bit: the same packing
+  EXPECT_GT(max_diff(q4_auto, q4_pure), 1e-3f);  // the lm_head's format does change the logits
+  EXPECT_EQ(logits("int8", "auto"), logits("int8", "int8"));
+  EXPECT_EQ(logits("bf16", "auto"), logits("bf16", "bf16"));
+  EXPECT_NE(logits("bf16", "auto"), logits("bf16", "int8"));
+}
+
+TEST(OutputWeights, ResolvesAutoAndRejectsUnknownNames) {
+  auto of = [](const std::string& weights, const std::string& output) {
+    LoadOptions o;
+    o.weights = weights;
+    o.output_weights = output;
+    return output_weights_of(o);
+  };
+  EXPECT_EQ(of("q4", "auto"), "int8");
+  EXPECT_EQ(of("q4_0", ""), "int8");
+  EXPECT_EQ(of("int8", "auto"), "int8");
+  EXPECT_EQ(of("auto", "auto"), "auto");
+  EXPECT_EQ(of("q4", "bf16"), "bf16");
+  EXPECT_NE(error_of([&] { of("q4", "q3"); }).find("unknown weight format 'q3'"), std::string::npos);
+}
+
 TEST(Generate, StopsAtAnyEosIdFromGenerationConfig) {
   fs::path dir = make_tiny("qwen2");
   auto probe = Model::load(dir.string());

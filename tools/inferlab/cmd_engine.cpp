@@ -59,6 +59,7 @@ std::string mib_text(uint64_t bytes) {
 struct GenerateArgs {
   std::string model;
   std::string weights = "auto";
+  std::string output_weights = "auto";
   std::string prompt_ids;
   std::string prompt;
   int max_new_tokens = 32;
@@ -73,6 +74,7 @@ void run_generate(const GenerateArgs& args) {
   LoadOptions load_options;
   load_options.threads = args.threads;
   load_options.weights = args.weights;
+  load_options.output_weights = args.output_weights;
   auto model = Model::load(args.model, load_options);
   // The model folder's tokenizer, when it has one (a llama2.c .bin or a bare checkpoint has none);
   // a GGUF file carries its own.
@@ -245,6 +247,7 @@ Registrar reg([](CLI::App& app) {
   g->add_flag("--json", gen->json_output, "Print the result as one JSON object");
   g->add_option("--threads,-t", gen->threads, "Threads (0: all cores)");
   g->add_option("--weights,--dtype", gen->weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")->capture_default_str();
+  g->add_option("--output-weights", gen->output_weights, "Output projection (lm_head, or the tied embedding): auto (int8 under --weights q4, like llama-quantize's Q4 mixes; else as --weights), f32, bf16, int8, q4")->capture_default_str();
   g->add_option("--dump-logits", gen->dump_logits,
                 "Write float32 logits: every prompt position, then each step's row ([rows][vocab], raw little-endian)");
   g->callback([gen] { run_generate(*gen); });

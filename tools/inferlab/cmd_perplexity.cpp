@@ -17,6 +17,7 @@ Registrar reg_perplexity([](CLI::App& app) {
   p->add_option("--file,-f", o->file, "The text file")->required();
   p->add_option("--ctx,-c", o->ctx, "Tokens per chunk; the second half of each is scored")->capture_default_str();
   p->add_option("--weights", o->weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")->capture_default_str();
+  p->add_option("--output-weights", o->output_weights, "Output projection (lm_head, or the tied embedding): auto (int8 under --weights q4, like llama-quantize's Q4 mixes; else as --weights), f32, bf16, int8, q4")->capture_default_str();
   p->add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
   p->add_option("--chunks", o->chunks, "At most this many chunks (-1: all)")->capture_default_str();
   p->add_option("--kl-divergence-base", o->kl_base_out, "Save this run's log-probabilities (the reference) to FILE");

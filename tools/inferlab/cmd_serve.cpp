@@ -108,6 +108,8 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--threads", args->server.threads, "Compute threads for the model (0: all cores)")->capture_default_str();
   cmd->add_option("--weights", args->server.weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")
       ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));
+  cmd->add_option("--output-weights", args->server.output_weights, "Output projection (lm_head, or the tied embedding): auto (int8 under --weights q4, like llama-quantize's Q4 mixes; else as --weights), f32, bf16, int8, q4")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));
   cmd->add_option("--http-threads", args->server.http_threads, "Event-loop threads serving every HTTP connection")
       ->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--max-connections", args->server.max_connections,

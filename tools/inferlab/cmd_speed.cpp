@@ -50,6 +50,7 @@ Registrar reg_speed([](CLI::App& app) {
   e->add_option("-t,--threads", engine->threads, "Threads (0: all cores)")->capture_default_str();
   e->add_option("-r,--repetitions", engine->repeats, "Measured runs per test (after one warm-up)")->capture_default_str();
   e->add_option("--weights,--dtype", engine->weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")->capture_default_str();
+  e->add_option("--output-weights", engine->output_weights, "Output projection (lm_head, or the tied embedding): auto (int8 under --weights q4, like llama-quantize's Q4 mixes; else as --weights), f32, bf16, int8, q4")->capture_default_str();
   e->add_option("--kld-text", engine->quality_text, "Also measure the format's KL divergence from f32 on this text")
       ->check(CLI::ExistingFile);
   e->add_option("--kld-ctx", engine->quality_ctx, "Context of the KL measurement (tokens per chunk)")->capture_default_str();

@@ -15,6 +15,7 @@ struct EngineBenchOptions {
   int prompt = 512, gen = 128;  // 0 skips pp / tg
   int threads = 0, repeats = 5;
   std::string weights = "auto";
+  std::string output_weights = "auto";  // LoadOptions::output_weights
   // With a text file: the format's KL divergence from f32 on it (inferlab perplexity's method, the
   // first quality_chunks chunks of quality_ctx tokens), printed beside the speed.
   std::string quality_text;
@@ -39,6 +40,7 @@ struct EngineBench {
   int threads = 0;
   std::string kernels;           // the CPU features line
   double matmul_params = 0;      // weights read per decoded token
+  std::string output_weights;    // the lm_head's format, resolved
   double lm_head_params = 0;
   double load_seconds = 0;
   int64_t rss_after_load_bytes = 0, peak_rss_bytes = 0;

@@ -27,6 +27,7 @@ struct PerplexityOptions {
   std::string file;              // the text
   int ctx = 512;
   std::string weights = "auto";  // LoadOptions::weights: auto, f32, bf16, int8, q4
+  std::string output_weights = "auto";  // LoadOptions::output_weights
   int threads = 0;
   int chunks = -1;               // at most this many chunks (-1: all)
   // Write every scored position's full log-probabilities here (the reference run) ...

@@ -70,6 +70,7 @@ struct EngineOptions {
   SchedulerOptions scheduler;
   int threads = 0;               // model compute threads (0: all cores)
   std::string weights = "auto";  // matmul weights: auto (as stored), f32, bf16, int8, q4
+  std::string output_weights = "auto";  // LoadOptions::output_weights
   std::string served_model_name; // empty: the model folder's name (or the repo id given)
 };
 

@@ -18,7 +18,13 @@ struct LoadOptions {
   // Matmul weights: "auto" keeps the checkpoint's dtype (bf16 stays bf16, f32/f16 run as f32);
   // "f32", "bf16", "int8" (q8_0-like), "q4" (q4_0-like) convert or quantize at load.
   std::string weights = "auto";
+  // The output projection (lm_head, or the embedding when tied): "auto" is int8 when weights is q4
+  // (as llama-quantize's Q4 mixes keep it at 8 bits), else the same as weights; or a format name.
+  std::string output_weights = "auto";
 };
+
+// The format the output projection is packed in under these options (output_weights resolved).
+std::string output_weights_of(const LoadOptions& options);
 
 // One sequence's part of a batched forward step: `tokens` are appended at kv->length.
 struct BatchEntry {

@@ -16,6 +16,7 @@ struct ServerOptions {
   SchedulerOptions scheduler;
   int threads = 0;                 // model compute threads (0: all cores)
   std::string weights = "auto";    // matmul weights: auto (as stored), f32, bf16, int8, q4
+  std::string output_weights = "auto";  // LoadOptions::output_weights
   double request_timeout_s = 600;  // per request, from arrival; 0: none
   int http_threads = 4;            // event-loop threads serving every connection
   int max_connections = 0;         // connections admitted at once; beyond: 503 + Retry-After and the

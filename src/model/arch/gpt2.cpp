@@ -33,7 +33,7 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
 
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
                         const LoadOptions& options) {
-  WeightLoader w(source, options.weights);
+  WeightLoader w(source, options.weights, output_weights_of(options));
   const std::string p = w.has("transformer.wte.weight") ? "transformer." : "";
   const int H = c.hidden_size, I = c.intermediate_size;
   TransformerWeights t;
@@ -41,7 +41,7 @@ TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const T
   const std::string act = raw.value("activation_function", std::string("gelu_new"));
   t.mlp = act == "gelu" ? MlpKind::GeluErf : MlpKind::GeluTanh;
   t.positions = PositionKind::Learned;
-  w.embedding(p + "wte.weight", c.vocab_size, H, t);
+  w.embedding(p + "wte.weight", c.vocab_size, H, t, c.tie_word_embeddings);
   t.position_embedding = w.tensor(p + "wpe.weight", {c.max_position_embeddings, H});
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string h = p + "h." + std::to_string(l) + ".";
@@ -58,7 +58,7 @@ TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const T
   }
   t.final_norm_weight = w.tensor(p + "ln_f.weight", {H});
   t.final_norm_bias = w.tensor(p + "ln_f.bias", {H});
-  t.lm_head = c.tie_word_embeddings ? tied_head(t, c.vocab_size, H) : w.linear("lm_head.weight", c.vocab_size, H);
+  t.lm_head = c.tie_word_embeddings ? tied_head(t, c.vocab_size, H) : w.output("lm_head.weight", c.vocab_size, H);
   return t;
 }
 

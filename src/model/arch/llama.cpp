@@ -35,14 +35,14 @@ ModelConfig parse_llama_style_config(const nlohmann::json& j, const std::string&
 
 TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
                                     const LlamaStyle& style, const LoadOptions& options) {
-  WeightLoader w(source, options.weights);
+  WeightLoader w(source, options.weights, output_weights_of(options));
   const int H = c.hidden_size, I = c.intermediate_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   TransformerWeights t;
   t.norm = NormKind::RMSNorm;
   t.mlp = MlpKind::SwiGLU;
   t.positions = PositionKind::Rope;
   t.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, raw.value("rope_scaling", nlohmann::json()), "config.json");
-  w.embedding("model.embed_tokens.weight", c.vocab_size, H, t);
+  w.embedding("model.embed_tokens.weight", c.vocab_size, H, t, c.tie_word_embeddings);
   auto bias = [](bool on, const std::string& name) { return on ? name : std::string(); };
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
@@ -63,7 +63,7 @@ TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& 
     t.layers.push_back(std::move(L));
   }
   t.final_norm_weight = w.tensor("model.norm.weight", {H});
-  t.lm_head = c.tie_word_embeddings ? tied_head(t, c.vocab_size, H) : w.linear("lm_head.weight", c.vocab_size, H);
+  t.lm_head = c.tie_word_embeddings ? tied_head(t, c.vocab_size, H) : w.output("lm_head.weight", c.vocab_size, H);
   return t;
 }
 
