@@ -312,6 +312,11 @@ void add_bench_serve(CLI::App& bench) {
     const std::optional<nlohmann::json> load_before = load_average();
     const nlohmann::json target = target_environment(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
     // Every replica must answer its /metrics before any load is sent: a typo must not cost a run.
+    for (std::size_t i = 0; i < a->replicas.size(); ++i)
+      for (std::size_t k = 0; k < i; ++k)
+        if (replica_metrics_url(a->replicas[i]) == replica_metrics_url(a->replicas[k]))
+          fail("--replica-metrics: {} and {} are the same replica (it would be counted twice)", a->replicas[k],
+               a->replicas[i]);
     auto scrape_all = [&] {
       std::vector<ReplicaScrape> out;
       for (const auto& replica : a->replicas) out.push_back(scrape_replica(replica, options.api_key, 10));
