@@ -25,6 +25,7 @@
 #include "inferlab/bench/metrics.h"
 #include "inferlab/bench/openai_client.h"
 #include "inferlab/bench/repeat.h"
+#include "inferlab/bench/replica_metrics.h"
 #include "inferlab/util/error.h"
 #include "inferlab/model/model.h"
 #include "inferlab/tokenizer/tokenizer.h"
@@ -242,6 +243,7 @@ void add_bench_serve(CLI::App& bench) {
     int input_len = 128, output_len = 64;
     int warmup = 0, repeat = 1;
     bool no_progress = false;
+    std::vector<std::string> replicas;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--base-url", a->serve.base_url, "server URL, e.g. http://127.0.0.1:30000 (/v1 added when missing)")
@@ -285,6 +287,11 @@ void add_bench_serve(CLI::App& bench) {
                   "independent runs of the same load, one after the other; the summary adds each metric's median "
                   "over runs, its bootstrap 95 % CI and CV")
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--replica-metrics", a->replicas,
+                  "URL,URL,...: the replicas behind --base-url's load balancer (as scripts/replicas prints them); "
+                  "their /metrics are read before and after the run for a per-replica table of completed requests, "
+                  "share and generated tokens, checked against the client's counts")
+      ->delimiter(',');
   cmd->callback([=] {
     if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
     if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
@@ -304,8 +311,23 @@ void add_bench_serve(CLI::App& bench) {
                                options.tokenizer.get());
     const std::optional<nlohmann::json> load_before = load_average();
     const nlohmann::json target = target_environment(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
+    // Every replica must answer its /metrics before any load is sent: a typo must not cost a run.
+    for (std::size_t i = 0; i < a->replicas.size(); ++i)
+      for (std::size_t k = 0; k < i; ++k)
+        if (replica_metrics_url(a->replicas[i]) == replica_metrics_url(a->replicas[k]))
+          fail("--replica-metrics: {} and {} are the same replica (it would be counted twice)", a->replicas[k],
+               a->replicas[i]);
+    auto scrape_all = [&] {
+      std::vector<ReplicaScrape> out;
+      for (const auto& replica : a->replicas) out.push_back(scrape_replica(replica, options.api_key, 10));
+      return out;
+    };
+    for (const auto& s : scrape_all())
+      if (!s.counters) fail("--replica-metrics {}: {}", s.replica, s.error);
     const WarmupResult warmup = run_warmup(options, prompts, a->warmup);
+    const std::vector<ReplicaScrape> replicas_before = scrape_all();  // after the warm-up: it is not measured
     ServeRun run = warmup.interrupted_by.empty() ? run_repeated(options, prompts, a->repeat) : ServeRun{};
+    const std::vector<ReplicaScrape> replicas_after = scrape_all();
     if (run.interrupted_by.empty()) run.interrupted_by = warmup.interrupted_by;
     if (run.records.empty() && !warmup.interrupted_by.empty())
       exit_with(fmt::format("interrupted by {} during the warm-up; nothing measured", warmup.interrupted_by));
@@ -315,6 +337,10 @@ void add_bench_serve(CLI::App& bench) {
     const RepeatOptions repeat_options{.seed = options.seed};
     const std::vector<RepeatedMetric> repeated =
         per_run.size() > 1 ? repeat_metrics(per_run, repeat_options) : std::vector<RepeatedMetric>{};
+    const std::optional<ReplicaReport> replicas =
+        a->replicas.empty() ? std::nullopt
+                            : std::optional(replica_report(replicas_before, replicas_after,
+                                                           static_cast<int64_t>(summary.successful), summary.output_tokens));
     if (!a->summary.empty()) {
       nlohmann::json j = summary_json(summary);
       // Cut short by SIGINT/SIGTERM: the figures cover only the requests sent before it.
@@ -342,6 +368,7 @@ void add_bench_serve(CLI::App& bench) {
                   {"output_tokens_source", run.output_tokens_source}};
       if (a->warmup > 0) j["warmup"] = {{"requests", a->warmup}, {"successful", warmup.successful}, {"excluded", true}};
       if (!repeated.empty()) j["repeat"] = repeat_json(repeated, per_run.size(), repeat_options);
+      if (replicas) j["replicas"] = replica_report_json(*replicas);
       j["environment"] = run_environment(load_before, target, summary, warmup);
       write_text(a->summary, j.dump(2) + "\n");
     }
@@ -364,6 +391,7 @@ void add_bench_serve(CLI::App& bench) {
       std::printf("All %zu runs pooled above; run column in the CSV\n", per_run.size());
       std::fputs(format_repeat(repeated, per_run.size(), repeat_options).c_str(), stdout);
     }
+    if (replicas) std::fputs(format_replica_report(*replicas).c_str(), stdout);
     std::printf("Max in flight: %d; wall time %.3f s\n", run.max_in_flight, run.duration_s);
     if (!run.interrupted_by.empty())
       std::printf("PARTIAL: interrupted by %s; the figures cover the %zu requests sent before it\n",
