@@ -17,6 +17,7 @@
 #include "bench/interrupt.h"
 #include "bench/timing.h"
 #include "inferlab/bench/openai_client.h"
+#include "inferlab/bench/schema_check.h"
 #include "inferlab/bench/sse.h"
 #include "inferlab/util/error.h"
 #include "inferlab/util/process_memory.h"
@@ -37,6 +38,43 @@ const std::vector<std::string>& soak_prompts() {
       "Summarise the plot of a detective novel in two sentences.",
   };
   return prompts;
+}
+
+const json& soak_tool() {
+  static const json tool = json::parse(R"({
+    "type": "function",
+    "function": {
+      "name": "get_weather",
+      "description": "The current weather of a city",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "city": {"type": "string", "minLength": 1, "maxLength": 40},
+          "unit": {"enum": ["celsius", "fahrenheit"]},
+          "days": {"type": "integer", "minimum": 0}
+        },
+        "required": ["city", "unit"],
+        "additionalProperties": false
+      },
+      "strict": true
+    }
+  })");
+  return tool;
+}
+
+const json& soak_response_schema() {
+  static const json schema = json::parse(R"({
+    "type": "object",
+    "properties": {
+      "title": {"type": "string", "maxLength": 40},
+      "year": {"type": "integer", "minimum": 0},
+      "genre": {"enum": ["novel", "poetry", "essay", "drama"]},
+      "tags": {"type": "array", "items": {"type": "string", "maxLength": 16}, "maxItems": 3}
+    },
+    "required": ["title", "year", "genre", "tags"],
+    "additionalProperties": false
+  })");
+  return schema;
 }
 
 namespace {
@@ -90,20 +128,34 @@ struct RssReader {
   }
 };
 
-json chat_body(const SoakOptions& options, const std::string& model, const std::string& prompt, bool stream) {
+// What a valid request asks for: a plain chat, a forced tool call, or a json_schema answer.
+enum class Shape { text, tool_call, json_schema };
+constexpr int kShapes = 3;
+
+json chat_body(const SoakOptions& options, const std::string& model, const std::string& prompt, bool stream,
+               Shape shape) {
   json body = {{"model", model},
                {"messages", json::array({{{"role", "user"}, {"content", prompt}}})},
-               {"max_tokens", options.max_tokens},
+               {"max_tokens", shape == Shape::text ? options.max_tokens : options.structured_max_tokens},
                {"temperature", 0},
                {"stream", stream}};
   if (stream) body["stream_options"] = {{"include_usage", true}};
+  if (shape == Shape::tool_call) {
+    body["tools"] = json::array({soak_tool()});
+    body["tool_choice"] = "required";
+    body["parallel_tool_calls"] = false;
+  } else if (shape == Shape::json_schema) {
+    body["response_format"] = {{"type", "json_schema"},
+                               {"json_schema", {{"name", "book"}, {"schema", soak_response_schema()}, {"strict", true}}}};
+  }
   return body;
 }
 
 // Deliberately invalid requests; each must be answered 4xx in OpenAI's error shape.
+constexpr int kMalformedVariants = 12;
 std::string malformed_body(int variant, const std::string& model, const std::string& prompt) {
   json user = json::array({{{"role", "user"}, {"content", prompt}}});
-  switch (variant % 10) {
+  switch (variant % kMalformedVariants) {
     case 0: return R"({"model": ")" + model + R"(", "messages": [{"role": "user", "content": "unterminated)";
     case 1: return json{{"model", model}, {"messages", "not an array"}}.dump();
     case 2: return json{{"model", model}, {"messages", user}, {"max_tokens", -5}}.dump();
@@ -113,14 +165,40 @@ std::string malformed_body(int variant, const std::string& model, const std::str
     case 6: return json{{"model", model}, {"messages", user}, {"max_tokens", 1000000000}}.dump();
     case 7: return json{{"model", model}, {"messages", json::array({{{"content", "no role"}}})}}.dump();
     case 8: return std::string("\xff\xfe\x00garbage", 10);
-    default: return json{{"model", model}, {"messages", user}, {"n", 0}}.dump();
+    case 9: return json{{"model", model}, {"messages", user}, {"n", 0}}.dump();
+    case 10: {  // a strict tool whose schema names a type that does not exist
+      json tool = soak_tool();
+      tool["function"]["parameters"]["properties"]["city"]["type"] = "strnig";
+      return json{{"model", model}, {"messages", user}, {"tools", json::array({tool})}, {"tool_choice", "required"}}.dump();
+    }
+    default:  // response_format json_schema without a schema
+      return json{{"model", model}, {"messages", user},
+                  {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "book"}}}}}}.dump();
   }
 }
+
+// A tool call as answered: its function's name and its arguments string.
+struct ToolCall {
+  std::string name, arguments;
+  bool operator==(const ToolCall&) const = default;
+};
 
 struct Baseline {
   std::string text;
   std::string finish_reason;
+  std::vector<ToolCall> calls;
 };
+
+// message.tool_calls of a non-streamed answer.
+std::vector<ToolCall> tool_calls_of(const json& message) {
+  std::vector<ToolCall> calls;
+  if (!message.is_object() || !message.contains("tool_calls") || !message["tool_calls"].is_array()) return calls;
+  for (const json& call : message["tool_calls"]) {
+    const json& f = call.contains("function") && call["function"].is_object() ? call["function"] : json::object();
+    calls.push_back({f.value("name", ""), f.contains("arguments") && f["arguments"].is_string() ? f["arguments"].get<std::string>() : ""});
+  }
+  return calls;
+}
 
 enum class Kind { stream, plain, malformed };
 
@@ -128,9 +206,10 @@ enum class Kind { stream, plain, malformed };
 struct SoakTransfer {
   int64_t number = 0;
   Kind kind = Kind::plain;
+  Shape shape = Shape::text;
   std::size_t prompt = 0;
   int malformed_variant = 0;
-  int cancel_after_chunks = -1;  // streams: hang up once this many content chunks arrived
+  int cancel_after_chunks = -1;  // streams: hang up once this many content or tool-call chunks arrived
   std::optional<Clock::time_point> cancel_at;  // non-streams: hang up at this time
   bool cancelled = false;
   StreamPool::TransferId id = 0;
@@ -142,7 +221,8 @@ struct SoakTransfer {
   std::set<std::string> chunk_ids;
   std::set<std::string> chunk_models;
   std::string text;
-  int content_chunks = 0;
+  std::map<int, ToolCall> streamed_calls;  // tool_calls deltas reassembled by index
+  int answer_chunks = 0;
   std::optional<std::string> finish_reason, stream_error;
   bool done = false;
   std::string parse_problem;
@@ -171,10 +251,22 @@ struct SoakTransfer {
     if (j.is_object()) {
       if (j.contains("id") && j["id"].is_string()) chunk_ids.insert(j["id"].get<std::string>());
       if (j.contains("model") && j["model"].is_string()) chunk_models.insert(j["model"].get<std::string>());
+      const json* delta = j.contains("choices") && j["choices"].is_array() && !j["choices"].empty() &&
+                                  j["choices"][0].is_object() && j["choices"][0].contains("delta")
+                              ? &j["choices"][0]["delta"] : nullptr;
+      if (delta && delta->is_object() && delta->contains("tool_calls") && (*delta)["tool_calls"].is_array())
+        for (const json& call : (*delta)["tool_calls"]) {
+          ToolCall& c = streamed_calls[call.value("index", 0)];
+          if (!call.contains("function") || !call["function"].is_object()) continue;
+          const json& f = call["function"];
+          if (f.contains("name") && f["name"].is_string()) c.name += f["name"].get<std::string>();
+          if (f.contains("arguments") && f["arguments"].is_string()) c.arguments += f["arguments"].get<std::string>();
+          ++answer_chunks;
+        }
     }
     if (!chunk.content.empty()) {
       text += chunk.content;
-      ++content_chunks;
+      ++answer_chunks;
     }
     if (chunk.finish_reason) finish_reason = chunk.finish_reason;
   }
@@ -190,7 +282,7 @@ struct SoakTransfer {
       parse_problem = e.what();
       return false;
     }
-    if (cancel_after_chunks >= 0 && content_chunks >= cancel_after_chunks && !done) {
+    if (cancel_after_chunks >= 0 && answer_chunks >= cancel_after_chunks && !done) {
       cancelled = true;
       return false;  // the client hangs up mid-stream
     }
@@ -206,7 +298,7 @@ struct SoakTransfer {
 
 bool SoakReport::ok(double rss_tolerance) const {
   if (!interrupted_by.empty()) return false;  // a partial run proves nothing about going idle or memory
-  if (lost || mixed_up || http_5xx || unexpected_status || !server_idle) return false;
+  if (lost || mixed_up || http_5xx || unexpected_status || schema_broken || !server_idle) return false;
   if (rss_idle_bytes && rss_end_bytes && *rss_end_bytes > *rss_idle_bytes * (1 + rss_tolerance)) return false;
   return completed > 0;
 }
@@ -217,7 +309,10 @@ std::string SoakReport::text(double rss_tolerance) const {
   out += fmt::format("soak of '{}': {:.1f} s including the warm-up, {} prompts (greedy baselines taken first)\n", model,
                      duration_s, prompts);
   line("requests started", std::to_string(started));
-  line("completed (whole, matched)", fmt::format("{} ({} streamed, {} not)", completed, completed_stream, completed - completed_stream));
+  line("completed (whole, matched)", fmt::format("{} ({} streamed, {} not; {} tool calls, {} json_schema)", completed,
+                                                  completed_stream, completed - completed_stream, completed_tool_calls,
+                                                  completed_json_schema));
+  if (structured_cut) line("JSON cut by max_tokens", fmt::format("{} (unfinished, so not schema-checked)", structured_cut));
   line("cancelled by the client", std::to_string(cancelled));
   if (!interrupted_by.empty()) line("cut off by the interrupt", std::to_string(interrupted_in_flight));
   line("malformed -> 4xx", std::to_string(malformed_4xx));
@@ -226,6 +321,7 @@ std::string SoakReport::text(double rss_tolerance) const {
   line("mixed-up", std::to_string(mixed_up));
   line("5xx (not overload)", std::to_string(http_5xx));
   line("unexpected status", std::to_string(unexpected_status));
+  line("schema broken", std::to_string(schema_broken));
   auto mib = [](std::optional<int64_t> b) { return b ? fmt::format("{:.1f} MiB", *b / 1048576.0) : std::string("-"); };
   if (rss_idle_bytes && rss_end_bytes) {
     auto change = [&](std::optional<int64_t> from) {
@@ -255,10 +351,13 @@ SoakReport run_soak(const SoakOptions& o) {
   if (!(o.duration_s > 0)) fail("--duration must be positive, got {}", o.duration_s);
   if (o.concurrency < 1) fail("--concurrency must be at least 1, got {}", o.concurrency);
   for (auto [name, p] : {std::pair{"--cancel-rate", o.cancel_rate}, {"--malformed-rate", o.malformed_rate},
-                         {"--stream-fraction", o.stream_fraction}})
+                         {"--stream-fraction", o.stream_fraction}, {"--tool-call-rate", o.tool_call_rate},
+                         {"--json-schema-rate", o.json_schema_rate}})
     if (!(p >= 0 && p <= 1)) fail("{} must be between 0 and 1, got {}", name, p);
   if (o.cancel_rate + o.malformed_rate > 1) fail("--cancel-rate + --malformed-rate must not exceed 1");
+  if (o.tool_call_rate + o.json_schema_rate > 1) fail("--tool-call-rate + --json-schema-rate must not exceed 1");
   if (o.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", o.max_tokens);
+  if (o.structured_max_tokens < 1) fail("--structured-max-tokens must be at least 1, got {}", o.structured_max_tokens);
 
   SoakReport report;
   // Ctrl-C or SIGTERM: stop sending, cut off what is in flight, and print what was counted.
@@ -274,22 +373,31 @@ SoakReport run_soak(const SoakOptions& o) {
     if (++report.problems[message] == 1 && report.examples.size() < 8) report.examples.push_back(example);
   };
 
-  // Sequential greedy baseline: what each prompt must give, whatever else is running.
-  std::vector<Baseline> baselines;
-  for (const auto& prompt : prompts) {
-    if (interrupt.signal()) {
-      report.interrupted_by = interrupt.name();
-      return report;
+  // Sequential greedy baseline: what each prompt must give in each shape, whatever else is running.
+  // Only the shapes the mix sends are asked for (a server without tools is soaked with --tool-call-rate 0).
+  std::vector<Baseline> baselines(prompts.size() * kShapes);
+  auto baseline = [&](Shape shape, std::size_t prompt) -> Baseline& { return baselines[prompt * kShapes + static_cast<int>(shape)]; };
+  for (Shape shape : {Shape::text, Shape::tool_call, Shape::json_schema}) {
+    if ((shape == Shape::tool_call && o.tool_call_rate == 0) || (shape == Shape::json_schema && o.json_schema_rate == 0)) continue;
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      if (interrupt.signal()) {
+        report.interrupted_by = interrupt.name();
+        return report;
+      }
+      std::string body = chat_body(o, report.model, prompts[i], false, shape).dump();
+      HttpResponse answer = http(url, &body, o.api_key, o.request_timeout_s);
+      if (answer.outcome.status != 200)
+        fail("baseline {}request failed with HTTP {}: {}",
+             shape == Shape::tool_call ? "tool-call " : shape == Shape::json_schema ? "json_schema " : "",
+             answer.outcome.status, error_message_from_body(answer.body));
+      auto j = json::parse(answer.body, nullptr, false);
+      if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
+        fail("baseline answer is not a chat completion: {}", answer.body.substr(0, 300));
+      const json& choice = j["choices"][0];
+      const json& message = choice["message"];
+      baseline(shape, i) = {message.contains("content") && message["content"].is_string() ? message["content"].get<std::string>() : "",
+                            choice.value("finish_reason", ""), tool_calls_of(message)};
     }
-    std::string body = chat_body(o, report.model, prompt, false).dump();
-    HttpResponse answer = http(url, &body, o.api_key, o.request_timeout_s);
-    if (answer.outcome.status != 200)
-      fail("baseline request failed with HTTP {}: {}", answer.outcome.status, error_message_from_body(answer.body));
-    auto j = json::parse(answer.body, nullptr, false);
-    if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
-      fail("baseline answer is not a chat completion: {}", answer.body.substr(0, 300));
-    const json& choice = j["choices"][0];
-    baselines.push_back({choice["message"].value("content", ""), choice.value("finish_reason", "")});
   }
   report.rss_cold_bytes = rss.read();
   report.rss_peak_bytes = report.rss_cold_bytes;
@@ -302,8 +410,11 @@ SoakReport run_soak(const SoakOptions& o) {
   int64_t number = 0;
 
   auto describe = [&](const SoakTransfer& t) {
-    return fmt::format("request {} ({}, prompt {})", t.number,
-                       t.kind == Kind::stream ? "stream" : t.kind == Kind::plain ? "non-stream" : "malformed", t.prompt);
+    return fmt::format("request {} ({}{}, prompt {})", t.number,
+                       t.kind == Kind::stream ? "stream" : t.kind == Kind::plain ? "non-stream" : "malformed",
+                       t.kind == Kind::malformed ? "" : t.shape == Shape::tool_call ? ", tool call"
+                                                      : t.shape == Shape::json_schema ? ", json_schema" : "",
+                       t.prompt);
   };
 
   // Classifies one finished transfer into exactly one count.
@@ -338,8 +449,9 @@ SoakReport run_soak(const SoakOptions& o) {
       ++report.unexpected_status;
       return problem(fmt::format("valid request answered HTTP {}", status), describe(t) + ": " + error_message_from_body(t.response));
     }
-    const Baseline& expected = baselines[t.prompt];
+    const Baseline& expected = baseline(t.shape, t.prompt);
     std::string id, model, text, finish;
+    std::vector<ToolCall> calls;
     if (t.kind == Kind::stream) {
       if (t.stream_error) {
         ++report.lost;
@@ -361,6 +473,7 @@ SoakReport run_soak(const SoakOptions& o) {
       model = t.chunk_models.size() == 1 ? *t.chunk_models.begin() : "";
       text = t.text;
       finish = *t.finish_reason;
+      for (const auto& [index, call] : t.streamed_calls) calls.push_back(call);
     } else {
       auto j = json::parse(t.response, nullptr, false);
       if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].size() != 1 ||
@@ -374,6 +487,7 @@ SoakReport run_soak(const SoakOptions& o) {
       text = c["message"].is_object() && c["message"].contains("content") && c["message"]["content"].is_string()
                  ? c["message"]["content"].get<std::string>() : "";
       finish = c.contains("finish_reason") && c["finish_reason"].is_string() ? c["finish_reason"].get<std::string>() : "";
+      calls = tool_calls_of(c["message"]);
       if (finish.empty()) {
         ++report.lost;
         return problem("non-stream answer without finish_reason", describe(t));
@@ -387,15 +501,45 @@ SoakReport run_soak(const SoakOptions& o) {
       ++report.mixed_up;
       return problem("answer names another model", describe(t) + ": model " + model);
     }
-    if (text != expected.text || finish != expected.finish_reason) {
+    // A structured answer that finished must be JSON that its schema allows; one cut by max_tokens
+    // is unfinished JSON by construction (its baseline was cut the same way).
+    if (t.shape != Shape::text && finish != "length") {
+      std::vector<std::string> broken;
+      if (t.shape == Shape::tool_call) {
+        if (calls.empty()) broken.push_back("tool_choice required answered without a tool call");
+        for (const ToolCall& call : calls) {
+          if (call.name != soak_tool()["function"]["name"]) broken.push_back("call of an unknown function '" + call.name + "'");
+          auto args = json::parse(call.arguments, nullptr, false);
+          if (args.is_discarded()) broken.push_back("arguments are not JSON: " + call.arguments.substr(0, 80));
+          else for (auto& v : schema_violations(soak_tool()["function"]["parameters"], args)) broken.push_back(v);
+        }
+      } else {
+        auto value = json::parse(text, nullptr, false);
+        if (value.is_discarded()) broken.push_back("content is not JSON: " + text.substr(0, 80));
+        else broken = schema_violations(soak_response_schema(), value);
+      }
+      if (!broken.empty()) {
+        ++report.schema_broken;
+        return problem(t.shape == Shape::tool_call ? "tool call breaks the tool's schema" : "json_schema answer breaks its schema",
+                       describe(t) + ": " + broken.front());
+      }
+    }
+    if (text != expected.text || finish != expected.finish_reason || calls != expected.calls) {
       ++report.mixed_up;
-      return problem(t.kind == Kind::stream ? "streamed text differs from the greedy baseline"
-                                            : "non-stream text differs from the greedy baseline",
-                     fmt::format("{}: got {:?} ({}), baseline {:?} ({})", describe(t), text.substr(0, 80), finish,
-                                 expected.text.substr(0, 80), expected.finish_reason));
+      auto shown = [](const std::string& text, const std::vector<ToolCall>& calls) {
+        return calls.empty() ? fmt::format("{:?}", text.substr(0, 80))
+                             : fmt::format("call {}({})", calls[0].name, calls[0].arguments.substr(0, 80));
+      };
+      return problem(t.kind == Kind::stream ? "streamed answer differs from the greedy baseline"
+                                            : "non-stream answer differs from the greedy baseline",
+                     fmt::format("{}: got {} ({}), baseline {} ({})", describe(t), shown(text, calls), finish,
+                                 shown(expected.text, expected.calls), expected.finish_reason));
     }
     ++report.completed;
     if (t.kind == Kind::stream) ++report.completed_stream;
+    if (t.shape == Shape::tool_call) ++report.completed_tool_calls;
+    if (t.shape == Shape::json_schema) ++report.completed_json_schema;
+    if (t.shape != Shape::text && finish == "length") ++report.structured_cut;
   };
 
   auto start_one = [&] {
@@ -405,13 +549,17 @@ SoakReport run_soak(const SoakOptions& o) {
     t->prompt = static_cast<std::size_t>(rng() % prompts.size());
     double pick = unit(rng);
     bool stream = unit(rng) < o.stream_fraction;
+    double shape = unit(rng);
     if (pick < o.malformed_rate) {
       t->kind = Kind::malformed;
-      t->malformed_variant = static_cast<int>(rng() % 10);
+      t->malformed_variant = static_cast<int>(rng() % kMalformedVariants);
       body = malformed_body(t->malformed_variant, report.model, prompts[t->prompt]);
     } else {
       t->kind = stream ? Kind::stream : Kind::plain;
-      body = chat_body(o, report.model, prompts[t->prompt], stream).dump();
+      t->shape = shape < o.tool_call_rate                        ? Shape::tool_call
+                 : shape < o.tool_call_rate + o.json_schema_rate ? Shape::json_schema
+                                                                 : Shape::text;
+      body = chat_body(o, report.model, prompts[t->prompt], stream, t->shape).dump();
       if (pick < o.malformed_rate + o.cancel_rate) {
         if (stream) t->cancel_after_chunks = static_cast<int>(rng() % (o.max_tokens / 2 + 1));
         else t->cancel_at = Clock::now() + std::chrono::milliseconds(rng() % 300);

@@ -13,8 +13,9 @@ static Registrar reg([](CLI::App& app) {
   CLI::App& bench = command_group(app, "bench", "Benchmarks: serve (load generator), latency (course chapter 3), ...");
   auto o = std::make_shared<inferlab::bench::SoakOptions>();
   CLI::App* cmd = bench.add_subcommand(
-      "soak", "Reliability soak of a server: mixed streaming/non-streaming greedy requests, cancellations and malformed "
-              "requests; checks every answer against a sequential baseline and that the server returns to idle");
+      "soak", "Reliability soak of a server: mixed streaming/non-streaming greedy requests (chats, forced tool calls, "
+              "json_schema outputs), cancellations and malformed requests; checks every answer against a sequential "
+              "baseline, structured answers against their schema, and that the server returns to idle");
   cmd->add_option("--base-url", o->base_url, "Server URL, e.g. http://127.0.0.1:30000 (with or without /v1)")->required();
   cmd->add_option("--duration", o->duration_s, "Seconds of load")->capture_default_str();
   cmd->add_option("--concurrency", o->concurrency, "Requests in flight")->capture_default_str()->check(CLI::Range(1, 100000));
@@ -22,7 +23,15 @@ static Registrar reg([](CLI::App& app) {
   cmd->add_option("--malformed-rate", o->malformed_rate, "Fraction of deliberately invalid requests (expect 4xx)")
       ->capture_default_str();
   cmd->add_option("--stream-fraction", o->stream_fraction, "Fraction of valid requests that stream")->capture_default_str();
-  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens of every request")->capture_default_str();
+  cmd->add_option("--tool-call-rate", o->tool_call_rate,
+                  "Fraction of valid requests with a strict tool and tool_choice \"required\" (0 for a server without tools)")
+      ->capture_default_str();
+  cmd->add_option("--json-schema-rate", o->json_schema_rate,
+                  "Fraction of valid requests with response_format json_schema (strict); 0 for a server without it")
+      ->capture_default_str();
+  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens of plain chat requests")->capture_default_str();
+  cmd->add_option("--structured-max-tokens", o->structured_max_tokens, "max_tokens of tool-call and json_schema requests")
+      ->capture_default_str();
   cmd->add_option("--model", o->model, "Model name to send (default: the first of /v1/models)");
   cmd->add_option("--api-key", o->api_key, "Bearer key")->envname("INFERLAB_API_KEY");
   cmd->add_option("--seed", o->seed, "Seed of the request mix")->capture_default_str();

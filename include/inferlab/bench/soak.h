@@ -1,13 +1,17 @@
 // `inferlab bench soak`: a reliability run against an OpenAI-compatible server. It first takes a
 // sequential greedy baseline of each prompt, then keeps `concurrency` requests in flight for
-// `duration` seconds — streaming and non-streaming mixed, some cancelled mid-way (the transfer is
-// aborted), some deliberately malformed — and checks at the end that every completed answer is
-// whole and is its own request's answer (unique ids, the baseline's text, the same text streamed
-// or not), that the server went back to idle (no running, queued or streaming requests, no KV
-// blocks held) and that its resident memory came back to the idle level.
+// `duration` seconds — streaming and non-streaming mixed, plain chats, forced tool calls and
+// json_schema structured outputs (constrained decoding) mixed, some cancelled mid-way (the transfer
+// is aborted), some deliberately malformed — and checks at the end that every completed answer is
+// whole and is its own request's answer (unique ids, the baseline's text or call, the same
+// streamed or not), that every structured answer conforms to its schema (checked by
+// bench/schema_check.h, not by the server's compiler), that the server went back to idle (no
+// running, queued or streaming requests, no KV blocks held) and that its resident memory came
+// back to the idle level.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,7 +27,10 @@ struct SoakOptions {
   double cancel_rate = 0.1;     // fraction of requests aborted by the client mid-way
   double malformed_rate = 0.05; // fraction of requests that are deliberately invalid (expect 4xx)
   double stream_fraction = 0.5;
+  double tool_call_rate = 0.1;    // fraction of valid requests with tools and tool_choice "required"
+  double json_schema_rate = 0.1;  // fraction of valid requests with response_format json_schema (strict)
   int max_tokens = 24;
+  int structured_max_tokens = 128;  // max_tokens of tool-call and json_schema requests (room for the whole JSON)
   uint64_t seed = 0;
   double request_timeout_s = 120;
   int server_pid = 0;           // read VmRSS from /proc/PID/status (else /metrics process_resident_memory_bytes)
@@ -40,6 +47,9 @@ struct SoakReport {
   int64_t started = 0;
   int64_t completed = 0;          // whole answers that matched their baseline
   int64_t completed_stream = 0;
+  int64_t completed_tool_calls = 0;   // of completed: forced tool calls
+  int64_t completed_json_schema = 0;  // of completed: json_schema answers
+  int64_t structured_cut = 0;     // of those: finished by max_tokens, so the JSON is unfinished (not checked)
   int64_t cancelled = 0;          // aborted by us on purpose
   int64_t interrupted_in_flight = 0;  // cut off when the run was interrupted
   std::string interrupted_by;     // "SIGINT" / "SIGTERM": a partial run (never a PASS)
@@ -49,6 +59,7 @@ struct SoakReport {
   int64_t mixed_up = 0;           // someone else's text, a reused id, a wrong model name
   int64_t http_5xx = 0;           // 5xx other than overload 503
   int64_t unexpected_status = 0;  // a malformed request that was accepted, or a valid one refused with 4xx
+  int64_t schema_broken = 0;      // a finished tool call or json_schema answer that is not JSON or breaks its schema
   std::map<std::string, int64_t> problems;  // first examples of each failure, by message
   std::vector<std::string> examples;        // a few full descriptions
   std::optional<int64_t> rss_cold_bytes;  // after the sequential baseline only
@@ -63,7 +74,9 @@ struct SoakReport {
 
 SoakReport run_soak(const SoakOptions& options);
 
-// The fixed prompt set (exposed for tests).
+// The fixed prompt set, tool and response schema (exposed for tests).
 const std::vector<std::string>& soak_prompts();
+const nlohmann::json& soak_tool();             // {"type": "function", "function": {..., "parameters", "strict": true}}
+const nlohmann::json& soak_response_schema();  // the json_schema of structured requests
 
 }  // namespace inferlab::bench
