@@ -37,17 +37,20 @@ Sampler::Sampler(SamplingParams params) : params_(std::move(params)) {
   rng_.seed(seed);
 }
 
-SampledToken Sampler::sample(std::span<const float> logits) {
+std::span<const float> Sampler::limited(std::span<const float> logits) const {
   if (logits.empty()) fail("sampler: empty logits row");
   if (params_.vocab_limit > 0 && static_cast<std::size_t>(params_.vocab_limit) < logits.size())
-    logits = logits.first(static_cast<std::size_t>(params_.vocab_limit));
-  const std::size_t vocab = logits.size();
+    return logits.first(static_cast<std::size_t>(params_.vocab_limit));
+  return logits;
+}
 
-  const bool adjusted = !output_counts_.empty() && (params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f);
-  if (params_.temperature < kGreedyBelow && !adjusted && params_.logit_bias.empty()) {
-    // Plain greedy: no copy of the row.
-    return finish(logits, static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
-  }
+bool Sampler::plain_greedy() const {
+  const bool penalised = !output_counts_.empty() && (params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f);
+  return params_.temperature < kGreedyBelow && !penalised && params_.logit_bias.empty();
+}
+
+void Sampler::adjust(std::span<const float> logits) {
+  const std::size_t vocab = logits.size();
   // Penalties and bias change a copy; logprobs are reported from the model's own distribution.
   scratch_.assign(logits.begin(), logits.end());
   for (const auto& [token, count] : output_counts_) {
@@ -56,101 +59,121 @@ SampledToken Sampler::sample(std::span<const float> logits) {
   }
   for (const auto& [token, bias] : params_.logit_bias)
     if (token >= 0 && static_cast<std::size_t>(token) < vocab) scratch_[token] += bias;
+}
 
-  int32_t chosen = 0;
-  if (params_.temperature < kGreedyBelow) {
-    chosen = static_cast<int32_t>(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
-  } else {
-    const float inv_t = 1.0f / params_.temperature;
-    float max = -std::numeric_limits<float>::infinity();
-    for (float& x : scratch_) {
-      x *= inv_t;
-      max = std::max(max, x);
-    }
-    // Unnormalised probabilities; the most likely token has 1.
-    for (float& x : scratch_) x = std::exp(x - max);
+int32_t Sampler::greedy_choice(std::span<const float> logits) {
+  if (plain_greedy())  // no copy of the row
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  adjust(logits);
+  return static_cast<int32_t>(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
+}
 
+double Sampler::weigh() {
+  const std::size_t vocab = scratch_.size();
+  const float inv_t = 1.0f / params_.temperature;
+  float max = -std::numeric_limits<float>::infinity();
+  for (float& x : scratch_) {
+    x *= inv_t;
+    max = std::max(max, x);
+  }
+  // Unnormalised probabilities; the most likely token has 1, so min-p's floor is min_p itself.
+  for (float& x : scratch_) x = std::exp(x - max);
+  const float min_p_floor = params_.min_p;
+
+  const bool top_k_on = params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < vocab;
+  const bool top_p_on = params_.top_p < 1.0f;
+  if (top_k_on || top_p_on) {
     auto by_probability = [&](int32_t a, int32_t b) {
       return scratch_[a] > scratch_[b] || (scratch_[a] == scratch_[b] && a < b);
     };
-    const bool top_k_on = params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < vocab;
-    const bool top_p_on = params_.top_p < 1.0f;
-    const float min_p_floor = params_.min_p;  // relative to the most likely token's 1
-
-    if (!top_k_on && !top_p_on) {
-      double total = 0.0;
-      for (float p : scratch_)
-        if (p >= min_p_floor) total += p;
-      double target = uniform01(rng_) * total, running = 0.0;
-      chosen = -1;
-      int32_t last_kept = 0;
-      for (std::size_t i = 0; i < vocab; ++i) {
-        if (scratch_[i] < min_p_floor) continue;
-        last_kept = static_cast<int32_t>(i);
-        running += scratch_[i];
-        if (running > target) {
-          chosen = static_cast<int32_t>(i);
-          break;
-        }
-      }
-      if (chosen < 0) chosen = last_kept;  // rounding at the very end of the scan
-    } else {
-      order_.resize(vocab);
-      std::iota(order_.begin(), order_.end(), 0);
-      std::size_t kept = vocab;
-      if (top_k_on) {
-        kept = static_cast<std::size_t>(params_.top_k);
-        std::nth_element(order_.begin(), order_.begin() + kept - 1, order_.end(), by_probability);
-        order_.resize(kept);
-      }
-      if (top_p_on) {
-        double total = 0.0;
-        for (int32_t id : order_) total += scratch_[id];
-        const double needed = params_.top_p * total;
-        auto keep_prefix = [&](std::size_t sorted) -> bool {
-          double running = 0.0;
-          for (std::size_t i = 0; i < sorted; ++i) {
-            running += scratch_[order_[i]];
-            if (running >= needed) {
-              kept = i + 1;
-              return true;
-            }
-          }
-          return false;
-        };
-        bool done = false;
-        if (order_.size() > kTopPFirstTry) {
-          std::partial_sort(order_.begin(), order_.begin() + kTopPFirstTry, order_.end(), by_probability);
-          done = keep_prefix(kTopPFirstTry);
-        }
-        if (!done) {
-          std::sort(order_.begin(), order_.end(), by_probability);
-          if (!keep_prefix(order_.size())) kept = order_.size();
-        }
-        order_.resize(kept);
-      }
-      double total = 0.0;
-      for (int32_t id : order_)
-        if (scratch_[id] >= min_p_floor) total += scratch_[id];
-      // Scan in id order so the result does not depend on how the candidates were ordered.
-      std::sort(order_.begin(), order_.end());
-      double target = uniform01(rng_) * total, running = 0.0;
-      chosen = -1;
-      int32_t last_kept = order_.front();
-      for (int32_t id : order_) {
-        if (scratch_[id] < min_p_floor) continue;
-        last_kept = id;
-        running += scratch_[id];
-        if (running > target) {
-          chosen = id;
-          break;
-        }
-      }
-      if (chosen < 0) chosen = last_kept;
+    order_.resize(vocab);
+    std::iota(order_.begin(), order_.end(), 0);
+    std::size_t kept = vocab;
+    if (top_k_on) {
+      kept = static_cast<std::size_t>(params_.top_k);
+      std::nth_element(order_.begin(), order_.begin() + kept - 1, order_.end(), by_probability);
+      order_.resize(kept);
     }
+    if (top_p_on) {
+      double total = 0.0;
+      for (int32_t id : order_) total += scratch_[id];
+      const double needed = params_.top_p * total;
+      auto keep_prefix = [&](std::size_t sorted) -> bool {
+        double running = 0.0;
+        for (std::size_t i = 0; i < sorted; ++i) {
+          running += scratch_[order_[i]];
+          if (running >= needed) {
+            kept = i + 1;
+            return true;
+          }
+        }
+        return false;
+      };
+      bool done = false;
+      if (order_.size() > kTopPFirstTry) {
+        std::partial_sort(order_.begin(), order_.begin() + kTopPFirstTry, order_.end(), by_probability);
+        done = keep_prefix(kTopPFirstTry);
+      }
+      if (!done) {
+        std::sort(order_.begin(), order_.end(), by_probability);
+        if (!keep_prefix(order_.size())) kept = order_.size();
+      }
+      order_.resize(kept);
+    }
+    // Everything outside the kept set weighs 0.
+    kept_.clear();
+    for (int32_t id : order_) kept_.push_back(scratch_[id]);
+    std::fill(scratch_.begin(), scratch_.end(), 0.0f);
+    for (std::size_t i = 0; i < order_.size(); ++i) scratch_[order_[i]] = kept_[i];
   }
+  double total = 0.0;
+  for (float& x : scratch_) {
+    if (x < min_p_floor) x = 0.0f;
+    total += x;
+  }
+  return total;
+}
 
-  return finish(logits, chosen);
+int32_t Sampler::draw(double total) {
+  const double target = uniform01(rng_) * total;
+  double running = 0.0;
+  int32_t last_kept = -1;
+  for (std::size_t i = 0; i < scratch_.size(); ++i) {
+    if (scratch_[i] <= 0.0f) continue;
+    last_kept = static_cast<int32_t>(i);
+    running += scratch_[i];
+    if (running > target) return last_kept;
+  }
+  if (last_kept < 0) fail("sampler: no token has a non-zero probability");
+  return last_kept;  // rounding at the very end of the scan
+}
+
+SampledToken Sampler::sample(std::span<const float> logits) {
+  logits = limited(logits);
+  if (params_.temperature < kGreedyBelow) return finish(logits, greedy_choice(logits));
+  adjust(logits);
+  return finish(logits, draw(weigh()));
+}
+
+SampledToken Sampler::verify(std::span<const float> logits, int32_t draft, bool& accepted) {
+  logits = limited(logits);
+  if (params_.temperature < kGreedyBelow) {
+    const int32_t chosen = greedy_choice(logits);
+    accepted = chosen == draft;
+    return finish(logits, chosen);
+  }
+  adjust(logits);
+  const double total = weigh();
+  const bool in_vocab = draft >= 0 && static_cast<std::size_t>(draft) < scratch_.size();
+  const double weight = in_vocab ? scratch_[draft] : 0.0;
+  if (weight > 0.0 && uniform01(rng_) * total < weight) {
+    accepted = true;
+    return finish(logits, draft);
+  }
+  // Refused: the rest of p, renormalised (the residual max(0, p - q) of a point-mass draft q).
+  accepted = false;
+  if (in_vocab) scratch_[draft] = 0.0f;
+  return finish(logits, draw(total - weight));
 }
 
 SampledToken Sampler::finish(std::span<const float> logits, int32_t chosen) {

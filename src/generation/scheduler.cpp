@@ -126,6 +126,7 @@ struct Scheduler::Sequence {
   int64_t arrival_unix_ms = 0;
   std::optional<Clock::time_point> scheduled, first_token;
   int preemptions = 0;
+  int drafted_tokens = 0, accepted_tokens = 0;  // speculative decoding
   std::vector<double> token_ms;
   std::optional<GrammarMatcher> matcher;  // with a grammar, once it applies
   TokenMask mask;
@@ -146,6 +147,7 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
   if (options_.max_batch < 1) fail("max batch must be at least 1, got {}", options_.max_batch);
   if (options_.step_token_budget < 1) fail("step token budget must be at least 1, got {}", options_.step_token_budget);
   if (options_.max_waiting < 1) fail("max waiting must be at least 1, got {}", options_.max_waiting);
+  validate(options_.speculative);
   stats_.kv_blocks_total = cache_.num_blocks();
   stats_.block_size = cache_.block_size();
   engine_ = std::thread([this] { engine_loop(); });
@@ -319,6 +321,8 @@ RequestTimings Scheduler::timings_of(Sequence& seq, Clock::time_point end) {
   t.cached_tokens = seq.stream->cached_prompt_tokens();
   t.generated_tokens = seq.generated;
   t.preemptions = seq.preemptions;
+  t.draft_tokens = seq.drafted_tokens;
+  t.accepted_draft_tokens = seq.accepted_tokens;
   t.token_ms = std::move(seq.token_ms);
   return t;
 }
@@ -469,10 +473,27 @@ bool Scheduler::step() {
   struct Planned {
     Sequence* seq;
     int count;
+    std::vector<int32_t> draft;  // speculative: proposed tokens fed after the last one
   };
   std::vector<Planned> plan;
-  for (Sequence* seq : decoding) plan.push_back({seq, 1});
   int budget = options_.step_token_budget;
+  for (Sequence* seq : decoding) {
+    Planned& p = plan.emplace_back(Planned{seq, 1, {}});
+    // A draft only where its positions fit the blocks free now (never evicting or preempting for
+    // it) and never past max_tokens or the context; constrained sequences are not drafted.
+    if (!options_.speculative.enabled() || seq->request.grammar || budget <= 0) continue;
+    const std::size_t context = model_.config().max_position_embeddings;
+    int room = std::min(seq->request.max_tokens - seq->generated - 1, budget);
+    if (context > 0) room = std::min(room, static_cast<int>(context) - static_cast<int>(seq->tokens.size()) - 1);
+    p.draft = ngram_draft(seq->tokens, options_.speculative, room);
+    if (p.draft.empty()) continue;
+    if (!seq->kv.reserve(cache_, 1 + static_cast<int>(p.draft.size()))) {
+      p.draft.clear();
+      continue;
+    }
+    p.count += static_cast<int>(p.draft.size());
+    budget -= static_cast<int>(p.draft.size());
+  }
   for (Sequence* seq : prefilling) {
     if (budget <= 0) break;
     int count = std::min(seq->uncomputed(), budget);
@@ -483,43 +504,37 @@ bool Scheduler::step() {
 
   std::vector<BatchEntry> batch;
   batch.reserve(plan.size());
+  std::vector<std::vector<int32_t>> drafted_inputs;  // [last token, draft...] of drafted sequences
+  drafted_inputs.reserve(plan.size());
+  std::size_t rows = 0;
   for (auto& p : plan) {
     BatchEntry entry;
-    entry.tokens = std::span<const int32_t>(p.seq->tokens.data() + p.seq->kv.length, p.count);
+    if (p.draft.empty()) {
+      entry.tokens = std::span<const int32_t>(p.seq->tokens.data() + p.seq->kv.length, p.count);
+    } else {
+      std::vector<int32_t>& input = drafted_inputs.emplace_back(1, p.seq->tokens.back());
+      input.insert(input.end(), p.draft.begin(), p.draft.end());
+      entry.tokens = input;
+      entry.all_logits = true;  // one row per draft position, to verify each
+    }
     entry.kv = &p.seq->kv;
     batch.push_back(entry);
+    rows += entry.all_logits ? entry.tokens.size() : 1;
   }
   std::vector<float> logits = model_.forward(batch, cache_);
   const std::size_t vocab = model_.config().vocab_size;
-  if (logits.size() != plan.size() * vocab)
-    fail("model returned {} logits for {} sequences of vocab {}", logits.size(), plan.size(), vocab);
+  if (logits.size() != rows * vocab)
+    fail("model returned {} logits for {} rows of vocab {}", logits.size(), rows, vocab);
 
   const auto now = Clock::now();
   uint64_t prefill_tokens = 0, new_tokens = 0;
   std::vector<double> itls, ttfts;
   std::vector<Sequence*> done_length, done_stop;
   std::vector<std::pair<Sequence*, std::string>> done_error;
-  for (std::size_t row = 0; row < plan.size(); ++row) {
-    Sequence& seq = *plan[row].seq;
-    if (seq.generated == 0 || plan[row].count > 1) prefill_tokens += plan[row].count;
-    register_full_blocks(seq);
-    if (seq.uncomputed() > 0) continue;  // mid-prompt chunk: its logits are not needed
-    float* row_logits = logits.data() + row * vocab;
-    if (seq.matcher) {
-      bool open = false;
-      try {
-        open = apply_grammar(*seq.matcher, seq.mask, row_logits, vocab, seq.request.stop_token_ids);
-      } catch (const std::exception& e) {
-        done_error.push_back({&seq, fmt::format("constrained decoding failed: {}", e.what())});
-        continue;
-      }
-      if (!open) {  // complete with no stop token to end on (ignore_eos), or no token fits at all
-        if (seq.matcher->can_finish()) done_stop.push_back(&seq);
-        else done_error.push_back({&seq, "constrained decoding: no token of the vocabulary can continue the grammar here"});
-        continue;
-      }
-    }
-    SampledToken sampled = seq.sampler.sample(std::span<const float>(row_logits, vocab));
+  uint64_t drafted = 0, accepted = 0;
+  // One generated token of seq: counted, timed, checked against the grammar and the stop rules,
+  // streamed. False when the sequence is done (its last event follows in finish()).
+  auto emit = [&](Sequence& seq, SampledToken sampled) -> bool {
     seq.tokens.push_back(sampled.token);
     ++seq.generated;
     ++new_tokens;
@@ -537,7 +552,7 @@ bool Scheduler::step() {
     if (seq.matcher && !is_stop) {
       if (!seq.matcher->accept_token(sampled.token)) {
         done_error.push_back({&seq, fmt::format("constrained decoding: the sampled token {} does not fit the grammar", sampled.token)});
-        continue;
+        return false;
       }
       grammar_done = seq.matcher->terminated();
     } else if (seq.request.grammar && !is_stop) {
@@ -548,7 +563,7 @@ bool Scheduler::step() {
         seq.matcher.emplace(seq.request.grammar);
         if (!seq.matcher->accept_bytes(std::string_view(seq.before_trigger).substr(at + trigger.size()))) {
           done_error.push_back({&seq, "constrained decoding: the text after the trigger does not fit the grammar"});
-          continue;
+          return false;
         }
         grammar_done = seq.matcher->terminated();
       } else if (seq.before_trigger.size() > trigger.size()) {
@@ -559,16 +574,61 @@ bool Scheduler::step() {
     event.token = std::move(sampled);
     seq.stream->push(std::move(event));
     const std::size_t context = model_.config().max_position_embeddings;
-    if (is_stop || grammar_done)
+    if (is_stop || grammar_done) {
       done_stop.push_back(&seq);
-    else if (seq.generated >= seq.request.max_tokens || (context > 0 && seq.tokens.size() >= context))
+      return false;
+    }
+    if (seq.generated >= seq.request.max_tokens || (context > 0 && seq.tokens.size() >= context)) {
       done_length.push_back(&seq);
+      return false;
+    }
+    return true;
+  };
+  std::size_t row = 0;
+  for (const Planned& p : plan) {
+    Sequence& seq = *p.seq;
+    float* row_logits = logits.data() + row * vocab;
+    row += p.draft.empty() ? 1 : p.draft.size() + 1;
+    if (!p.draft.empty()) {
+      // Keep the longest prefix of the draft the sampler accepts, then its own token; the cache
+      // drops the positions of the refused part (they are overwritten when the sequence grows).
+      DraftOutcome outcome = verify_draft(seq.sampler, row_logits, vocab, p.draft);
+      drafted += p.draft.size();
+      accepted += outcome.accepted;
+      seq.drafted_tokens += static_cast<int>(p.draft.size());
+      seq.accepted_tokens += outcome.accepted;
+      for (SampledToken& token : outcome.emitted)
+        if (!emit(seq, std::move(token))) break;
+      seq.kv.length = std::min(seq.kv.length, static_cast<int>(seq.tokens.size()) - 1);
+      register_full_blocks(seq);
+      continue;
+    }
+    if (seq.generated == 0 || p.count > 1) prefill_tokens += p.count;
+    register_full_blocks(seq);
+    if (seq.uncomputed() > 0) continue;  // mid-prompt chunk: its logits are not needed
+    if (seq.matcher) {
+      bool open = false;
+      try {
+        open = apply_grammar(*seq.matcher, seq.mask, row_logits, vocab, seq.request.stop_token_ids);
+      } catch (const std::exception& e) {
+        done_error.push_back({&seq, fmt::format("constrained decoding failed: {}", e.what())});
+        continue;
+      }
+      if (!open) {  // complete with no stop token to end on (ignore_eos), or no token fits at all
+        if (seq.matcher->can_finish()) done_stop.push_back(&seq);
+        else done_error.push_back({&seq, "constrained decoding: no token of the vocabulary can continue the grammar here"});
+        continue;
+      }
+    }
+    emit(seq, seq.sampler.sample(std::span<const float>(row_logits, vocab)));
   }
   {
     std::lock_guard lock(mutex_);
     ++stats_.steps;
     stats_.prefill_tokens += prefill_tokens;
     stats_.generation_tokens += new_tokens;
+    stats_.draft_tokens += drafted;
+    stats_.accepted_draft_tokens += accepted;
     if (!decoding.empty()) {
       ++stats_.decode_steps;
       if (decoding.size() > 1) ++stats_.batched_decode_steps;

@@ -51,6 +51,8 @@ json timings_json(const RequestTimings& t) {
           {"ttft_ms", round_ms(t.ttft_ms())},
           {"e2e_ms", round_ms(t.e2e_ms())},
           {"preemptions", t.preemptions},
+          {"draft_n", t.draft_tokens},
+          {"draft_n_accepted", t.accepted_draft_tokens},
           {"arrival_unix_ms", t.arrival_unix_ms},
           {"token_ms", std::move(token_ms)}};
 }

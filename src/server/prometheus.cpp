@@ -53,6 +53,8 @@ std::string prometheus_text(const MetricsSnapshot& snapshot) {
   scalar("inferlab_engine_steps_total", "counter", "engine steps (one batched forward each)", s.steps);
   scalar("inferlab_decode_steps_total", "counter", "steps that decoded at least one sequence", s.decode_steps);
   scalar("inferlab_batched_decode_steps_total", "counter", "steps that decoded more than one sequence together", s.batched_decode_steps);
+  scalar("inferlab_spec_decode_draft_tokens_total", "counter", "speculative decoding: tokens proposed by prompt lookup", s.draft_tokens);
+  scalar("inferlab_spec_decode_accepted_tokens_total", "counter", "speculative decoding: proposed tokens the model kept", s.accepted_draft_tokens);
   scalar("inferlab_preemptions_total", "counter", "sequences preempted (KV recomputed later) when blocks ran out", s.preemptions);
   scalar("inferlab_kv_cache_blocks_total", "gauge", "KV cache blocks in the pool", s.kv_blocks_total);
   scalar("inferlab_kv_cache_blocks_used", "gauge", "KV cache blocks held by queued or running sequences", s.kv_blocks_in_use);
@@ -67,6 +69,8 @@ std::string prometheus_text(const MetricsSnapshot& snapshot) {
     scalar("vllm:num_requests_running", "gauge", "requests running (inferlab_running_requests)", s.running);
     scalar("vllm:kv_cache_usage_perc", "gauge", "KV cache usage, 0-1 (inferlab_kv_cache_usage_ratio)",
            s.kv_blocks_total ? double(s.kv_blocks_in_use) / s.kv_blocks_total : 0.0);
+    scalar("vllm:spec_decode_num_draft_tokens_total", "counter", "drafted tokens (inferlab_spec_decode_draft_tokens_total)", s.draft_tokens);
+    scalar("vllm:spec_decode_num_accepted_tokens_total", "counter", "accepted drafted tokens (inferlab_spec_decode_accepted_tokens_total)", s.accepted_draft_tokens);
     metric("vllm:cache_config_info", "gauge", "KV cache configuration (inferlab_kv_cache_config_info)");
     out += fmt::format("vllm:cache_config_info{{block_size=\"{}\",num_gpu_blocks=\"{}\"}} 1\n", s.block_size, s.kv_blocks_total);
   }

@@ -1,6 +1,7 @@
 // Engine commands: generate (greedy, with/without KV cache), kv-size, make-model.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -66,6 +67,7 @@ struct GenerateArgs {
   bool no_cache = false, trace = false, verify_cache = false, ignore_eos = false, json_output = false;
   int threads = 0;
   std::string dump_logits;
+  SpeculativeOptions speculative;
 };
 
 void run_generate(const GenerateArgs& args) {
@@ -107,16 +109,22 @@ void run_generate(const GenerateArgs& args) {
   options.max_new_tokens = args.max_new_tokens;
   options.use_cache = !args.no_cache;
   options.ignore_eos = args.ignore_eos;
+  options.speculative = args.speculative;
   if (dump.is_open())
     options.on_step_logits = [&](std::span<const float> row) {
       dump.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
     };
+  const auto started = std::chrono::steady_clock::now();
   GenerateResult result = generate_greedy(*model, prompt, options);
+  const double generation_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   options.on_step_logits = nullptr;
 
+  // --verify-cache: the same tokens without the cache; under --speculative, without speculation.
   std::optional<GenerateResult> other;
+  const bool speculative = args.speculative.enabled();
   if (args.verify_cache) {
-    options.use_cache = !options.use_cache;
+    if (speculative) options.speculative.method = "off";
+    else options.use_cache = !options.use_cache;
     other = generate_greedy(*model, prompt, options);
   }
 
@@ -138,8 +146,17 @@ void run_generate(const GenerateArgs& args) {
                 {"tokens", result.tokens},
                 {"positions_fed", result.positions_fed},
                 {"finish_reason", result.finish_reason},
-                {"use_cache", !args.no_cache}};
-    if (other) out["identical_with_and_without_cache"] = other->tokens == result.tokens;
+                {"use_cache", !args.no_cache},
+                {"forward_passes", result.forward_passes},
+                {"generation_ms", generation_ms}};
+    if (speculative) {
+      out["speculative"] = {{"method", args.speculative.method},
+                            {"drafted_tokens", result.drafted_tokens},
+                            {"accepted_tokens", result.accepted_tokens}};
+      if (other) out["identical_with_and_without_speculative"] = other->tokens == result.tokens;
+    } else if (other) {
+      out["identical_with_and_without_cache"] = other->tokens == result.tokens;
+    }
     if (tokenizer) out["text"] = text;
     std::printf("%s\n", out.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
   } else {
@@ -147,6 +164,12 @@ void run_generate(const GenerateArgs& args) {
     std::printf("generated ids: %s\n", join(result.tokens).c_str());
     if (tokenizer) std::printf("text: %s\n", text.c_str());
     std::printf("finish_reason: %s\n", result.finish_reason.c_str());
+    std::printf("%zu tokens in %d forward passes, %.1f ms (%.1f tokens/s)\n", result.tokens.size(), result.forward_passes,
+                generation_ms, generation_ms > 0 ? 1000.0 * static_cast<double>(result.tokens.size()) / generation_ms : 0.0);
+    if (speculative)
+      std::printf("speculative (%s): %d drafted, %d accepted (%.0f %%)\n", args.speculative.method.c_str(),
+                  result.drafted_tokens, result.accepted_tokens,
+                  result.drafted_tokens ? 100.0 * result.accepted_tokens / result.drafted_tokens : 0.0);
     if (args.trace) {
       for (std::size_t i = 0; i < result.positions_fed.size(); ++i)
         std::printf("step %zu: %d position%s\n", i + 1, result.positions_fed[i], result.positions_fed[i] == 1 ? "" : "s");
@@ -154,7 +177,10 @@ void run_generate(const GenerateArgs& args) {
         std::printf("input lengths per step (%s): [%s]\n", args.no_cache ? "no cache" : "KV cache",
                     join_ints(result.positions_fed).c_str());
     }
-    if (other) {
+    if (other && speculative) {
+      std::printf("without speculative: %s\n", join(other->tokens).c_str());
+      std::printf("identical: %s\n", other->tokens == result.tokens ? "yes" : "no");
+    } else if (other) {
       const GenerateResult& cached = args.no_cache ? *other : result;
       const GenerateResult& uncached = args.no_cache ? result : *other;
       std::printf("with cache:    %s\n", join(cached.tokens).c_str());
@@ -168,7 +194,7 @@ void run_generate(const GenerateArgs& args) {
   }
   std::fflush(stdout);
   if (other && other->tokens != result.tokens) {
-    std::fprintf(stderr, "error: tokens with and without the KV cache differ\n");
+    std::fprintf(stderr, "error: tokens with and without %s differ\n", speculative ? "speculative decoding" : "the KV cache");
     throw CLI::RuntimeError(1);
   }
 }
@@ -242,7 +268,8 @@ Registrar reg([](CLI::App& app) {
   g->add_option("--max-new-tokens", gen->max_new_tokens, "Tokens to generate (stops earlier at an eos id)")->capture_default_str();
   g->add_flag("--no-cache", gen->no_cache, "Recompute the whole sequence every step (use_cache=False)");
   g->add_flag("--trace", gen->trace, "Print the number of input positions fed at each step");
-  g->add_flag("--verify-cache", gen->verify_cache, "Run with and without the cache; fail unless the tokens are identical");
+  g->add_flag("--verify-cache", gen->verify_cache,
+              "Run with and without the cache (under --speculative: with and without speculation); fail unless the tokens are identical");
   g->add_flag("--ignore-eos", gen->ignore_eos, "Do not stop at eos ids");
   g->add_flag("--json", gen->json_output, "Print the result as one JSON object");
   g->add_option("--threads,-t", gen->threads, "Threads (0: all cores)");
@@ -250,6 +277,7 @@ Registrar reg([](CLI::App& app) {
   g->add_option("--output-weights", gen->output_weights, "Output projection (lm_head, or the tied embedding): auto (int8 under --weights q4, like llama-quantize's Q4 mixes; else as --weights), f32, bf16, int8, q4")->capture_default_str();
   g->add_option("--dump-logits", gen->dump_logits,
                 "Write float32 logits: every prompt position, then each step's row ([rows][vocab], raw little-endian)");
+  add_speculative_options(*g, gen->speculative);
   g->callback([gen] { run_generate(*gen); });
 
   auto kv = std::make_shared<KvSizeArgs>();

@@ -105,6 +105,7 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--max-queue", args->server.scheduler.max_waiting, "Queued requests before answering 503")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("!--no-prefix-caching", args->server.scheduler.prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
+  inferlab::cli::add_speculative_options(*cmd, args->server.scheduler.speculative);
   cmd->add_option("--threads", args->server.threads, "Compute threads for the model (0: all cores)")->capture_default_str();
   cmd->add_option("--weights", args->server.weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")
       ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/generation/speculative_decoding.h"
 #include "inferlab/util/error.h"
 
 namespace inferlab::cli {
@@ -45,6 +46,17 @@ inline std::vector<long> parse_int_list(const std::string& text, long min, long 
     values.push_back(value);
   }
   return values;
+}
+
+// --speculative and its knobs, the same on serve, generate and bench engine.
+inline void add_speculative_options(CLI::App& cmd, SpeculativeOptions& o) {
+  cmd.add_option("--speculative", o.method,
+                 "Speculative decoding: off, or ngram (prompt lookup: drafts copied from earlier in the sequence, "
+                 "verified in one pass; greedy output unchanged)")
+      ->capture_default_str()->check(CLI::IsMember({"off", "ngram"}));
+  cmd.add_option("--draft-max", o.draft_max, "Speculative: tokens drafted per step")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd.add_option("--ngram-max", o.ngram_max, "Speculative: longest suffix looked up")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd.add_option("--ngram-min", o.ngram_min, "Speculative: shortest suffix looked up")->capture_default_str()->check(CLI::Range(1, 64));
 }
 
 }  // namespace inferlab::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/generation/speculative_decoding.h"
 #include "inferlab/model/model.h"
 
 namespace inferlab {
@@ -20,12 +21,18 @@ struct GenerateOptions {
   // Called with each step's logits row (vocab_size floats) before the token is chosen.
   std::function<void(std::span<const float> logits)> on_step_logits;
   std::function<void(int32_t token)> on_token;
+  // Prompt-lookup drafts verified in one pass each (with the cache only); the tokens are the
+  // same as without, the steps fewer when drafts are accepted.
+  SpeculativeOptions speculative;
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;       // generated ids only
   std::vector<int> positions_fed;    // input positions given to forward() at each step
   std::string finish_reason;         // "stop" (an eos id) or "length"
+  int forward_passes = 0;
+  int drafted_tokens = 0;            // speculative: tokens proposed
+  int accepted_tokens = 0;           // ... and kept
 };
 
 int32_t argmax(std::span<const float> logits);  // first maximum, as torch.argmax

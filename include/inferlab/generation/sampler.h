@@ -44,16 +44,32 @@ class Sampler {
 
   // Samples from `logits` (one row, vocab_size wide) and counts the token for the penalties.
   SampledToken sample(std::span<const float> logits);
+  // Speculative decoding's check of a proposed token (a draft's point mass): greedy keeps it when
+  // it is the argmax; sampling keeps it with probability p(draft) under the same temperature /
+  // top-k / top-p / min-p / penalties, and otherwise draws from p with the draft left out — so the
+  // emitted token is distributed exactly as sample() would draw it. `accepted` says which.
+  SampledToken verify(std::span<const float> logits, int32_t draft, bool& accepted);
 
   const SamplingParams& params() const { return params_; }
 
  private:
+  std::span<const float> limited(std::span<const float> logits) const;  // vocab_limit applied
+  bool plain_greedy() const;  // argmax of the raw row: greedy with no penalty or bias in play
+  int32_t greedy_choice(std::span<const float> logits);  // argmax after penalties and bias
+  void adjust(std::span<const float> logits);  // scratch_ = logits with penalties and bias
+  // scratch_ (adjusted logits) -> sampling weights: temperature, then 0 for every token top-k /
+  // top-p / min-p leave out. Returns their sum.
+  double weigh();
+  // Inverse-CDF draw over scratch_'s weights in id order (so the result does not depend on how
+  // candidates were sorted); `total` is their sum.
+  int32_t draw(double total);
   SampledToken finish(std::span<const float> logits, int32_t chosen);  // logprobs, counts
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int> output_counts_;  // token -> times generated (penalties)
   std::vector<float> scratch_;
   std::vector<int32_t> order_;
+  std::vector<float> kept_;
 };
 
 }  // namespace inferlab

@@ -21,6 +21,7 @@
 #include "inferlab/model/kv_cache.h"
 #include "inferlab/model/model.h"
 #include "inferlab/generation/sampler.h"
+#include "inferlab/generation/speculative_decoding.h"
 #include "inferlab/grammar/grammar_matcher.h"
 #include "inferlab/util/stats.h"
 
@@ -35,6 +36,7 @@ struct SchedulerOptions {
   int step_token_budget = 512;     // prompt tokens per step beyond decode (chunked prefill)
   int max_waiting = 1024;          // queued requests beyond this are refused (OverloadedError)
   bool prefix_caching = true;
+  SpeculativeOptions speculative;  // prompt-lookup drafts for unconstrained decoding sequences
 };
 
 // The KV capacity used when none is given: enough for max_batch full contexts, capped near 1 GiB
@@ -71,6 +73,8 @@ struct RequestTimings {
   int cached_tokens = 0;     // prompt tokens reused from the prefix cache (not computed)
   int generated_tokens = 0;
   int preemptions = 0;
+  int draft_tokens = 0;           // speculative decoding: tokens proposed for this request
+  int accepted_draft_tokens = 0;  // ... and kept (each saves one forward step)
   std::vector<double> token_ms;  // when each generated token was produced, ms after arrival
 
   double ttft_ms() const { return queue_ms + prefill_ms; }
@@ -135,6 +139,8 @@ struct SchedulerStats {
   uint64_t prefill_tokens = 0;         // prompt tokens actually computed
   uint64_t prefix_cache_hit_tokens = 0;
   uint64_t generation_tokens = 0;
+  uint64_t draft_tokens = 0;           // speculative decoding: proposed
+  uint64_t accepted_draft_tokens = 0;  // ... and kept
   uint64_t steps = 0;
   uint64_t decode_steps = 0;          // steps that decoded at least one sequence
   uint64_t batched_decode_steps = 0;  // ... and more than one
