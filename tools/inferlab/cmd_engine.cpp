@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -114,10 +115,22 @@ void run_generate(const GenerateArgs& args) {
     options.on_step_logits = [&](std::span<const float> row) {
       dump.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
     };
-  const auto started = std::chrono::steady_clock::now();
+  // Prefill ends with the first token; decode is the rest (tokens/s as llama.cpp's tools count it).
+  using SteadyClock = std::chrono::steady_clock;
+  const auto started = SteadyClock::now();
+  std::optional<SteadyClock::time_point> first_token;
+  options.on_token = [&](int32_t) {
+    if (!first_token) first_token = SteadyClock::now();
+  };
   GenerateResult result = generate_greedy(*model, prompt, options);
-  const double generation_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  const auto ended = SteadyClock::now();
+  auto ms = [](SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  const double generation_ms = ms(ended - started);
+  const double prefill_ms = first_token ? ms(*first_token - started) : generation_ms;
+  const double decode_ms = generation_ms - prefill_ms;
+  const std::size_t decoded = result.tokens.empty() ? 0 : result.tokens.size() - 1;
   options.on_step_logits = nullptr;
+  options.on_token = nullptr;
 
   // --verify-cache: the same tokens without the cache; under --speculative, without speculation.
   std::optional<GenerateResult> other;
@@ -148,7 +161,10 @@ void run_generate(const GenerateArgs& args) {
                 {"finish_reason", result.finish_reason},
                 {"use_cache", !args.no_cache},
                 {"forward_passes", result.forward_passes},
-                {"generation_ms", generation_ms}};
+                {"generation_ms", generation_ms},
+                {"prefill_ms", prefill_ms},
+                {"decode_ms", decode_ms},
+                {"decode_tokens_per_second", decode_ms > 0 ? 1000.0 * static_cast<double>(decoded) / decode_ms : 0.0}};
     if (speculative) {
       out["speculative"] = {{"method", args.speculative.method},
                             {"drafted_tokens", result.drafted_tokens},
@@ -164,8 +180,9 @@ void run_generate(const GenerateArgs& args) {
     std::printf("generated ids: %s\n", join(result.tokens).c_str());
     if (tokenizer) std::printf("text: %s\n", text.c_str());
     std::printf("finish_reason: %s\n", result.finish_reason.c_str());
-    std::printf("%zu tokens in %d forward passes, %.1f ms (%.1f tokens/s)\n", result.tokens.size(), result.forward_passes,
-                generation_ms, generation_ms > 0 ? 1000.0 * static_cast<double>(result.tokens.size()) / generation_ms : 0.0);
+    std::printf("%zu tokens in %d forward passes: prefill %.1f ms, decode %.1f ms (%.1f tokens/s after the first)\n",
+                result.tokens.size(), result.forward_passes, prefill_ms, decode_ms,
+                decode_ms > 0 ? 1000.0 * static_cast<double>(decoded) / decode_ms : 0.0);
     if (speculative)
       std::printf("speculative (%s): %d drafted, %d accepted (%.0f %%)\n", args.speculative.method.c_str(),
                   result.drafted_tokens, result.accepted_tokens,
