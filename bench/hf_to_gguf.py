@@ -26,10 +26,13 @@ Q8_0 and Q4_0 blocks are computed exactly as ggml's quantize_row_q8_0_ref / quan
   multiple of 256; other rows fall back as llama-quantize does: Q4_K -> Q5_0, Q5_K -> Q5_1,
   Q6_K -> Q8_0.
 llama models get attn_q / attn_k rows permuted for ggml's interleaved RoPE, as convert_hf_to_gguf.py.
+A tokenizer.json BPE with byte_fallback (Llama 2, Mistral) is written as a SentencePiece vocabulary
+(tokenizer.ggml.model "llama": scores, byte tokens); any other BPE as byte-level BPE ("gpt2").
 """
 import argparse
 import json
 import os
+import re
 import struct
 import sys
 
@@ -51,7 +54,7 @@ MAIN_TYPE = {"f32": GGML_F32, "f16": GGML_F16, "bf16": GGML_BF16, "q8_0": GGML_Q
              "q6_k": GGML_Q6_K, "q4_k_m": GGML_Q4_K, "q5_k_m": GGML_Q5_K}
 K_FALLBACK = {GGML_Q4_K: GGML_Q5_0, GGML_Q5_K: GGML_Q5_1, GGML_Q6_K: GGML_Q8_0}
 # gguf-py TokenType
-TOKEN_NORMAL, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED = 1, 3, 4, 5
+TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED, TOKEN_BYTE = 1, 2, 3, 4, 5, 6
 # GGUF metadata value types
 V_UINT32, V_INT32, V_FLOAT32, V_BOOL, V_STRING, V_ARRAY = 4, 5, 6, 7, 8, 9
 ALIGNMENT = 32
@@ -373,8 +376,8 @@ def tensor_plan(config, tensors, out_type, pure):
     return plan, notes
 
 
-def tokenizer_metadata(config, tokenizer_dir):
-    """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 or GPT-2 BPE tokenizer."""
+def read_tokenizer_files(tokenizer_dir):
+    """(path of tokenizer.json, its JSON, tokenizer_config.json's JSON or {})."""
     path = os.path.join(tokenizer_dir, "tokenizer.json")
     if not os.path.exists(path):
         raise ConvertError(f"{tokenizer_dir}: no tokenizer.json (give --tokenizer DIR)")
@@ -386,6 +389,110 @@ def tokenizer_metadata(config, tokenizer_dir):
     if os.path.exists(os.path.join(tokenizer_dir, "tokenizer_config.json")):
         with open(os.path.join(tokenizer_dir, "tokenizer_config.json"), encoding="utf-8") as f:
             tok_config = json.load(f)
+    return path, tok, tok_config
+
+
+def tokenizer_metadata(config, tokenizer_dir):
+    """tokenizer.ggml.*: a BPE with byte_fallback (Llama 2, Mistral) as a SentencePiece vocabulary
+    ("llama"), any other BPE as byte-level BPE ("gpt2")."""
+    path, tok, tok_config = read_tokenizer_files(tokenizer_dir)
+    if tok["model"].get("byte_fallback"):
+        return spm_tokenizer_metadata(config, path, tok, tok_config)
+    return bpe_tokenizer_metadata(config, path, tok, tok_config)
+
+
+def token_text(value):
+    """A tokenizer_config.json special token: a string or {"content": ...}."""
+    return value.get("content") if isinstance(value, dict) else value
+
+
+def spm_tokenizer_metadata(config, path, tok, tok_config):
+    """tokenizer.ggml.* for a SentencePiece BPE vocabulary as llama.cpp reads it: tokens, a score per
+    token, token types (control, byte, unknown, normal) and the special ids.
+
+    tokenizer.json keeps no scores, but its merges are SentencePiece's scores in another form: the
+    conversion to tokenizer.json lists the merges in order of the merged piece's score, and
+    llama.cpp's tokenizer merges the pair whose joined piece scores highest. So a token made by
+    merge number r scores -r (the first such merge), which keeps that order exactly, including
+    pieces the model ranks last (Llama 2's and Mistral's "▁▁" scores -1e9: its merge is near the
+    end of the list, so " Hello" stays "▁" "▁Hello"). Pieces no merge makes (single characters)
+    score below every merge, in id order; <unk>, control and byte tokens score 0 as in the
+    SentencePiece model."""
+    model = tok["model"]
+    vocab_size = config["vocab_size"]
+    by_id = {i: t for t, i in model["vocab"].items()}
+    added = {a["id"]: a for a in tok.get("added_tokens", [])}
+    by_id.update({i: a["content"] for i, a in added.items()})
+    if max(by_id) >= vocab_size:
+        raise ConvertError(f"{path}: token id {max(by_id)} is outside vocab_size {vocab_size}")
+    ids = {t: i for i, t in sorted(by_id.items(), reverse=True)}  # a repeated text: the first id
+    missing = [f"<0x{b:02X}>" for b in range(256) if f"<0x{b:02X}>" not in ids]
+    if missing:
+        raise ConvertError(f"{path}: byte_fallback BPE without the byte tokens {missing[:3]}... ({len(missing)} of 256)")
+    unk = ids.get(token_text(tok_config.get("unk_token")) or model.get("unk_token") or "<unk>")
+    merges = model.get("merges", [])
+    first_merge = {}
+    for rank, merge in enumerate(merges):
+        left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+        first_merge.setdefault(left + right, rank)
+    tokens, scores, types = [], [], []
+    unmerged = 0
+    for i in range(vocab_size):
+        text = by_id.get(i)
+        if text is None:
+            tokens.append(f"[PAD{i}]")
+            scores.append(-1e9)
+            types.append(TOKEN_UNUSED)
+            continue
+        tokens.append(text)
+        if i == unk:
+            kind = TOKEN_UNKNOWN
+        elif i in added:
+            kind = TOKEN_CONTROL if added[i].get("special") else TOKEN_USER_DEFINED
+        elif re.fullmatch(r"<0x[0-9A-F]{2}>", text):
+            kind = TOKEN_BYTE
+        else:
+            kind = TOKEN_NORMAL
+        if kind != TOKEN_NORMAL:
+            scores.append(0.0)
+        elif text in first_merge:
+            scores.append(float(-first_merge[text]))
+        else:
+            scores.append(float(-len(merges) - unmerged))  # after every merge
+            unmerged += 1
+        types.append(kind)
+    # the text gets a leading "▁" (SentencePiece's add_dummy_prefix): tokenizer.json writes it as a
+    # Prepend normalizer (or a Metaspace pre-tokenizer that prepends)
+    steps = []
+    for part in (tok.get("normalizer"), tok.get("pre_tokenizer")):
+        if part:
+            steps += part.get("normalizers") or part.get("pretokenizers") or [part]
+    space_prefix = any((s.get("type") == "Prepend" and s.get("prepend") == "\u2581")
+                       or (s.get("type") == "Metaspace" and s.get("prepend_scheme", "always") != "never"
+                           and s.get("add_prefix_space", True)) for s in steps)
+    meta = [("tokenizer.ggml.model", V_STRING, "llama"), ("tokenizer.ggml.pre", V_STRING, "default"),
+            ("tokenizer.ggml.tokens", V_ARRAY, (V_STRING, tokens)),
+            ("tokenizer.ggml.scores", V_ARRAY, (V_FLOAT32, scores)),
+            ("tokenizer.ggml.token_type", V_ARRAY, (V_INT32, types))]
+    for key, name in (("bos_token_id", "bos_token"), ("eos_token_id", "eos_token"), ("padding_token_id", "pad_token")):
+        text = token_text(tok_config.get(name))
+        if text is not None and text not in ids:
+            raise ConvertError(f"{path}: tokenizer_config.json's {name} {text!r} is not in the vocabulary")
+        if text is not None:
+            meta.append((f"tokenizer.ggml.{key}", V_UINT32, ids[text]))
+    if unk is not None:
+        meta.append(("tokenizer.ggml.unknown_token_id", V_UINT32, unk))
+    # LlamaTokenizer adds <s> and no </s> unless tokenizer_config.json says otherwise
+    meta += [("tokenizer.ggml.add_bos_token", V_BOOL, bool(tok_config.get("add_bos_token", True))),
+             ("tokenizer.ggml.add_eos_token", V_BOOL, bool(tok_config.get("add_eos_token", False))),
+             ("tokenizer.ggml.add_space_prefix", V_BOOL, space_prefix)]
+    if isinstance(tok_config.get("chat_template"), str):
+        meta.append(("tokenizer.chat_template", V_STRING, tok_config["chat_template"]))
+    return meta
+
+
+def bpe_tokenizer_metadata(config, path, tok, tok_config):
+    """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 or GPT-2 BPE tokenizer."""
     vocab_size = config["vocab_size"]
     by_id = {i: t for t, i in tok["model"]["vocab"].items()}
     added = {a["id"]: a for a in tok.get("added_tokens", [])}

@@ -142,10 +142,8 @@ GgufModel open_gguf_model(const fs::path& file) {
   const std::string arch = arch_value->get<std::string>();
   if (arch != "qwen2" && arch != "qwen3" && arch != "llama")
     fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, llama)", where, arch);
-  if (const json* model = gguf.find("tokenizer.ggml.model"); model && model->is_string() && model->get<std::string>() != "gpt2")
-    fail("GGUF file {}: tokenizer.ggml.model is '{}'; GGUF models with a SentencePiece-style vocabulary are not "
-         "supported yet (only byte-level BPE, \"gpt2\")",
-         where, model->get<std::string>());
+  // The vocabulary (tokenizer.ggml.*) is the tokenizer's concern (Tokenizer::from_gguf reads byte-level
+  // BPE and SentencePiece vocabularies and names any other); the weights do not depend on it.
   const Metadata m{gguf, arch};
   json c;
   c["model_type"] = arch;

@@ -18,7 +18,7 @@ struct GgufModel {
 };
 
 // Throws Error naming the file and the missing or unsupported thing (architecture, hyper-parameter,
-// tensor type, SentencePiece vocabulary).
+// tensor type). The vocabulary is read by Tokenizer::from_gguf, not here.
 GgufModel open_gguf_model(const std::filesystem::path& file);
 
 }  // namespace inferlab

@@ -1,6 +1,7 @@
 // GGUF model files that are bad in one way each get an error naming the file and the problem; a
 // good one loads and runs. The files are written here byte by byte (GGUF v3 layout).
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/model.h"
+#include "inferlab/tokenizer/tokenizer.h"
 
 using namespace inferlab;
 namespace fs = std::filesystem;
@@ -27,24 +30,25 @@ struct Tensor {
   uint64_t data_bytes = 0;     // 0: dims' product * 4 (F32)
 };
 
-// A tiny qwen2 GGUF: hidden 32, 1 layer, 2 heads, vocab 8 (F32 weights), no tokenizer.
+// A tiny GGUF: hidden 32, 1 layer, 2 heads, vocab 8 (F32 weights), no tokenizer; qwen2 (q/k/v
+// biases) unless another architecture's key prefix is given (llama: the same without biases).
 class GgufBuilder {
  public:
-  GgufBuilder() {
-    str("general.architecture", "qwen2");
-    u32("qwen2.block_count", 1);
-    u32("qwen2.context_length", 64);
-    u32("qwen2.embedding_length", 32);
-    u32("qwen2.feed_forward_length", 64);
-    u32("qwen2.attention.head_count", 2);
-    u32("qwen2.attention.head_count_kv", 1);
-    f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
-    add({"token_embd.weight", {32, 8}});
+  explicit GgufBuilder(const std::string& arch = "qwen2", uint64_t vocab = 8) {
+    str("general.architecture", arch);
+    u32(arch + ".block_count", 1);
+    u32(arch + ".context_length", 64);
+    u32(arch + ".embedding_length", 32);
+    u32(arch + ".feed_forward_length", 64);
+    u32(arch + ".attention.head_count", 2);
+    add({"token_embd.weight", {32, vocab}});
+    u32(arch + ".attention.head_count_kv", 1);
+    f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
     add({"blk.0.attn_norm.weight", {32}});
     for (const char* n : {"attn_q", "attn_k", "attn_v"}) {
       const uint64_t rows = std::string(n) == "attn_q" ? 32 : 16;
       add({std::string("blk.0.") + n + ".weight", {32, rows}});
-      add({std::string("blk.0.") + n + ".bias", {rows}});
+      if (arch == "qwen2") add({std::string("blk.0.") + n + ".bias", {rows}});
     }
     add({"blk.0.attn_output.weight", {32, 32}});
     add({"blk.0.ffn_norm.weight", {32}});
@@ -56,6 +60,25 @@ class GgufBuilder {
   void str(const std::string& k, const std::string& v) { kv_[k] = [=](std::string& o) { u32v(o, 8); s(o, v); }; }
   void u32(const std::string& k, uint32_t v) { kv_[k] = [=](std::string& o) { u32v(o, 4); u32v(o, v); }; }
   void f32(const std::string& k, float v) { kv_[k] = [=](std::string& o) { u32v(o, 6); raw(o, &v, 4); }; }
+  void flag(const std::string& k, bool v) { kv_[k] = [=](std::string& o) { u32v(o, 7); o += static_cast<char>(v); }; }
+  void strings(const std::string& k, const std::vector<std::string>& v) {
+    kv_[k] = [=](std::string& o) {
+      array_head(o, 8, v.size());
+      for (const auto& x : v) s(o, x);
+    };
+  }
+  void floats(const std::string& k, const std::vector<float>& v) {
+    kv_[k] = [=](std::string& o) {
+      array_head(o, 6, v.size());
+      raw(o, v.data(), v.size() * 4);
+    };
+  }
+  void int32s(const std::string& k, const std::vector<int32_t>& v) {
+    kv_[k] = [=](std::string& o) {
+      array_head(o, 5, v.size());
+      raw(o, v.data(), v.size() * 4);
+    };
+  }
   void erase(const std::string& k) { kv_.erase(k); }
   void add(Tensor t) { tensors_.push_back(std::move(t)); }
   Tensor& tensor(const std::string& name) {
@@ -106,6 +129,11 @@ class GgufBuilder {
   static void raw(std::string& o, const void* p, std::size_t n) { o.append(static_cast<const char*>(p), n); }
   static void u32v(std::string& o, uint32_t v) { raw(o, &v, 4); }
   static void u64v(std::string& o, uint64_t v) { raw(o, &v, 8); }
+  static void array_head(std::string& o, uint32_t element_type, uint64_t n) {
+    u32v(o, 9);
+    u32v(o, element_type);
+    u64v(o, n);
+  }
   static void s(std::string& o, const std::string& v) {
     u64v(o, v.size());
     o += v;
@@ -195,7 +223,7 @@ TEST_F(GgufModelFiles, MissingHyperParameter) {
   EXPECT_NE(e.find("missing hyper-parameter qwen2.embedding_length"), std::string::npos) << e;
 }
 
-TEST_F(GgufModelFiles, PartialBlocksUnsupportedArchitectureAndSentencePieceVocab) {
+TEST_F(GgufModelFiles, PartialBlocksAndUnsupportedArchitecture) {
   GgufBuilder partial;
   partial.tensor("blk.0.ffn_up.weight").type = 12;  // Q4_K rows of 32 weights: not whole 256-blocks
   std::string e = load_error(partial.write("partial.gguf"));
@@ -204,10 +232,47 @@ TEST_F(GgufModelFiles, PartialBlocksUnsupportedArchitectureAndSentencePieceVocab
   arch.str("general.architecture", "mamba");
   e = load_error(arch.write("mamba.gguf"));
   EXPECT_NE(e.find("architecture 'mamba' is not supported for GGUF model files"), std::string::npos) << e;
-  GgufBuilder spm;
-  spm.str("tokenizer.ggml.model", "llama");
-  e = load_error(spm.write("spm.gguf"));
-  EXPECT_NE(e.find("tokenizer.ggml.model is 'llama'; GGUF models with a SentencePiece-style vocabulary are not supported yet"),
-            std::string::npos)
-      << e;
 }
+
+// A llama model whose vocabulary is SentencePiece's (tokenizer.ggml.model "llama": scores, byte
+// tokens, <s> added in front): the model and its tokenizer load from the one file and generate.
+TEST_F(GgufModelFiles, SentencePieceVocabularyModelLoadsAndGenerates) {
+  std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types{2, 3, 3};  // unknown, control, control
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    types.push_back(6);  // byte
+  }
+  for (const char* piece : {"\u2581h", "\u2581hi", "\u2581", "h", "i"}) {
+    tokens.emplace_back(piece);
+    types.push_back(1);
+  }
+  std::vector<float> scores(tokens.size(), 0.0f);
+  for (std::size_t i = 259; i < tokens.size(); ++i) scores[i] = -static_cast<float>(i - 259);  // "▁h" merges first
+  GgufBuilder b("llama", tokens.size());
+  b.str("tokenizer.ggml.model", "llama");
+  b.strings("tokenizer.ggml.tokens", tokens);
+  b.floats("tokenizer.ggml.scores", scores);
+  b.int32s("tokenizer.ggml.token_type", types);
+  b.u32("tokenizer.ggml.bos_token_id", 1);
+  b.u32("tokenizer.ggml.eos_token_id", 2);
+  b.u32("tokenizer.ggml.unknown_token_id", 0);
+  b.flag("tokenizer.ggml.add_bos_token", true);
+  const fs::path file = b.write("spm.gguf");
+
+  auto model = Model::load(file.string(), LoadOptions{.threads = 1});
+  EXPECT_EQ(model->config().architecture, "llama");
+  EXPECT_EQ(model->config().vocab_size, static_cast<int>(tokens.size()));
+  auto tokenizer = Tokenizer::from_gguf(file);
+  const std::vector<int32_t> prompt = tokenizer->encode("hi", true);
+  EXPECT_EQ(prompt, (std::vector<int32_t>{1, 260}));  // <s> ▁hi
+  EXPECT_EQ(tokenizer->encode("\n", false), (std::vector<int32_t>{261, 3 + '\n'}));  // ▁ <0x0A>
+  GenerateOptions options;
+  options.max_new_tokens = 6;
+  options.ignore_eos = true;
+  const GenerateResult result = generate_greedy(*model, prompt, options);
+  ASSERT_EQ(result.tokens.size(), 6u);
+  for (int32_t id : result.tokens) EXPECT_TRUE(id >= 0 && id < static_cast<int32_t>(tokens.size())) << id;
+  EXPECT_NO_THROW(tokenizer->decode(result.tokens));
+}
+

