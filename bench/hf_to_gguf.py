@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Convert an HF-layout qwen2 or llama model (safetensors + config.json + tokenizer.json) to a GGUF
+"""Convert an HF-layout qwen2, qwen3, llama or gpt2 model (safetensors + config.json + tokenizer.json) to a GGUF
 v3 file that llama.cpp loads, in any of the tensor types inferlab runs, so llama.cpp can be measured
 on (and compared with) the very weights that inferlab runs. numpy only, nothing downloaded.
 
@@ -26,6 +26,8 @@ Q8_0 and Q4_0 blocks are computed exactly as ggml's quantize_row_q8_0_ref / quan
   multiple of 256; other rows fall back as llama-quantize does: Q4_K -> Q5_0, Q5_K -> Q5_1,
   Q6_K -> Q8_0.
 llama models get attn_q / attn_k rows permuted for ggml's interleaved RoPE, as convert_hf_to_gguf.py.
+gpt2 models get their Conv1D weights ([in, out]) written transposed, as linear layers [out, in]
+(attn_qkv stays one fused q|k|v matrix), under llama.cpp's gpt2 names.
 A tokenizer.json BPE with byte_fallback (Llama 2, Mistral) is written as a SentencePiece vocabulary
 (tokenizer.ggml.model "llama": scores, byte tokens); any other BPE as byte-level BPE ("gpt2").
 """
@@ -309,9 +311,9 @@ def use_more_bits(layer, layers):
 
 def tensor_plan(config, tensors, out_type, pure):
     """[(gguf name, hf name, ggml type, shape)] in llama.cpp's order, and notes on choices made."""
-    if config.get("model_type") not in ("qwen2", "qwen3", "llama"):
-        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3 and llama only")
-    layers = config["num_hidden_layers"]
+    if config.get("model_type") not in ("qwen2", "qwen3", "llama", "gpt2"):
+        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3, llama and gpt2 only")
+    layers = config.get("num_hidden_layers", config.get("n_layer"))
     main = MAIN_TYPE[out_type]
     tied = "lm_head.weight" not in tensors
     notes = []
@@ -345,6 +347,53 @@ def tensor_plan(config, tensors, out_type, pure):
             raise ConvertError(f"{gguf_name}: row length {shape[-1]} is not a multiple of {BLOCK[wanted][0]}")
         return wanted
 
+    names = gpt2_names(config, tensors) if config["model_type"] == "gpt2" else llama_family_names(config, tied)
+    tied = "output.weight" not in {g for g, _ in names}
+    plan = []
+    for gguf_name, hf_name in names:
+        if (hf_name.endswith(".bias") or "_norm." in hf_name) and hf_name not in tensors and config["model_type"] != "gpt2":
+            continue  # llama / qwen3 without attention_bias, qwen2 / llama without q/k norms
+        if hf_name not in tensors:
+            raise ConvertError(f"tensor {hf_name} is missing from the checkpoint")
+        shape = tensors[hf_name][2]
+        if is_gpt2_conv1d(config, gguf_name):
+            shape = shape[::-1]  # Conv1D [in, out] -> linear [out, in]
+        plan.append((gguf_name, hf_name, weight_type(gguf_name, shape), shape))
+    unused = set(tensors) - {hf for _, hf, _, _ in plan}
+    if config["model_type"] == "gpt2":
+        # causal-mask buffers; a tied lm_head stored anyway is the embedding
+        unused = {n for n in unused if not n.endswith((".attn.bias", ".attn.masked_bias")) and not (tied and n == "lm_head.weight")}
+    if unused:
+        raise ConvertError(f"checkpoint tensors this converter does not map: {sorted(unused)[:5]}")
+    return plan, notes
+
+
+# llama.cpp's gpt2 stores these as linear layers [out, in]: HF's Conv1D [in, out] transposed
+GPT2_CONV1D = {"attn_qkv.weight", "attn_output.weight", "ffn_up.weight", "ffn_down.weight"}
+
+
+def is_gpt2_conv1d(config, gguf_name):
+    return config["model_type"] == "gpt2" and gguf_name.split(".", 2)[-1] in GPT2_CONV1D
+
+
+def gpt2_names(config, tensors):
+    """[(gguf name, hf name)] of GPT2LMHeadModel (with or without the "transformer." prefix)."""
+    p = "transformer." if "transformer.wte.weight" in tensors else ""
+    names = [("token_embd.weight", p + "wte.weight"), ("position_embd.weight", p + "wpe.weight")]
+    for i in range(config["n_layer"]):
+        g, h = f"blk.{i}.", f"{p}h.{i}."
+        for gguf, hf in (("attn_norm", "ln_1"), ("attn_qkv", "attn.c_attn"), ("attn_output", "attn.c_proj"),
+                         ("ffn_norm", "ln_2"), ("ffn_up", "mlp.c_fc"), ("ffn_down", "mlp.c_proj")):
+            names += [(g + gguf + ".weight", h + hf + ".weight"), (g + gguf + ".bias", h + hf + ".bias")]
+    names += [("output_norm.weight", p + "ln_f.weight"), ("output_norm.bias", p + "ln_f.bias")]
+    if "lm_head.weight" in tensors and config.get("tie_word_embeddings", True) is False:
+        names += [("output.weight", "lm_head.weight")]
+    return names
+
+
+def llama_family_names(config, tied):
+    """[(gguf name, hf name)] of qwen2 / qwen3 / llama, in llama.cpp's order."""
+    layers = config["num_hidden_layers"]
     names = [("token_embd.weight", "model.embed_tokens.weight")]
     for i in range(layers):
         p, hf = f"blk.{i}.", f"model.layers.{i}."
@@ -362,18 +411,7 @@ def tensor_plan(config, tensors, out_type, pure):
     names += [("output_norm.weight", "model.norm.weight")]
     if not tied:
         names += [("output.weight", "lm_head.weight")]
-    plan = []
-    for gguf_name, hf_name in names:
-        if (hf_name.endswith(".bias") or "_norm." in hf_name) and hf_name not in tensors:
-            continue  # llama / qwen3 without attention_bias, qwen2 / llama without q/k norms
-        if hf_name not in tensors:
-            raise ConvertError(f"tensor {hf_name} is missing from the checkpoint")
-        shape = tensors[hf_name][2]
-        plan.append((gguf_name, hf_name, weight_type(gguf_name, shape), shape))
-    unused = set(tensors) - {hf for _, hf, _, _ in plan}
-    if unused:
-        raise ConvertError(f"checkpoint tensors this converter does not map: {sorted(unused)[:5]}")
-    return plan, notes
+    return names
 
 
 def read_tokenizer_files(tokenizer_dir):
@@ -572,7 +610,7 @@ def tensor_bytes(ggml_type, shape):
     return count // per_block * block_bytes
 
 
-def write_gguf(path, metadata, plan, tensors, permute=None):
+def write_gguf(path, metadata, plan, tensors, permute=None, transpose=None):
     header = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(plan), len(metadata)))
     for key, vtype, value in metadata:
         header += pack_string(key) + struct.pack("<I", vtype) + pack_value(vtype, value)
@@ -587,7 +625,10 @@ def write_gguf(path, metadata, plan, tensors, permute=None):
     with open(tmp, "wb") as f:
         f.write(header)
         for gguf_name, hf_name, ggml_type, shape in plan:
-            raw, dtype, _ = tensors[hf_name]
+            raw, dtype, stored_shape = tensors[hf_name]
+            if gguf_name in (transpose or ()):  # gpt2's Conv1D weights, written as linear layers
+                values = np.ascontiguousarray(to_f32(raw, dtype, stored_shape).T)
+                raw, dtype = values.view(np.uint8).reshape(-1), "F32"  # exact: bf16 / f16 values are f32 too
             heads = (permute or {}).get(gguf_name.split(".")[-2]) if gguf_name.startswith("blk.") else None
             data = encode(raw, dtype, shape, ggml_type, heads)
             if len(data) != tensor_bytes(ggml_type, shape):
@@ -602,6 +643,8 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
         config = json.load(f)
     tensors = read_safetensors(model_dir)
     plan, notes = tensor_plan(config, tensors, out_type, pure)
+    if config["model_type"] == "gpt2":
+        return gpt2_convert(config, tensors, plan, notes, model_dir, out_type, out_path, tokenizer_dir)
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads", heads)
     arch = config["model_type"]
@@ -628,6 +671,29 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
     # llama.cpp's llama architecture rotates interleaved pairs: q/k rows permuted per head
     permute = {"attn_q": heads, "attn_k": kv_heads} if arch == "llama" else None
     write_gguf(out_path, meta, plan, tensors, permute)
+    return plan, notes
+
+
+def gpt2_convert(config, tensors, plan, notes, model_dir, out_type, out_path, tokenizer_dir):
+    """GPT2LMHeadModel as llama.cpp's gpt2 architecture: learned positions, LayerNorm with biases, a
+    fused q|k|v, the tanh GELU."""
+    act = config.get("activation_function", "gelu_new")
+    if act not in ("gelu_new", "gelu_pytorch_tanh"):
+        raise ConvertError(f"activation_function {act!r}: llama.cpp's gpt2 computes the tanh GELU (gelu_new)")
+    hidden = config["n_embd"]
+    meta = [("general.architecture", V_STRING, "gpt2"),
+            ("general.name", V_STRING, os.path.basename(os.path.normpath(model_dir))),
+            ("general.file_type", V_UINT32, FILE_TYPE[out_type]),
+            ("gpt2.block_count", V_UINT32, config["n_layer"]),
+            ("gpt2.context_length", V_UINT32, config.get("n_positions", config.get("n_ctx", 1024))),
+            ("gpt2.embedding_length", V_UINT32, hidden),
+            ("gpt2.feed_forward_length", V_UINT32, config.get("n_inner") or 4 * hidden),
+            ("gpt2.attention.head_count", V_UINT32, config["n_head"]),
+            ("gpt2.attention.layer_norm_epsilon", V_FLOAT32, float(config.get("layer_norm_epsilon", 1e-5)))]
+    if out_type not in ("bf16", "f16", "f32"):
+        meta.append(("general.quantization_version", V_UINT32, 2))
+    meta += tokenizer_metadata(config, tokenizer_dir or model_dir)
+    write_gguf(out_path, meta, plan, tensors, transpose={g for g, _, _, _ in plan if is_gpt2_conv1d(config, g)})
     return plan, notes
 
 

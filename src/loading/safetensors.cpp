@@ -173,8 +173,12 @@ std::optional<TensorView> SafetensorsFile::find(const std::string& name) const {
 
 TensorView TensorSource::require(const std::string& name) const {
   auto view = find(name);
-  if (!view) fail("tensor '{}' not found in {}", name, describe());
+  if (!view) fail("{}", missing(name));
   return *view;
+}
+
+std::string TensorSource::missing(const std::string& name) const {
+  return fmt::format("tensor '{}' not found in {}", name, describe());
 }
 
 namespace {

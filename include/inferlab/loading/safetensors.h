@@ -69,6 +69,8 @@ class TensorSource {
   virtual std::string describe() const = 0;  // for "not found in ..." messages
   // Throws Error naming the tensor and where it was looked for.
   TensorView require(const std::string& name) const;
+  // require()'s message for a tensor that is not there.
+  virtual std::string missing(const std::string& name) const;
 };
 
 // model.safetensors.index.json when present, else every *.safetensors in the folder.

@@ -1,6 +1,9 @@
 // GPT-2 (GPT2LMHeadModel): learned positions, LayerNorm, gelu_new MLP, Conv1D weights stored
 // [in][out]. Real checkpoints name tensors "transformer.h.N..." or, like the original gpt2 repo,
 // without the "transformer." prefix; attn.bias / attn.masked_bias buffers are ignored.
+// "linear_weights": true (set by the GGUF loader, as llama.cpp's gpt2 files store them) reads the
+// same matrices as linear layers [out][in] instead: as stored, in any ggml type, with c_attn kept
+// one fused q|k|v matrix.
 #include "inferlab/util/error.h"
 #include "inferlab/loading/json_config.h"
 #include "model/transformer.h"
@@ -34,6 +37,10 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
                         const LoadOptions& options) {
   WeightLoader w(source, options.weights, output_weights_of(options));
+  const bool linear = config_bool_or(raw, "linear_weights", false, source.describe());
+  auto dense = [&](const std::string& weight, int in, int out, const std::string& bias) {
+    return linear ? w.linear(weight, out, in, bias) : w.conv1d(weight, in, out, bias);
+  };
   const std::string p = w.has("transformer.wte.weight") ? "transformer." : "";
   const int H = c.hidden_size, I = c.intermediate_size;
   TransformerWeights t;
@@ -48,12 +55,12 @@ TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const T
     LayerWeights L;
     L.norm1_weight = w.tensor(h + "ln_1.weight", {H});
     L.norm1_bias = w.tensor(h + "ln_1.bias", {H});
-    L.qkv = w.conv1d(h + "attn.c_attn.weight", H, 3 * H, h + "attn.c_attn.bias");  // columns are q | k | v
-    L.out = w.conv1d(h + "attn.c_proj.weight", H, H, h + "attn.c_proj.bias");
+    L.qkv = dense(h + "attn.c_attn.weight", H, 3 * H, h + "attn.c_attn.bias");  // q | k | v: Conv1D columns, linear rows
+    L.out = dense(h + "attn.c_proj.weight", H, H, h + "attn.c_proj.bias");
     L.norm2_weight = w.tensor(h + "ln_2.weight", {H});
     L.norm2_bias = w.tensor(h + "ln_2.bias", {H});
-    L.up = w.conv1d(h + "mlp.c_fc.weight", H, I, h + "mlp.c_fc.bias");
-    L.down = w.conv1d(h + "mlp.c_proj.weight", I, H, h + "mlp.c_proj.bias");
+    L.up = dense(h + "mlp.c_fc.weight", H, I, h + "mlp.c_fc.bias");
+    L.down = dense(h + "mlp.c_proj.weight", I, H, h + "mlp.c_proj.bias");
     t.layers.push_back(std::move(L));
   }
   t.final_norm_weight = w.tensor(p + "ln_f.weight", {H});
