@@ -1,6 +1,7 @@
 #include "inferlab/bench/schema_check.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "inferlab/util/error.h"

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "inferlab/util/error.h"
 
 namespace inferlab::bench {

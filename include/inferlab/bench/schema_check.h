@@ -7,7 +7,7 @@
 // (exactly one), allOf, $ref to "#", "#/$defs/..." or "#/definitions/...", and the annotations.
 // A keyword it cannot check (pattern, format, ...) is an Error naming it: never a silent pass.
 #pragma once
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
