@@ -12,7 +12,7 @@ import path from 'node:path';
 import { startServer, postJson, metrics, sseEvents, CLI } from './helpers.mjs';
 
 const FIELDS = ['cache_n', 'prompt_n', 'prompt_ms', 'prompt_per_second', 'predicted_n', 'predicted_ms',
-  'predicted_per_second', 'queue_ms', 'prefill_ms', 'decode_ms', 'ttft_ms', 'e2e_ms', 'preemptions',
+  'predicted_per_second', 'queue_ms', 'prefill_ms', 'decode_ms', 'ttft_ms', 'e2e_ms', 'preemptions', 'draft_n', 'draft_n_accepted',
   'arrival_unix_ms', 'token_ms'];
 
 // What must hold for any one choice's timings; `usage` is that choice's token counts.
