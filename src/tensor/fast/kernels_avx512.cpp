@@ -58,10 +58,10 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
-  for (int kp = 0; kp < kpairs; ++kp) {
+  auto step = [&](int kp, std::ptrdiff_t ahead) __attribute__((always_inline)) {
     __m512i wv[NV];
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(wp[v] + kp * 64 + kPrefetchBytes), _MM_HINT_T0);
+    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(wp[v] + kp * 64 + ahead), _MM_HINT_T0);
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + kp * 64);
     #pragma GCC unroll 16
@@ -70,7 +70,13 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
       #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_dpbf16_ps(acc[m][v], (__m512bh)wv[v], (__m512bh)xb);
     }
-  }
+  };
+  // Near a panel's end the prefetch moves on to the start of the panel NV further, which the
+  // next tile of this thread streams (panels are contiguous), so no tile starts cold.
+  const int tail = std::max(0, kpairs - kPrefetchBytes / 64);
+  for (int kp = 0; kp < tail; ++kp) step(kp, kPrefetchBytes);
+  const std::ptrdiff_t next = kPrefetchBytes + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
+  for (int kp = tail; kp < kpairs; ++kp) step(kp, next);
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
@@ -96,7 +102,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
-  for (int b = 0; b < blocks; ++b) {
+  constexpr int block_bytes = Q8 ? 512 : 256;  // per panel
+  auto block = [&](int b, std::ptrdiff_t data_ahead, std::ptrdiff_t scale_ahead) __attribute__((always_inline)) {
     __m512i isum[MR][NV];
     #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
@@ -106,11 +113,11 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     }
     const int8_t* xb = x + b * kBlock;
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) {  // the block's weight lines 1 KiB ahead, its scales 8 blocks ahead
-      _mm_prefetch(reinterpret_cast<const char*>(sp[v] + b * kPanel) + 256, _MM_HINT_T0);
+    for (int v = 0; v < NV; ++v) {
+      _mm_prefetch(reinterpret_cast<const char*>(sp[v] + b * kPanel) + scale_ahead, _MM_HINT_T0);
       #pragma GCC unroll 8
-      for (int line = 0; line < (Q8 ? 8 : 4); ++line)
-        _mm_prefetch(reinterpret_cast<const char*>(wp[v] + b * (Q8 ? 512 : 256) + line * 64 + kPrefetchBytes), _MM_HINT_T0);
+      for (int line = 0; line < block_bytes / 64; ++line)
+        _mm_prefetch(reinterpret_cast<const char*>(wp[v] + b * block_bytes + line * 64 + data_ahead), _MM_HINT_T0);
     }
     if constexpr (Q8) {
       #pragma GCC unroll 16
@@ -158,7 +165,14 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
       for (int v = 0; v < NV; ++v)
         acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(wscale[v], xs), acc[m][v]);
     }
-  }
+  };
+  // The block's weight lines 1 KiB ahead and its scales 8 blocks ahead; near the panel's end, the
+  // start of the panel NV further on, which this thread's next tile streams (as in bf16_tile).
+  const int tail = std::max(0, blocks - kPrefetchBytes / block_bytes);
+  for (int b = 0; b < tail; ++b) block(b, kPrefetchBytes, 256);
+  const std::ptrdiff_t skip = NV - 1;
+  for (int b = tail; b < blocks; ++b)
+    block(b, kPrefetchBytes + skip * static_cast<std::ptrdiff_t>(w.panel_bytes()), 256 + skip * blocks * kPanel * 2);
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
