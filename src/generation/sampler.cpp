@@ -1,5 +1,7 @@
 #include "inferlab/generation/sampler.h"
 
+#include "inferlab/generation/greedy_decode.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -62,10 +64,11 @@ void Sampler::adjust(std::span<const float> logits) {
 }
 
 int32_t Sampler::greedy_choice(std::span<const float> logits) {
-  if (plain_greedy())  // no copy of the row
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  // argmax: std::max_element's answer (the first maximum) in passes the compiler vectorizes; a
+  // serial max_element over 152k logits took ~10 % of a batch-8 decode step.
+  if (plain_greedy()) return argmax(logits);  // no copy of the row
   adjust(logits);
-  return static_cast<int32_t>(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
+  return argmax(scratch_);
 }
 
 double Sampler::weigh() {

@@ -410,4 +410,13 @@ TEST(Argmax, FirstMaximumLikeTorch) {
   std::vector<float> nan_first{std::nanf(""), 2.0f};
   EXPECT_EQ(argmax(nan_first), 0);
   EXPECT_THROW(argmax(std::vector<float>{}), inferlab::Error);
+  // Every length around the 16 lanes, maxima in the lanes and in the tail, NaNs after the first.
+  std::mt19937 rng(7);
+  for (std::size_t n = 1; n < 70; ++n)
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> row(n);
+      for (float& v : row) v = static_cast<float>(rng() % 9);
+      if (n > 1 && trial % 3 == 0) row[1 + rng() % (n - 1)] = std::nanf("");
+      EXPECT_EQ(argmax(row), static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin())) << "n " << n;
+    }
 }
