@@ -247,10 +247,12 @@ TEST(Prepare, SimdRowsEqualTheScalarRows) {
 
 TEST(Matmul, RowsAreIndependentOfBatchAndMatchTheScalarPath) {
   IsaGuard guard;
-  const int out = 96, in = 160, rows = 21;
+  const int out = 96, in = 160;
   const auto w = random_vector(static_cast<std::size_t>(out) * in, 11, 0.1f);
-  const auto x = random_vector(static_cast<std::size_t>(rows) * in, 12);
+  // 5 and 8 rows take the decode-batch tiles, 21 the prefill tiles.
+  for (const int rows : {5, 8, 21})
   for (WeightFormat format : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
+    const auto x = random_vector(static_cast<std::size_t>(rows) * in, 12);
     const PackedMatrix m = PackedMatrix::from_f32(w.data(), out, in, format);
     set_isa_limit(Isa::Scalar);
     std::vector<float> scalar(static_cast<std::size_t>(rows) * out);
