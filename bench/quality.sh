@@ -5,18 +5,21 @@
 #
 #   bench/quality.sh [--model assets/demo-model] [--text assets/brown-heldout.txt] [--ctx 256]
 #                    [--chunks 16] [--threads 2] [--llama-perplexity build-llama-perplexity/llama-perplexity]
-#                    [--out out/quality]
+#                    [--out out/quality] [--reference bf16|f32]
 #
 # Ours: inferlab perplexity --weights bf16 (reference, --kl-divergence-base), int8, q4 (--kl-divergence).
 # llama.cpp: the model converted by bench/hf_to_gguf.py to GGUF BF16 (reference), Q8_0, Q4_0, run by
 # llama-perplexity built from node-llama-cpp's bundled source (bench/build_llama_perplexity.sh). Nothing
 # is downloaded or built here. The reference files are large (ours: float32 log-probs, chunks x ctx/2 x
 # vocab x 4 bytes; llama.cpp's: uint16), kept in OUT.
+# --reference f32: both tools' reference is the same weights computed in f32 (inferlab --weights f32,
+# llama.cpp an F32 GGUF), not bf16: a bf16 run rounds its activations to bf16 too, so its logits carry
+# a rounding of their own that each tool's bf16 kernels make differently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODEL=assets/demo-model TEXT=assets/brown-heldout.txt CTX=256 CHUNKS=16 THREADS=2
-LLAMA=build-llama-perplexity/llama-perplexity OUT=out/quality BUILD_DIR=${BUILD_DIR:-build}
+LLAMA=build-llama-perplexity/llama-perplexity OUT=out/quality BUILD_DIR=${BUILD_DIR:-build} REF=bf16
 while (($#)); do
   case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -26,17 +29,19 @@ while (($#)); do
     --threads|-t) THREADS=$2; shift 2 ;;
     --llama-perplexity) LLAMA=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --reference) REF=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "quality.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 INFERLAB=$BUILD_DIR/bin/inferlab
 [ -x "$INFERLAB" ] || { echo "quality.sh: $INFERLAB not found: build first (scripts/setup)" >&2; exit 1; }
 [ -x "$LLAMA" ] || { echo "quality.sh: $LLAMA not found: bench/build_llama_perplexity.sh builds it" >&2; exit 1; }
+case "$REF" in bf16|f32) ;; *) echo "quality.sh: --reference must be bf16 or f32, got '$REF'" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 
 echo "== GGUF conversions of $MODEL"
-for t in bf16 q8_0 q4_0; do
+for t in $(printf '%s\n' bf16 "$REF" q8_0 q4_0 | awk '!seen[$0]++'); do
   /usr/bin/python3 bench/hf_to_gguf.py "$MODEL" --type "$t" --out "$OUT/model-$t.gguf" | tail -1
 done
 # Q4_0 as llama-quantize writes it keeps the output matrix (the tied embedding) at Q8_0; --pure makes
@@ -44,26 +49,26 @@ done
 /usr/bin/python3 bench/hf_to_gguf.py "$MODEL" --type q4_0 --pure --out "$OUT/model-q4_0-pure.gguf" | tail -1
 
 common=(--ctx "$CTX" --chunks "$CHUNKS" --threads "$THREADS" --json -q)
-echo "== inferlab bf16 (reference)"
-"$INFERLAB" perplexity "$MODEL" --file "$TEXT" --weights bf16 "${common[@]}" --kl-divergence-base "$OUT/ours-bf16.kld" \
-  >"$OUT/ours-bf16.json"
-for w in int8 q4; do
+echo "== inferlab $REF (reference)"
+"$INFERLAB" perplexity "$MODEL" --file "$TEXT" --weights "$REF" "${common[@]}" --kl-divergence-base "$OUT/ours-$REF.kld" \
+  >"$OUT/ours-$REF.json"
+for w in $([ "$REF" = bf16 ] || echo bf16) int8 q4; do
   echo "== inferlab $w"
-  "$INFERLAB" perplexity "$MODEL" --file "$TEXT" --weights "$w" "${common[@]}" --kl-divergence "$OUT/ours-bf16.kld" \
+  "$INFERLAB" perplexity "$MODEL" --file "$TEXT" --weights "$w" "${common[@]}" --kl-divergence "$OUT/ours-$REF.kld" \
     >"$OUT/ours-$w.json"
 done
 lcommon=(-f "$TEXT" -c "$CTX" -b "$CTX" --chunks "$CHUNKS" -t "$THREADS")
-echo "== llama.cpp BF16 (reference)"
-"$LLAMA" -m "$OUT/model-bf16.gguf" "${lcommon[@]}" --kl-divergence-base "$OUT/llama-bf16.kld" >"$OUT/llama-bf16.log" 2>&1
-for t in q8_0 q4_0 q4_0-pure; do
+echo "== llama.cpp $REF (reference)"
+"$LLAMA" -m "$OUT/model-$REF.gguf" "${lcommon[@]}" --kl-divergence-base "$OUT/llama-$REF.kld" >"$OUT/llama-$REF.log" 2>&1
+for t in $([ "$REF" = bf16 ] || echo bf16) q8_0 q4_0 q4_0-pure; do
   echo "== llama.cpp $t"
-  "$LLAMA" -m "$OUT/model-$t.gguf" "${lcommon[@]}" --kl-divergence-base "$OUT/llama-bf16.kld" --kl-divergence \
+  "$LLAMA" -m "$OUT/model-$t.gguf" "${lcommon[@]}" --kl-divergence-base "$OUT/llama-$REF.kld" --kl-divergence \
     >"$OUT/llama-$t.log" 2>&1
 done
 
-/usr/bin/python3 - "$OUT" "$CTX" "$CHUNKS" "$THREADS" "$MODEL" "$TEXT" <<'PY'
+/usr/bin/python3 - "$OUT" "$CTX" "$CHUNKS" "$THREADS" "$MODEL" "$TEXT" "$REF" <<'PY'
 import json, re, sys
-out, ctx, chunks, threads, model, text = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+out, ctx, chunks, threads, model, text, ref = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 
 def llama(name):
     log = open(f"{out}/llama-{name}.log", encoding="utf-8", errors="replace").read()
@@ -92,13 +97,14 @@ def ours(name):
                  median=k["median"], top=100 * k["same_top"], top_err=100 * k["same_top_err"])
     return r
 
-rows = [("inferlab", "bf16", ours("bf16")), ("llama.cpp", "BF16", llama("bf16")),
+rows = ([("inferlab", "f32", ours("f32")), ("llama.cpp", "F32", llama("f32"))] if ref == "f32" else []) + [
+        ("inferlab", "bf16", ours("bf16")), ("llama.cpp", "BF16", llama("bf16")),
         ("inferlab", "int8", ours("int8")), ("llama.cpp", "Q8_0", llama("q8_0")),
         ("inferlab", "q4", ours("q4")), ("llama.cpp", "Q4_0", llama("q4_0")),
         ("llama.cpp", "Q4_0 --pure", llama("q4_0-pure"))]
 fmt = lambda r, k, d="{:.6f}": d.format(r[k]) if k in r else "(reference)"
 lines = [f"{model} on {text}: ctx {ctx}, {chunks} chunks ({rows[0][2]['scored']} positions scored), {threads} threads; "
-         "ΔPPL, KLD and top-1 against each tool's own bf16 run; forward tok/s: chunk tokens per second of "
+         f"ΔPPL, KLD and top-1 against each tool's own {ref} run; forward tok/s: chunk tokens per second of "
          "forward passes (ours: all chunks; llama.cpp: its timed first pass).", "",
          "| tool | format | PPL | ΔPPL | mean KLD | median KLD | 99% KLD | same top token | forward tok/s |",
          "|---|---|---|---|---|---|---|---|---|"]
@@ -108,10 +114,11 @@ for tool, f, r in rows:
     top = f"{r['top']:.2f} ± {r['top_err']:.2f} %" if "top" in r else "(reference)"
     lines.append(f"| {tool} | {f} | {r['ppl']:.4f} ± {r['ppl_err']:.4f} | {dppl} | {kld} | {fmt(r, 'median')} | "
                  f"{fmt(r, 'p99')} | {top} | {r['tps']:.0f} |")
-ob, lb = rows[0][2]["ppl"], rows[1][2]["ppl"]
+base = 2 if ref == "f32" else 0  # the bf16 rows
+ob, lb = rows[base][2]["ppl"], rows[base + 1][2]["ppl"]
 lines += ["", f"bf16 PPL, inferlab vs llama.cpp: {ob:.4f} vs {lb:.4f}, relative difference {abs(ob - lb) / lb:.2e} "
           f"(target <= 1e-3: {'met' if abs(ob - lb) / lb <= 1e-3 else 'NOT met'})"]
-for (_, a, ra), (_, b, rb) in ((rows[2], rows[3]), (rows[4], rows[5]), (rows[4], rows[6])):
+for (_, a, ra), (_, b, rb) in ((rows[base + 2], rows[base + 3]), (rows[base + 4], rows[base + 5]), (rows[base + 4], rows[base + 6])):
     ok = ra["kld"] <= rb["kld"]
     lines.append(f"mean KLD {a} {ra['kld']:.6f} vs llama.cpp {b} {rb['kld']:.6f} (target: ours <= theirs: {'met' if ok else 'NOT met'})")
 open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
