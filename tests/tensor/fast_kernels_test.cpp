@@ -161,34 +161,38 @@ TEST(Quantizers, DequantizedWeightsStayWithinHalfAStep) {
   EXPECT_THROW(PackedMatrix::from_f32(w.data(), 0, in, WeightFormat::Q8), inferlab::Error);
 }
 
-// q4 picks each block's scale by least squared error: never worse than q4_0's rule (d = signed
-// largest / -8, fp16, codes rounded to nearest), computed here apart from the packer, and better
-// on most blocks of Gaussian-like weights.
-TEST(Quantizers, Q4ScaleIsNeverWorseThanQ4_0sRule) {
+// int8 and q4 pick each block's scale by least squared error: never worse than q8_0's / q4_0's
+// rule (d = max|x| / 127, d = signed largest / -8; fp16, codes rounded to nearest), computed here
+// apart from the packer, and better on most blocks of Gaussian-like weights.
+TEST(Quantizers, BlockScaleIsNeverWorseThanTheGgmlRule) {
   const int out = 64, in = 256;
   const auto w = random_vector(static_cast<std::size_t>(out) * in, 31, 0.05f);
-  const PackedMatrix m = PackedMatrix::from_f32(w.data(), out, in, WeightFormat::Q4);
-  std::vector<float> row(in);
-  int better = 0, blocks = 0;
-  for (int r = 0; r < out; ++r) {
-    m.dequantize_row(r, row.data());
-    for (int b = 0; b < in / kBlock; ++b, ++blocks) {
-      const float* x = w.data() + static_cast<std::size_t>(r) * in + b * kBlock;
-      float largest = 0;
-      for (int k = 0; k < kBlock; ++k)
-        if (std::fabs(x[k]) > std::fabs(largest)) largest = x[k];
-      const float d = inferlab::f16_to_f32(inferlab::f32_to_f16(largest / -8.0f));
-      double rule = 0, ours = 0;
-      for (int k = 0; k < kBlock; ++k) {
-        const float q = static_cast<float>(std::clamp(static_cast<int>(std::nearbyint(x[k] / d)), -8, 7));
-        rule += std::pow(static_cast<double>(x[k]) - q * d, 2);
-        ours += std::pow(static_cast<double>(x[k]) - row[b * kBlock + k], 2);
+  for (WeightFormat format : {WeightFormat::Q8, WeightFormat::Q4}) {
+    const bool q8 = format == WeightFormat::Q8;
+    const PackedMatrix m = PackedMatrix::from_f32(w.data(), out, in, format);
+    std::vector<float> row(in);
+    int better = 0, blocks = 0;
+    for (int r = 0; r < out; ++r) {
+      m.dequantize_row(r, row.data());
+      for (int b = 0; b < in / kBlock; ++b, ++blocks) {
+        const float* x = w.data() + static_cast<std::size_t>(r) * in + b * kBlock;
+        float largest = 0;
+        for (int k = 0; k < kBlock; ++k)
+          if (std::fabs(x[k]) > std::fabs(largest)) largest = x[k];
+        const float d = inferlab::f16_to_f32(inferlab::f32_to_f16(q8 ? std::fabs(largest) / 127.0f : largest / -8.0f));
+        double rule = 0, ours = 0;
+        for (int k = 0; k < kBlock; ++k) {
+          const int q = static_cast<int>(std::nearbyint(x[k] / d));
+          const float code = static_cast<float>(q8 ? std::clamp(q, -127, 127) : std::clamp(q, -8, 7));
+          rule += std::pow(static_cast<double>(x[k]) - code * d, 2);
+          ours += std::pow(static_cast<double>(x[k]) - row[b * kBlock + k], 2);
+        }
+        EXPECT_LE(ours, rule * (1 + 1e-5) + 1e-12) << format_name(format) << " row " << r << " block " << b;
+        better += ours < rule * 0.999;
       }
-      EXPECT_LE(ours, rule * (1 + 1e-5) + 1e-12) << "row " << r << " block " << b;
-      better += ours < rule * 0.999;
     }
+    EXPECT_GT(better, blocks / 2) << format_name(format) << ": a better scale for only " << better << " of " << blocks << " blocks";
   }
-  EXPECT_GT(better, blocks / 2) << "the search found a better scale for only " << better << " of " << blocks << " blocks";
 }
 
 TEST(Quantizers, Bf16SourceIsKeptBitExact) {

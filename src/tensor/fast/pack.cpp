@@ -87,19 +87,26 @@ using detail::q8_offset;
 
 namespace {
 
-// q4 codes -8..7 times one fp16 scale per block of 32. q4_0's rule (d = signed largest / -8) maps
-// the largest value exactly but can leave every other value of the block half a step off; a scale
-// a little smaller often fits the rest better. Tried: q4_0's d, its least-squares refit
-// (sum x*q / sum q*q for the codes d gives), and d = largest / (-8 + t) for t = 0.2 ... 1.4, each
-// with its refit; kept: the fp16 scale whose codes give the least squared error, never worse than
-// q4_0's own (a test checks).
-// The scale search runs 16 times per block of every q4 matrix at load, so it is written with the
-// SSE2 baseline of x86-64 (no dispatch needed): codes clamped with maxps / minps and rounded to
-// nearest even, as the packer's nearbyint, by adding and taking away 1.5 * 2^23 (exact for
-// |v| <= 8); plain C++ compiled to scalar compares and branches here and made loading 3x slower.
-inline __m128 q4_codes(__m128 scaled) {
+// One fp16 scale per block of 32 codes in [lo, hi]: q4 -8..7, int8 -127..127. The fixed rules
+// (q4_0: d = signed largest / -8; q8_0: d = max|x| / 127) map the largest value exactly but can
+// leave the rest of the block poorly fitted; another scale often fits better. Tried: the rule's d,
+// d * n / (n - t) for t = 0.2, 0.4, ... (n = 8 or 127; up to 1.4 for q4, 0.4 for int8, where more
+// candidates did not lower the demo model's KLD further), and the least-squares refit of each
+// (sum x*q / sum q*q for the codes it gives); kept: the fp16 scale whose codes give the least
+// squared error, never worse than the rule's own (a test checks). docs/quality.md has the KLDs.
+// This runs 6 (int8) or 16 (q4) times per block of every quantized matrix at load, so it is written with the SSE2
+// baseline of x86-64 (no dispatch needed): codes clamped with maxps / minps and rounded to nearest
+// even, as the packer's nearbyint, by adding and taking away 1.5 * 2^23 (exact for |v| < 2^22);
+// plain C++ compiled to scalar compares and branches here and made loading 3x slower.
+struct CodeRange {
+  float lo, hi, n;
+  int steps;  // candidates t = 0.2 ... 0.2 * steps beside the rule's own d
+};
+constexpr CodeRange kQ4Codes{-8.0f, 7.0f, 8.0f, 7}, kQ8Codes{-127.0f, 127.0f, 127.0f, 2};
+
+inline __m128 block_codes(__m128 scaled, CodeRange r) {
   const __m128 round = _mm_set1_ps(12582912.0f);
-  const __m128 clamped = _mm_min_ps(_mm_max_ps(scaled, _mm_set1_ps(-8.0f)), _mm_set1_ps(7.0f));
+  const __m128 clamped = _mm_min_ps(_mm_max_ps(scaled, _mm_set1_ps(r.lo)), _mm_set1_ps(r.hi));
   return _mm_sub_ps(_mm_add_ps(clamped, round), round);
 }
 
@@ -109,37 +116,38 @@ inline float sum_lanes(__m128 v) {
   return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 }
 
-float q4_block_error(const float* x, float d) {
+float block_error(const float* x, float d, CodeRange r) {
   const __m128 inv = _mm_set1_ps(1.0f / d), scale = _mm_set1_ps(d);
   __m128 error = _mm_setzero_ps();
   for (int k = 0; k < kBlock; k += 4) {
     const __m128 v = _mm_loadu_ps(x + k);
-    const __m128 e = _mm_sub_ps(v, _mm_mul_ps(q4_codes(_mm_mul_ps(v, inv)), scale));
+    const __m128 e = _mm_sub_ps(v, _mm_mul_ps(block_codes(_mm_mul_ps(v, inv), r), scale));
     error = _mm_add_ps(error, _mm_mul_ps(e, e));
   }
   return sum_lanes(error);
 }
 
-uint16_t q4_scale(const float* x, float largest) {
-  uint16_t best = f32_to_f16(largest / -8.0f);
-  if (largest == 0 || !std::isfinite(largest)) return best;
-  float best_error = q4_block_error(x, f16_to_f32(best));
+// `rule`: the format's own scale for this block (nonzero, finite).
+uint16_t block_scale(const float* x, float rule, CodeRange r) {
+  uint16_t best = f32_to_f16(rule);
+  if (rule == 0 || !std::isfinite(rule)) return best;
+  float best_error = block_error(x, f16_to_f32(best), r);
   if (!std::isfinite(best_error)) return best;
   auto consider = [&](float d) {
     const uint16_t d16 = f32_to_f16(d);
     const float rounded = f16_to_f32(d16);
     if (!std::isfinite(rounded) || rounded == 0) return;
-    const float error = q4_block_error(x, rounded);
+    const float error = block_error(x, rounded, r);
     if (error < best_error) best_error = error, best = d16;
   };
-  for (int t = 0; t <= 7; ++t) {
-    const float d = largest / (-8.0f + 0.2f * static_cast<float>(t));
-    consider(d);
+  for (int t = 0; t <= r.steps; ++t) {
+    const float d = rule * r.n / (r.n - 0.2f * static_cast<float>(t));
+    if (t > 0) consider(d);
     // Least-squares refit of the scale for the codes d gives.
     const __m128 inv = _mm_set1_ps(1.0f / d);
     __m128 xq_sum = _mm_setzero_ps(), qq_sum = _mm_setzero_ps();
     for (int k = 0; k < kBlock; k += 4) {
-      const __m128 v = _mm_loadu_ps(x + k), q = q4_codes(_mm_mul_ps(v, inv));
+      const __m128 v = _mm_loadu_ps(x + k), q = block_codes(_mm_mul_ps(v, inv), r);
       xq_sum = _mm_add_ps(xq_sum, _mm_mul_ps(v, q));
       qq_sum = _mm_add_ps(qq_sum, _mm_mul_ps(q, q));
     }
@@ -213,8 +221,9 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
               values[kk] = k < in ? source(row, k) : 0.0f;
               if (std::fabs(values[kk]) > amax) amax = std::fabs(values[kk]), largest = values[kk];
             }
-            // q8_0: d = max|w| / 127; q4: the block scale of least squared error (q4_scale).
-            const uint16_t d16 = q8 ? f32_to_f16(amax / 127.0f) : q4_scale(values, largest);
+            // The scale of least squared error, starting from q8_0's d = max|w| / 127 or q4_0's
+            // d = signed largest / -8 (block_scale).
+            const uint16_t d16 = q8 ? block_scale(values, amax / 127.0f, kQ8Codes) : block_scale(values, largest / -8.0f, kQ4Codes);
             const float d = f16_to_f32(d16);
             scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r] = d16;
             const float inv = d != 0 ? 1.0f / d : 0.0f;
@@ -246,6 +255,40 @@ PackedMatrix PackedMatrix::from_bf16(const uint16_t* w, int out, int in, WeightF
   return pack(Bf16Source{w, in}, out, in, format);
 }
 
+// q8/q4 parts that do not fill whole panels: each row's codes and scales move to their new panel
+// position as they are (requantizing dequantized rows could pick other scales: block_scale).
+PackedMatrix PackedMatrix::concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out) {
+  const PackedMatrix& first = *parts.front();
+  const bool q8 = first.format_ == WeightFormat::Q8;
+  PackedMatrix m;
+  m.format_ = first.format_;
+  m.out_ = out;
+  m.in_ = first.in_;
+  m.in_padded_ = first.in_padded_;
+  m.panels_ = (out + kPanel - 1) / kPanel;
+  m.panel_bytes_ = first.panel_bytes_;
+  const int blocks = m.blocks();
+  m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
+  m.scales_ = AlignedBuffer(static_cast<std::size_t>(m.panels_) * blocks * kPanel * 2);
+  std::memset(m.data_.data(), q8 ? 128 : 0x88, m.data_.size());  // padding rows: the zero code
+  uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
+  int row = 0;
+  for (const PackedMatrix* p : parts)
+    for (int i = 0; i < p->out_; ++i, ++row) {
+      const int sp = i / kPanel, sr = i % kPanel, dp = row / kPanel, dr = row % kPanel;
+      const uint8_t* src = p->panel_data(sp);
+      uint8_t* dst = m.data_.data() + dp * m.panel_bytes_;
+      for (int b = 0; b < blocks; ++b) {
+        scales[(static_cast<std::size_t>(dp) * blocks + b) * kPanel + dr] = p->panel_scales(sp)[b * kPanel + sr];
+        if (q8)
+          for (int kk = 0; kk < kBlock; ++kk) dst[detail::q8_offset(b, dr, kk)] = src[detail::q8_offset(b, sr, kk)];
+        else  // one byte holds the row's weights j and j + 16
+          for (int j = 0; j < kBlock / 2; ++j) dst[detail::q4_offset(b, dr, j)] = src[detail::q4_offset(b, sr, j)];
+      }
+    }
+  return m;
+}
+
 PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& parts) {
   if (parts.empty()) fail("concat_rows: no matrices given");
   const PackedMatrix& first = *parts.front();
@@ -263,8 +306,10 @@ PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& p
     if (i + 1 < parts.size() && p.out_ % kPanel != 0) whole_panels = false;
     out += p.out_;
   }
+  const bool quantized = first.format_ == WeightFormat::Q8 || first.format_ == WeightFormat::Q4;
+  if (!whole_panels && quantized) return concat_quantized_rows(parts, out);
   if (!whole_panels || first.format_ == WeightFormat::F32) {
-    // Rows through fp32: exact for f32 and bf16; q8/q4 re-derive the same codes from their own values.
+    // Rows through fp32: exact for f32 and bf16.
     std::vector<float> rows(static_cast<std::size_t>(out) * first.in_);
     int r = 0;
     for (const PackedMatrix* p : parts)

@@ -102,6 +102,7 @@ class PackedMatrix {
 
  private:
   static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
+  static PackedMatrix concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out);
   template <typename Source>
   static PackedMatrix pack(const Source& source, int out, int in, WeightFormat format);
 
