@@ -231,13 +231,14 @@ for t in threads:
     probes = load(os.path.join(out_dir, f"probes-t{t}.json"))
     bw = probes["bandwidth"]["read_gbs"]
     bf16_peak = probes["peaks"]["bf16_gflops"]
+    int8_peak = probes["peaks"].get("int8_gops", float("nan"))
     sgemm = max(g["gflops"] for g in probes["sgemm"])
     print(f"\n## {t} thread(s): read bandwidth {bw:.1f} GB/s (triad {probes['bandwidth']['triad_gbs']:.1f}), "
           f"OpenBLAS sgemm best {sgemm:.0f} GFLOP/s on the prefill shapes (core {probes['openblas']['core']}), "
-          f"bf16 dot peak {bf16_peak:.0f} GFLOP/s")
+          f"bf16 dot peak {bf16_peak:.0f} GFLOP/s, int8 dot peak {int8_peak:.0f} GOP/s")
     peers = peer_results(t)
     print()
-    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of bandwidth | prefill GFLOP/s | of sgemm | of bf16 peak | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
+    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of bandwidth | prefill GFLOP/s | of sgemm | of dot peak (bf16; int8 for int8/q4) | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for w in weights:
         path = os.path.join(out_dir, f"engine-{w}-t{t}.json")
@@ -256,6 +257,8 @@ for t in threads:
         tg_sd = res.get("tg", {}).get("stddev_ts", 0)
         decode_gbs = gb_token * tg
         prefill_gflops = pp * 2 * (params - e["lm_head_params"]) / 1e9
+        # int8 and q4 prefill runs on int8 dot products (vpdpbusd / vpmaddubsw): their peak is the int8 one.
+        dot_peak = int8_peak if w in ("int8", "q4") else bf16_peak
         weights_bytes = weight_bytes
         rss = e["peak_rss_bytes"]
         rss_ratio = rss / (weights_bytes + e["kv_cache_bytes"])
@@ -266,7 +269,7 @@ for t in threads:
         kld_text = f"{quality['mean_kld']:.5f} (top-1 {100 * quality['same_top']:.1f}%)" if quality else "-"
         print(f"| {w} | {pp:.1f} ± {pp_sd:.1f} | {tg:.2f} ± {tg_sd:.2f} | {gb_token:.3f} | {decode_gbs:.1f} | "
               f"{100 * decode_gbs / bw:.0f}% | {prefill_gflops:.0f} | {100 * prefill_gflops / sgemm:.0f}% | "
-              f"{100 * prefill_gflops / bf16_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} | "
+              f"{100 * prefill_gflops / dot_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} | "
               f"{kld_text} |")
     if peers:
         print(f"\nAgainst llama.cpp, measured in this run, interleaved per format ({t} thread(s), pp{prompt} / tg{gen}):\n")

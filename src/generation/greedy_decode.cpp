@@ -9,10 +9,10 @@ namespace inferlab {
 
 int32_t argmax(std::span<const float> logits) {
   if (logits.empty()) fail("argmax: no logits");
-  // Same answer as std::max_element (the first maximum; NaNs never win unless they come first),
-  // in two passes that the compiler vectorizes: the maximum, then its first position.
-  // Sixteen running maxima side by side: `v > m ? v : m` is one vmaxps per vector (a NaN v
-  // leaves m), which GCC emits for lanes but not for a single serial maximum.
+  // Same answer as std::max_element (the first maximum; NaNs never win unless they come first), in
+  // two passes: the maximum, then its first position. The maximum keeps sixteen running maxima
+  // side by side (`v > m ? v : m`: a NaN v leaves m), sixteen independent chains where one serial
+  // maximum waited on each compare.
   if (std::isnan(logits[0])) return 0;
   constexpr std::size_t kLanes = 16;
   float lanes[kLanes];

@@ -64,8 +64,8 @@ void Sampler::adjust(std::span<const float> logits) {
 }
 
 int32_t Sampler::greedy_choice(std::span<const float> logits) {
-  // argmax: std::max_element's answer (the first maximum) in passes the compiler vectorizes; a
-  // serial max_element over 152k logits took ~10 % of a batch-8 decode step.
+  // argmax gives std::max_element's answer (the first maximum) without its serial chain, which
+  // over 152k logits took ~10 % of a batch-8 decode step (docs/speed.md).
   if (plain_greedy()) return argmax(logits);  // no copy of the row
   adjust(logits);
   return argmax(scratch_);

@@ -94,10 +94,11 @@ namespace {
 // candidates did not lower the demo model's KLD further), and the least-squares refit of each
 // (sum x*q / sum q*q for the codes it gives); kept: the fp16 scale whose codes give the least
 // squared error, never worse than the rule's own (a test checks). docs/quality.md has the KLDs.
-// This runs 6 (int8) or 16 (q4) times per block of every quantized matrix at load, so it is written with the SSE2
-// baseline of x86-64 (no dispatch needed): codes clamped with maxps / minps and rounded to nearest
-// even, as the packer's nearbyint, by adding and taking away 1.5 * 2^23 (exact for |v| < 2^22);
-// plain C++ compiled to scalar compares and branches here and made loading 3x slower.
+// The error is computed 6 (int8) or 16 (q4) times per block of every quantized matrix at load, so
+// it is written with the SSE2 baseline of x86-64 (no dispatch needed): codes clamped with maxps /
+// minps and rounded to nearest even, as the packer's nearbyint, by adding and taking away
+// 1.5 * 2^23 (exact for |v| < 2^22); plain C++ compiled to scalar compares and branches here and
+// made loading 3x slower.
 struct CodeRange {
   float lo, hi, n;
   int steps;  // candidates t = 0.2 ... 0.2 * steps beside the rule's own d
