@@ -62,10 +62,7 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   m.format_ = q8 ? WeightFormat::Q8 : WeightFormat::Q4;
   m.in_padded_ = in;  // a whole number of 32-weight blocks
   const int blocks = in / kBlock;
-  m.panel_bytes_ = static_cast<std::size_t>(blocks) * (q8 ? 512 : 256);
-  m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
-  m.scales_ = AlignedBuffer(static_cast<std::size_t>(m.panels_) * blocks * kPanel * 2);
-  std::memset(m.data_.data(), q8 ? 128 : 0x88, m.data_.size());  // padding rows: the zero code
+  m.allocate_quantized_panels();
   uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
   kernel_pool().parallel_for(m.panels_, [&](int64_t begin, int64_t end) {
     for (int p = static_cast<int>(begin); p < end; ++p) {

@@ -128,7 +128,7 @@ float block_error(const float* x, float d, CodeRange r) {
   return sum_lanes(error);
 }
 
-// `rule`: the format's own scale for this block (nonzero, finite).
+// `rule`: the format's own scale for this block; a zero or non-finite one is kept as it is.
 uint16_t block_scale(const float* x, float rule, CodeRange r) {
   uint16_t best = f32_to_f16(rule);
   if (rule == 0 || !std::isfinite(rule)) return best;
@@ -203,12 +203,8 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       const bool q8 = format == WeightFormat::Q8;
       m.in_padded_ = (in + kBlock - 1) / kBlock * kBlock;
       const int blocks = m.in_padded_ / kBlock;
-      m.panel_bytes_ = static_cast<std::size_t>(blocks) * (q8 ? 512 : 256);
-      m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
-      m.scales_ = AlignedBuffer(static_cast<std::size_t>(m.panels_) * blocks * kPanel * 2);
+      m.allocate_quantized_panels();
       uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
-      // Padding rows and columns hold the zero code.
-      std::memset(m.data_.data(), q8 ? 128 : 0x88, m.data_.size());
       kernel_pool().parallel_for(m.panels_, [&](int64_t begin, int64_t end) {
       float values[kBlock];
       for (int p = static_cast<int>(begin); p < end; ++p) {
@@ -256,6 +252,14 @@ PackedMatrix PackedMatrix::from_bf16(const uint16_t* w, int out, int in, WeightF
   return pack(Bf16Source{w, in}, out, in, format);
 }
 
+void PackedMatrix::allocate_quantized_panels() {
+  const bool q8 = format_ == WeightFormat::Q8;
+  panel_bytes_ = static_cast<std::size_t>(blocks()) * (q8 ? 512 : 256);
+  data_ = AlignedBuffer(panel_bytes_ * panels_);
+  scales_ = AlignedBuffer(static_cast<std::size_t>(panels_) * blocks() * kPanel * 2);
+  std::memset(data_.data(), q8 ? 128 : 0x88, data_.size());  // the zero code: q + 128, or 8 in both nibbles
+}
+
 // q8/q4 parts that do not fill whole panels: each row's codes and scales move to their new panel
 // position as they are (requantizing dequantized rows could pick other scales: block_scale).
 PackedMatrix PackedMatrix::concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out) {
@@ -267,11 +271,8 @@ PackedMatrix PackedMatrix::concat_quantized_rows(const std::vector<const PackedM
   m.in_ = first.in_;
   m.in_padded_ = first.in_padded_;
   m.panels_ = (out + kPanel - 1) / kPanel;
-  m.panel_bytes_ = first.panel_bytes_;
+  m.allocate_quantized_panels();
   const int blocks = m.blocks();
-  m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
-  m.scales_ = AlignedBuffer(static_cast<std::size_t>(m.panels_) * blocks * kPanel * 2);
-  std::memset(m.data_.data(), q8 ? 128 : 0x88, m.data_.size());  // padding rows: the zero code
   uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
   int row = 0;
   for (const PackedMatrix* p : parts)

@@ -103,6 +103,9 @@ class PackedMatrix {
  private:
   static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
   static PackedMatrix concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out);
+  // q8/q4 storage for panels_ x in_padded_ (both set): code bytes filled with the zero code (padding
+  // rows and columns stay zero), fp16 scales [panel][block][16] left for the caller.
+  void allocate_quantized_panels();
   template <typename Source>
   static PackedMatrix pack(const Source& source, int out, int in, WeightFormat format);
 
