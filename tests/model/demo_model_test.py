@@ -4,7 +4,7 @@
    message and sampling settings: the answer has at least 20 words, at least 80 % of them are in Debian's wamerican word
    list (/usr/share/dict/words, case-insensitive), and no chat-template token leaks into it.
 2. `inferlab perplexity` on the held-out Brown texts (never trained on; assets/brown-heldout.txt),
-   ctx 256, the first 8 chunks: PPL below PPL_BOUND (docs/demo-model.md states it; measured: 640).
+   ctx 256, the first 8 chunks: PPL below PPL_BOUND (docs/demo-model.md states it; measured: 612).
    For scale: a uniform guess over the vocabulary is 50,259, the untrained model scores about 27,000.
 """
 import argparse
