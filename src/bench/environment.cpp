@@ -8,13 +8,7 @@
 
 #include "bench/http_client.h"
 #include "inferlab/bench/openai_client.h"
-
-#ifndef INFERLAB_VERSION
-#define INFERLAB_VERSION "unknown"
-#endif
-#ifndef INFERLAB_GIT_COMMIT
-#define INFERLAB_GIT_COMMIT "unknown"
-#endif
+#include "inferlab/util/build_info.h"
 
 namespace inferlab::bench {
 
@@ -47,8 +41,8 @@ nlohmann::json host_environment() {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   return {{"cpu_model", cpu_model()},
           {"cores", cores > 0 ? cores : 0},
-          {"inferlab_version", INFERLAB_VERSION},
-          {"git_commit", INFERLAB_GIT_COMMIT}};
+          {"inferlab_version", inferlab_version()},
+          {"git_commit", inferlab_git_commit()}};
 }
 
 nlohmann::json target_environment(const std::string& base_url, const std::string& api_key, double timeout_s) {

@@ -1,11 +1,5 @@
 #include "server/server_info.h"
-
-#ifndef INFERLAB_VERSION
-#define INFERLAB_VERSION "unknown"
-#endif
-#ifndef INFERLAB_GIT_COMMIT
-#define INFERLAB_GIT_COMMIT "unknown"
-#endif
+#include "inferlab/util/build_info.h"
 
 namespace inferlab::api {
 
@@ -13,8 +7,8 @@ json server_info(const ServerOptions& o, int bound_port, const std::string& mode
                  const ModelContext& context) {
   const SchedulerOptions& s = o.scheduler;
   return {{"server", "inferlab"},
-          {"version", INFERLAB_VERSION},
-          {"git_commit", INFERLAB_GIT_COMMIT},
+          {"version", inferlab_version()},
+          {"git_commit", inferlab_git_commit()},
           {"model", model_name},
           {"model_path", model_path},
           // The flags, named as on the command line (without "--", "-" as "_").

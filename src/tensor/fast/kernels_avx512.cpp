@@ -30,11 +30,6 @@ inline int32_t load_i32(const void* p) {
 // load brought it to 80-95 %; 512 B and 2-4 KiB were slower (docs/speed.md).
 constexpr int kPrefetchBytes = 1024;
 
-struct Tile {
-  int row0, mr;         // rows [row0, row0 + mr)
-  int panel0, nv;       // panels [panel0, panel0 + nv)
-};
-
 inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
   const int out = a.w->out();
   const int n = std::min(16, out - col);
