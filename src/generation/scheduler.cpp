@@ -1,4 +1,5 @@
 #include "inferlab/generation/scheduler.h"
+#include "inferlab/util/thread_name.h"
 
 #include <algorithm>
 #include <cstring>
@@ -150,7 +151,10 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
   validate(options_.speculative);
   stats_.kv_blocks_total = cache_.num_blocks();
   stats_.block_size = cache_.block_size();
-  engine_ = std::thread([this] { engine_loop(); });
+  engine_ = std::thread([this] {
+    name_this_thread("engine");
+    engine_loop();
+  });
 }
 
 Scheduler::~Scheduler() { shutdown("server shutting down"); }

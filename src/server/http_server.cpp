@@ -6,6 +6,7 @@
 // answer is pending the socket is read too, so a client that hangs up is seen at once and its work
 // cancelled. Nothing here blocks: the engine wakes a connection when its answer has news.
 #include "server/http_server.h"
+#include "inferlab/util/thread_name.h"
 
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -687,7 +688,10 @@ void HttpServer::listen_in_background(std::shared_ptr<const void> owner) {
   s.owner = std::move(owner);
   s.accept();
   const int threads = std::max(1, s.options.http_threads);
-  for (int i = 0; i < threads; ++i) s.threads.emplace_back([loop = s.loop.get()] { loop->run(); });
+  for (int i = 0; i < threads; ++i) s.threads.emplace_back([loop = s.loop.get()] {
+      name_this_thread("http-io");
+      loop->run();
+    });
 }
 
 bool HttpServer::listening() const { return !impl_->threads.empty(); }

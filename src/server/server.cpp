@@ -2,6 +2,7 @@
 // through the OpenAI routes, and runs the lifecycle: start (listen), load (engine ready), the
 // idle-memory housekeeper and the graceful shutdown.
 #include "inferlab/server/server.h"
+#include "inferlab/util/thread_name.h"
 
 #include <fmt/format.h>
 #include <malloc.h>
@@ -164,8 +165,12 @@ void Server::load(const std::string& model_name) {
   for (int32_t id = 0; id < s.engine->text().vocab_size(); ++id)
     s.context.longest_token_bytes = std::max(s.context.longest_token_bytes, s.engine->text().token_bytes(id).size());
   s.engine_progress_ms = Impl::now_ms();
+  s.housekeeper = std::thread([&s] {
+    name_this_thread("housekeeping");
+    s.housekeeping();
+  });
+  // Ready last: a client that sees /health 200 sees every thread the server will run.
   s.ready = true;
-  s.housekeeper = std::thread([&s] { s.housekeeping(); });
 }
 
 void Server::Impl::housekeeping() {

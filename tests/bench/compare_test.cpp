@@ -32,7 +32,8 @@ std::vector<RequestRecord> synthetic_run(std::mt19937_64& rng, int n, double sca
   return records;
 }
 
-const MetricComparison& row(const std::vector<MetricComparison>& rows, const std::string& metric) {
+// A copy: callers pass compare_runs(...)'s temporary, which a returned reference would outlive.
+MetricComparison row(const std::vector<MetricComparison>& rows, const std::string& metric) {
   for (const auto& r : rows)
     if (r.metric == metric) return r;
   throw std::runtime_error("no row " + metric);

@@ -14,6 +14,7 @@
 - the router gauges: inferlab_ names always, vllm: names with --metrics-compat vllm; /ready.
 """
 import asyncio
+import collections
 import json
 import os
 import resource
@@ -43,6 +44,17 @@ def threads_and_rss(pid):
     threads = int(status.split("Threads:")[1].split()[0])
     rss_kb = int(status.split("VmRSS:")[1].split()[0])
     return threads, rss_kb * 1024
+
+
+def thread_names(pid):
+    """The server's threads by name (engine, http-io, compute-N, housekeeping; the rest unnamed)."""
+    names = collections.Counter()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            names[open(f"/proc/{pid}/task/{tid}/comm").read().strip()] += 1
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return names
 
 
 def wait_for(base, predicate, timeout):
@@ -83,6 +95,7 @@ async def close_all(conns):
 async def hold_streams(server, n):
     pid = server.proc.pid
     threads0, rss0 = threads_and_rss(pid)
+    names0 = thread_names(pid)
     holder_body = {"prompt": "Once", "max_tokens": 3000, "ignore_eos": True}
     holders = [await open_request(server.port, holder_body, True) for _ in range(2)]
     heads = await asyncio.gather(*(read_head(r) for r, _ in holders))
@@ -102,9 +115,10 @@ async def hold_streams(server, n):
               f"{m.get('inferlab_active_streams')}, queued {m.get('inferlab_queue_length')}, "
               f"connections {m.get('inferlab_http_connections')})")
     threads, rss = threads_and_rss(pid)
+    names = thread_names(pid)
     # The event loop's threads, the handler pool, the engine's, compute (--threads 2) and housekeeping.
     check(threads == threads0, f"no thread per connection: {threads} threads with {n + 2} streams open, "
-                               f"{threads0} before")
+                               f"{threads0} before (started: {dict(names - names0)}, ended: {dict(names0 - names)})")
     per_1000 = (rss - rss0) / n * 1000
     print(f"measured: {n + 2} open streams on {HTTP_THREADS} HTTP threads: process threads {threads}, "
           f"RSS {rss0 / 2**20:.1f} -> {rss / 2**20:.1f} MiB, {per_1000 / 2**20:.2f} MiB per 1,000 idle streams")

@@ -1,9 +1,11 @@
 #include "inferlab/tensor/fast/thread_pool.h"
+#include "inferlab/util/thread_name.h"
 
 #include <immintrin.h>
 
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "inferlab/util/error.h"
 
@@ -28,7 +30,10 @@ void spin_then_wait(const std::atomic<T>& value, T seen, Pred done) {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads_ = threads;
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] {
+    name_this_thread(("compute-" + std::to_string(i)).c_str());
+    worker_loop(i);
+  });
 }
 
 ThreadPool::~ThreadPool() {
