@@ -138,6 +138,7 @@ std::shared_ptr<RequestStream> Engine::submit(ChoiceRequest request) {
 }
 
 bool Engine::idle() const { return scheduler_->idle(); }
+double Engine::seconds_since_progress() const { return scheduler_->seconds_since_progress(); }
 SchedulerStats Engine::stats() const { return scheduler_->stats(); }
 std::vector<SequenceSnapshot> Engine::running_sequences() const { return scheduler_->running_sequences(); }
 void Engine::shutdown(const std::string& reason) { scheduler_->shutdown(reason); }

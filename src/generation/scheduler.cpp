@@ -151,6 +151,7 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
   validate(options_.speculative);
   stats_.kv_blocks_total = cache_.num_blocks();
   stats_.block_size = cache_.block_size();
+  mark_progress();
   engine_ = std::thread([this] {
     name_this_thread("engine");
     engine_loop();
@@ -236,6 +237,16 @@ void Scheduler::shutdown(const std::string& reason) {
   if (engine_.joinable()) engine_.join();
 }
 
+void Scheduler::mark_progress() {
+  progress_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+}
+
+double Scheduler::seconds_since_progress() const {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::duration(now - progress_ns_.load(std::memory_order_relaxed)))
+      .count();
+}
+
 bool Scheduler::idle() const {
   std::lock_guard lock(mutex_);
   return incoming_.empty() && stats_.waiting == 0 && stats_.running == 0;
@@ -258,6 +269,7 @@ void Scheduler::engine_loop() {
         incoming_.pop_front();
       }
     }
+    mark_progress();
     bool worked = false;
     try {
       worked = step();
@@ -267,6 +279,7 @@ void Scheduler::engine_loop() {
       for (auto& seq : running_) finish(*seq, FinishReason::error, message);
       running_.clear();
     }
+    mark_progress();
     publish_stats();
     if (!worked) {
       std::unique_lock lock(mutex_);

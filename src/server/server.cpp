@@ -65,7 +65,6 @@ struct Server::Impl {
   std::atomic<uint64_t> memory_trims{0};
   // When the engine last made a step or had nothing to do (housekeeping() updates it): /health
   // says 503 once that is older than --engine-stall-timeout (a hung engine must not look healthy).
-  std::atomic<int64_t> engine_progress_ms{0};
 
   // Returns freed heap memory to the OS once the server goes idle (see housekeeping()).
   std::thread housekeeper;
@@ -80,12 +79,11 @@ struct Server::Impl {
   void generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat);
   json model_entry() const;
   api::MetricsSnapshot metrics() const;
-  static int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
-  }
+  // The engine clocks its own progress: a step that ends (or an idle loop waking) is seen at once,
+  // not on the next housekeeping tick, so work sent right after a long step is not a "stall".
   bool engine_stalled() const {
     return options.engine_stall_s > 0 && engine && !engine->idle() &&
-           now_ms() - engine_progress_ms > static_cast<int64_t>(options.engine_stall_s * 1000);
+           engine->seconds_since_progress() > options.engine_stall_s;
   }
   void require_ready() const {
     if (draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
@@ -164,7 +162,6 @@ void Server::load(const std::string& model_name) {
   s.system_fingerprint = fingerprint_of(*s.engine, s.options);
   for (int32_t id = 0; id < s.engine->text().vocab_size(); ++id)
     s.context.longest_token_bytes = std::max(s.context.longest_token_bytes, s.engine->text().token_bytes(id).size());
-  s.engine_progress_ms = Impl::now_ms();
   s.housekeeper = std::thread([&s] {
     name_this_thread("housekeeping");
     s.housekeeping();
@@ -177,12 +174,8 @@ void Server::Impl::housekeeping() {
   // glibc keeps memory freed by the HTTP threads in their arenas; after load that is tens of MB
   // above a cold start. Trim once per busy -> idle transition, checked a few times a second.
   bool busy_since_trim = false;
-  uint64_t steps = engine->stats().steps;
   std::unique_lock lock(housekeeper_mutex);
   while (!housekeeper_wake.wait_for(lock, std::chrono::milliseconds(200), [this] { return housekeeper_stop; })) {
-    const uint64_t now_steps = engine->stats().steps;
-    if (now_steps != steps || engine->idle()) engine_progress_ms = now_ms();
-    steps = now_steps;
     const bool idle = engine->idle() && active_streams == 0;
     if (!idle) {
       busy_since_trim = true;

@@ -103,6 +103,7 @@ class Engine {
   // Throws Error when it could never fit, OverloadedError when the queue is full or stopped.
   std::shared_ptr<RequestStream> submit(ChoiceRequest request);
   bool idle() const;  // nothing queued or running
+  double seconds_since_progress() const;  // of the engine loop (Scheduler::seconds_since_progress)
   SchedulerStats stats() const;
   std::vector<SequenceSnapshot> running_sequences() const;  // the running batch, for a live view
   // Ends every queued and running request with an error event carrying `reason`.

@@ -194,6 +194,9 @@ class Scheduler {
   void shutdown(const std::string& reason);
 
   bool idle() const;  // nothing queued or running
+  // Seconds since the engine loop last made progress: began an iteration (after waking for work)
+  // or finished a step. A loop stuck in one step counts up; an idle loop wakes every 50 ms.
+  double seconds_since_progress() const;
   SchedulerStats stats() const;
   std::vector<SequenceSnapshot> running_sequences() const;  // in order of arrival
   std::size_t capacity_tokens() const;
@@ -209,6 +212,7 @@ class Scheduler {
   };
 
   void engine_loop();
+  void mark_progress();
   bool step();  // false when there was nothing to do
   void drop_cancelled_and_expired();
   void admit();
@@ -231,6 +235,7 @@ class Scheduler {
   bool stopping_ = false;
   std::string stop_reason_;
   std::atomic<bool> has_work_{false};
+  std::atomic<int64_t> progress_ns_{0};  // steady_clock time of the loop's last progress
   SchedulerStats stats_;
   std::vector<SequenceSnapshot> running_snapshot_;
 
