@@ -63,8 +63,6 @@ struct Server::Impl {
 
   std::atomic<int> active_streams{0};
   std::atomic<uint64_t> memory_trims{0};
-  // When the engine last made a step or had nothing to do (housekeeping() updates it): /health
-  // says 503 once that is older than --engine-stall-timeout (a hung engine must not look healthy).
 
   // Returns freed heap memory to the OS once the server goes idle (see housekeeping()).
   std::thread housekeeper;
@@ -79,8 +77,9 @@ struct Server::Impl {
   void generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat);
   json model_entry() const;
   api::MetricsSnapshot metrics() const;
-  // The engine clocks its own progress: a step that ends (or an idle loop waking) is seen at once,
-  // not on the next housekeeping tick, so work sent right after a long step is not a "stall".
+  // /health says 503 while work waits and the engine loop made no progress for
+  // --engine-stall-timeout (a hung engine must not look healthy). The engine clocks its own
+  // progress, so a step that ends is seen at once, not on a later tick.
   bool engine_stalled() const {
     return options.engine_stall_s > 0 && engine && !engine->idle() &&
            engine->seconds_since_progress() > options.engine_stall_s;

@@ -1,4 +1,4 @@
-// What this binary was built from, for reports and /v1/server: the project version and the git
+// What this binary was built from, for bench reports and /server_info: the project version and the git
 // commit CMake saw at configure time ("unknown" outside a git checkout).
 #pragma once
 
