@@ -238,13 +238,11 @@ void Scheduler::shutdown(const std::string& reason) {
 }
 
 void Scheduler::mark_progress() {
-  progress_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  progress_ticks_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 double Scheduler::seconds_since_progress() const {
-  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-  return std::chrono::duration<double>(std::chrono::steady_clock::duration(now - progress_ns_.load(std::memory_order_relaxed)))
-      .count();
+  return seconds(Clock::now().time_since_epoch() - Clock::duration(progress_ticks_.load(std::memory_order_relaxed)));
 }
 
 bool Scheduler::idle() const {

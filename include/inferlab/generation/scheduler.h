@@ -235,7 +235,7 @@ class Scheduler {
   bool stopping_ = false;
   std::string stop_reason_;
   std::atomic<bool> has_work_{false};
-  std::atomic<int64_t> progress_ns_{0};  // steady_clock time of the loop's last progress
+  std::atomic<Clock::rep> progress_ticks_{0};  // Clock time of the loop's last progress
   SchedulerStats stats_;
   std::vector<SequenceSnapshot> running_snapshot_;
 
