@@ -45,19 +45,14 @@ std::string tool_arguments_rules(const ToolDefinition& tool, const std::string& 
   return json_schema_rules(schema, rule, limits);
 }
 
-void ToolCallStream::emit(const std::vector<ToolCall>& calls, const std::optional<std::string>& open_name, json& deltas) {
-  for (std::size_t i = 0; i < calls.size() || (i == calls.size() && open_name); ++i) {
-    const bool finished = i < calls.size();
-    if (i >= ids_.size()) {
-      ids_.push_back(finished ? calls[i].id : new_tool_call_id());
-      deltas.push_back({{"index", i}, {"id", ids_[i]}, {"type", "function"},
-                        {"function", {{"name", finished ? calls[i].name : *open_name}, {"arguments", ""}}}});
-    }
-    if (!finished) break;
-    if (i >= arguments_sent_) {
-      deltas.push_back({{"index", i}, {"function", {{"arguments", calls[i].arguments}}}});
-      arguments_sent_ = i + 1;
-    }
+void ToolCallStream::emit(const std::vector<ToolCall>& calls, json& deltas) {
+  // A call is announced only once it is whole: a header sent earlier could not be taken back if
+  // max_tokens then cut the call short, and clients would finish it with arguments that are not
+  // JSON. Header and arguments still go as two entries, as OpenAI streams them.
+  for (std::size_t i = ids_.size(); i < calls.size(); ++i) {
+    ids_.push_back(calls[i].id);
+    deltas.push_back({{"index", i}, {"id", calls[i].id}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", ""}}}});
+    deltas.push_back({{"index", i}, {"function", {{"arguments", calls[i].arguments}}}});
   }
 }
 
@@ -69,9 +64,7 @@ std::string ToolCallStream::feed(const std::string& text, json& deltas) {
     shown = text_.substr(content_sent_, end - content_sent_);
     content_sent_ = end;
   }
-  std::optional<std::string> open_name;
-  auto calls = format_.finished_calls(text_.substr(content_sent_), open_name);
-  emit(calls, open_name, deltas);
+  emit(format_.finished_calls(text_.substr(content_sent_)), deltas);
   return shown;
 }
 
@@ -85,8 +78,7 @@ std::string ToolCallStream::finish(json& deltas, std::vector<ToolCall>& calls) {
   }
   // Calls streamed so far keep their ids.
   for (std::size_t i = 0; i < calls.size() && i < ids_.size(); ++i) calls[i].id = ids_[i];
-  std::optional<std::string> none;
-  emit(calls, none, deltas);
+  emit(calls, deltas);
   // Content beyond what was sent (text the format keeps outside the calls).
   std::string rest;
   if (parsed.content.size() > content_sent_) rest = parsed.content.substr(content_sent_);

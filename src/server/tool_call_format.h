@@ -39,8 +39,8 @@ class ToolCallFormat {
   virtual ParsedOutput parse(const std::string& text) const = 0;
   // While streaming: how much of `text` is content for sure (the rest may be or become a call).
   virtual std::size_t content_prefix(const std::string& text) const = 0;
-  // While streaming: the calls finished so far, and the name of the one being written (if known).
-  virtual std::vector<ToolCall> finished_calls(const std::string& text, std::optional<std::string>& open_name) const = 0;
+  // While streaming: the calls finished so far.
+  virtual std::vector<ToolCall> finished_calls(const std::string& text) const = 0;
   // GBNF for one or (parallel) several calls of these tools, with arguments per their schemas.
   virtual std::string forced_grammar(const std::vector<ToolDefinition>& tools, bool parallel, const GrammarLimits& limits) const = 0;
   // For tool_choice auto with strict tools: the text that opens a call, and the grammar of what
@@ -62,8 +62,9 @@ std::optional<ToolCall> tool_call_from_json(const json& object, const char* argu
 // GBNF of one tool's arguments: its schema's rules under `rule` (shared primitives not included).
 std::string tool_arguments_rules(const ToolDefinition& tool, const std::string& rule, const GrammarLimits& limits);
 
-// Streams one answer's text: content as soon as it is surely content, each call as a header
-// delta (index, id, type, name) when its name is known and an arguments delta when it is whole.
+// Streams one answer's text: content as soon as it is surely content, each call once it is whole
+// as a header delta (index, id, type, name) and an arguments delta. A last call that max_tokens
+// cut short is never announced: it stays content, as in the non-streamed answer.
 class ToolCallStream {
  public:
   explicit ToolCallStream(const ToolCallFormat& format) : format_(format) {}
@@ -73,12 +74,11 @@ class ToolCallStream {
   std::string finish(json& deltas, std::vector<ToolCall>& calls);
 
  private:
-  void emit(const std::vector<ToolCall>& calls, const std::optional<std::string>& open_name, json& deltas);
+  void emit(const std::vector<ToolCall>& calls, json& deltas);
   const ToolCallFormat& format_;
   std::string text_;
   std::size_t content_sent_ = 0;
-  std::vector<std::string> ids_;  // per call index, once its header is sent
-  std::size_t arguments_sent_ = 0;
+  std::vector<std::string> ids_;  // per call index, once it is sent
 };
 
 }  // namespace inferlab::api

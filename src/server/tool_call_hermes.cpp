@@ -16,19 +16,6 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-// The value of "name" in a call being written, once its closing quote is there.
-std::optional<std::string> partial_name(const std::string& body) {
-  auto key = body.find("\"name\"");
-  if (key == std::string::npos) return std::nullopt;
-  auto colon = body.find_first_not_of(" \t\r\n", key + 6);
-  if (colon == std::string::npos || body[colon] != ':') return std::nullopt;
-  auto quote = body.find_first_not_of(" \t\r\n", colon + 1);
-  if (quote == std::string::npos || body[quote] != '"') return std::nullopt;
-  auto close = body.find('"', quote + 1);
-  if (close == std::string::npos) return std::nullopt;
-  return body.substr(quote + 1, close - quote - 1);
-}
-
 class Hermes : public ToolCallFormat {
  public:
   const char* name() const override { return "hermes"; }
@@ -69,17 +56,14 @@ class Hermes : public ToolCallFormat {
     return text.size();
   }
 
-  std::vector<ToolCall> finished_calls(const std::string& text, std::optional<std::string>& open_name) const override {
+  std::vector<ToolCall> finished_calls(const std::string& text) const override {
     std::vector<ToolCall> calls;
     std::size_t pos = 0;
     for (;;) {
       const std::size_t open = text.find(kOpen, pos);
       if (open == std::string::npos) return calls;
       const std::size_t close = text.find(kClose, open);
-      if (close == std::string::npos) {
-        open_name = partial_name(text.substr(open + kOpen.size()));
-        return calls;
-      }
+      if (close == std::string::npos) return calls;
       json object = json::parse(trim(text.substr(open + kOpen.size(), close - open - kOpen.size())), nullptr, false);
       auto call = object.is_discarded() ? std::nullopt : tool_call_from_json(object, "arguments");
       if (!call) return calls;  // malformed: decided at the end (it becomes content)

@@ -37,7 +37,7 @@ class Llama3 : public ToolCallFormat {
     return text.size();
   }
 
-  std::vector<ToolCall> finished_calls(const std::string&, std::optional<std::string>&) const override {
+  std::vector<ToolCall> finished_calls(const std::string&) const override {
     return {};  // known only at the end: the object may go on
   }
 

@@ -69,6 +69,26 @@ TEST(ToolCalls, StreamingHoldsPartialTagsAndSendsHeaderThenArguments) {
   EXPECT_EQ(calls[0].id, deltas[0]["id"]);
 }
 
+TEST(ToolCalls, StreamingNeverAnnouncesACallThatMaxTokensCutShort) {
+  auto f = make_hermes_format();
+  ToolCallStream stream(*f);
+  const std::string whole = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>";
+  const std::string cut = "\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x";
+  std::string content;
+  json deltas = json::array();
+  for (char c : whole + cut) content += stream.feed(std::string(1, c), deltas);
+  std::vector<ToolCall> calls;
+  content += stream.finish(deltas, calls);
+  // The whole call: a header and its arguments; the cut one: no header (a client would finish it
+  // with arguments that are not JSON), its text is content, as parse() says for the whole answer.
+  ASSERT_EQ(deltas.size(), 2u) << deltas.dump();
+  for (const json& d : deltas) EXPECT_EQ(d["index"], 0) << deltas.dump();
+  ASSERT_EQ(calls.size(), 1u);
+  const ParsedOutput parsed = f->parse(whole + cut);
+  EXPECT_EQ(content, parsed.content);
+  EXPECT_NE(content.find("<tool_call>"), std::string::npos) << content;
+}
+
 TEST(ToolCalls, ForcedGrammarsCompile) {
   std::vector<ToolDefinition> tools = {{"get_weather", json::parse(R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})"), true},
                                        {"now", json::object(), false}};
