@@ -513,7 +513,7 @@ bool Scheduler::step() {
     if (budget <= 0) break;
     int count = std::min(seq->uncomputed(), budget);
     budget -= count;
-    plan.push_back({seq, count});
+    plan.push_back({seq, count, {}});
   }
   if (plan.empty()) return true;
 
