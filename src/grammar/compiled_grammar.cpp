@@ -10,6 +10,8 @@ namespace {
 // Far beyond what a request needs; a grammar that gets there (deep nesting) fails with a message.
 constexpr std::size_t kMaxNodes = 4'000'000;
 constexpr std::size_t kMaxStates = 200'000;
+// Stacks alive at once: each byte of the output is checked against every one of them.
+constexpr std::size_t kMaxStacks = 8192;
 constexpr std::size_t kMaxMasks = 4096;        // masks kept per grammar (then the cache starts over)
 constexpr std::size_t kListBelow = 4096;       // masks with fewer tokens are kept as a list
 
@@ -49,27 +51,40 @@ uint32_t CompiledGrammar::node(uint32_t position, uint32_t parent) {
   return it->second;
 }
 
-// The stacks `node` stands for once every rule reference on top is replaced by its alternatives:
-// each has a byte element on top, or is the empty stack (0).
-void CompiledGrammar::expand(uint32_t id, StackSet& out) {
-  if (id == 0) {
-    out.push_back(0);
-    return;
+// The stacks the nodes in `todo` stand for once every rule reference on top is replaced by its
+// alternatives: each has a byte element on top, or is the empty stack (0). A worklist, and each
+// node once per expansion: recursion could overflow the stack on long chains of rules, and in
+// nested optional repetitions ((("a"{0,40}){0,40}){0,40}) the paths to a node multiply per level
+// (one such request took 10 GB and minutes before this).
+CompiledGrammar::StackSet CompiledGrammar::expand(std::vector<uint32_t>& todo) {
+  if (++epoch_ == 0) {  // wrapped: forget every old mark
+    std::fill(seen_.begin(), seen_.end(), 0u);
+    epoch_ = 1;
   }
-  const Node n = nodes_[id];
-  const Grammar::Element e = grammar_.elements[n.position];
-  if (e.kind == Grammar::bytes) {
-    out.push_back(id);
-    return;
+  StackSet out;
+  while (!todo.empty()) {
+    const uint32_t id = todo.back();
+    todo.pop_back();
+    if (seen_.size() < nodes_.size()) seen_.resize(nodes_.size(), 0u);
+    if (seen_[id] == epoch_) continue;
+    seen_[id] = epoch_;
+    const Node n = nodes_[id];
+    if (id == 0 || grammar_.elements[n.position].kind == Grammar::bytes) {
+      out.push_back(id);
+      if (out.size() > kMaxStacks)
+        throw GrammarError(fmt::format("the grammar is too ambiguous: more than {} ways to parse the output at once "
+                                       "(nested optional repetitions multiply them)", kMaxStacks));
+      continue;
+    }
+    // A reference: the continuation after it (none when it ends the alternative: a tail call, so
+    // right recursion does not grow the stack), under each alternative of the rule.
+    const Grammar::Element e = grammar_.elements[n.position];
+    const uint32_t after = n.position + 1;
+    const uint32_t continuation = grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent);
+    for (uint32_t start : grammar_.alternatives[e.value])
+      todo.push_back(grammar_.elements[start].kind == Grammar::end ? continuation : node(start, continuation));
   }
-  // A reference: the continuation after it (none when it ends the alternative: a tail call, so
-  // right recursion does not grow the stack), under each alternative of the rule.
-  const uint32_t after = n.position + 1;
-  const uint32_t continuation = grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent);
-  for (uint32_t start : grammar_.alternatives[e.value]) {
-    if (grammar_.elements[start].kind == Grammar::end) expand(continuation, out);
-    else expand(node(start, continuation), out);
-  }
+  return out;
 }
 
 int32_t CompiledGrammar::intern(StackSet set) {
@@ -90,26 +105,25 @@ int32_t CompiledGrammar::intern(StackSet set) {
 }
 
 int32_t CompiledGrammar::initial_state() {
-  StackSet set;
-  for (uint32_t start : grammar_.alternatives[grammar_.root]) {
-    if (grammar_.elements[start].kind == Grammar::end) set.push_back(0);
-    else expand(node(start, 0), set);
-  }
-  return intern(std::move(set));
+  std::vector<uint32_t> todo;
+  for (uint32_t start : grammar_.alternatives[grammar_.root])
+    todo.push_back(grammar_.elements[start].kind == Grammar::end ? 0 : node(start, 0));
+  return intern(expand(todo));
 }
 
 int32_t CompiledGrammar::next(int32_t state, uint8_t byte) {
   int32_t known = next_[state][byte];
   if (known >= 0) return known;
-  StackSet out;
+  std::vector<uint32_t>& todo = expand_todo_;
+  todo.clear();
   for (uint32_t id : states_[state]) {
     if (id == 0) continue;
     const Node n = nodes_[id];
     if (!grammar_.matches(n.position, byte)) continue;
     const uint32_t after = n.position + 1;
-    expand(grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent), out);
+    todo.push_back(grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent));
   }
-  const int32_t to = intern(std::move(out));
+  const int32_t to = intern(expand(todo));
   next_[state][byte] = to;
   return to;
 }

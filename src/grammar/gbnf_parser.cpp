@@ -193,10 +193,14 @@ class Parser {
         ++pos_;
         seq.push_back(char_class({{0, kMaxCodepoint}}, false));
       } else if (c == '(') {
+        if (++nesting_ > limits_.max_grammar_nesting)
+          throw GrammarError(fmt::format("grammar: parentheses nested deeper than {} levels at line {}", limits_.max_grammar_nesting,
+                                         1 + std::count(text_.begin(), text_.begin() + pos_, '\n')));
         ++pos_;
         skip_space(true);
         uint32_t group = fresh("group");
         auto alts = alternatives(true);
+        --nesting_;
         rules_[group] = std::move(alts);
         skip_space(true);
         if (pos_ >= text_.size() || text_[pos_] != ')') error("')'");
@@ -474,6 +478,7 @@ class Parser {
   const GrammarLimits& limits_;
   std::size_t pos_ = 0;
   std::size_t elements_ = 0;
+  int nesting_ = 0;  // parentheses open at pos_
   std::vector<std::vector<Sequence>> rules_;
   std::vector<std::string> names_;
   std::vector<bool> defined_;

@@ -61,13 +61,15 @@ const std::vector<Range> kJsonUnsafe{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
 
 class RegexParser {
  public:
-  RegexParser(std::string_view pattern, bool json_string) : p_(pattern), json_(json_string) {}
+  RegexParser(std::string_view pattern, bool json_string, const GrammarLimits& limits)
+      : p_(pattern), json_(json_string), limits_(limits) {}
 
   std::string parse() {
     if (!p_.empty() && p_.front() == '^') ++pos_;
-    std::string out = alternation();
+    std::vector<std::string> parts = alternation();
     if (pos_ < p_.size()) error("an operator (unbalanced ')')");
-    return out;
+    // The expression may be embedded in a sequence (a schema pattern between quotes).
+    return parts.size() == 1 ? parts[0] : "(" + join(parts) + ")";
   }
 
  private:
@@ -76,16 +78,21 @@ class RegexParser {
   }
   bool at_end_anchor() const { return pos_ + 1 == p_.size() && p_[pos_] == '$'; }
 
-  std::string alternation() {
+  // Each regex group becomes exactly one grammar group (GrammarLimits: max_regex_nesting <=
+  // max_grammar_nesting), so neither alternation nor quantifiers add parentheses of their own.
+  std::vector<std::string> alternation() {
     std::vector<std::string> parts{concatenation()};
     while (pos_ < p_.size() && p_[pos_] == '|') {
       ++pos_;
       parts.push_back(concatenation());
     }
-    if (parts.size() == 1) return parts[0];
-    std::string out = "(";
+    return parts;
+  }
+
+  static std::string join(const std::vector<std::string>& parts) {
+    std::string out;
     for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? " | " : "") + parts[i];
-    return out + ")";
+    return out;
   }
 
   std::string concatenation() {
@@ -120,7 +127,7 @@ class RegexParser {
       return atom_text;
     }
     if (pos_ < p_.size() && (p_[pos_] == '?' || p_[pos_] == '+')) ++pos_;  // lazy / possessive: same language
-    return "(" + atom_text + ")" + q;
+    return atom_text + q;  // every atom is one grammar item: a literal, a class or a group
   }
 
   std::string literal(uint32_t cp) {
@@ -219,10 +226,13 @@ class RegexParser {
       } else if (pos_ < p_.size() && p_[pos_] == '?') {
         error("look-around and inline flags are not supported");
       }
-      std::string inner = alternation();
+      // Checked before recursing: a 4 KiB pattern of '(' would otherwise overflow the stack.
+      if (++nesting_ > limits_.max_regex_nesting) error(fmt::format("groups nested deeper than {} levels", limits_.max_regex_nesting));
+      std::vector<std::string> inner = alternation();
+      --nesting_;
       if (pos_ >= p_.size() || p_[pos_] != ')') error("')'");
       ++pos_;
-      return "(" + inner + ")";
+      return "(" + join(inner) + ")";
     }
     if (c == '[') return bracket();
     if (c == '.') {
@@ -284,7 +294,9 @@ class RegexParser {
 
   std::string_view p_;
   bool json_;
+  const GrammarLimits& limits_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;  // groups open at pos_
 };
 
 }  // namespace
@@ -293,7 +305,7 @@ std::string regex_to_gbnf_expression(std::string_view pattern, bool json_string,
   if (pattern.size() > limits.max_regex_bytes)
     throw GrammarError(fmt::format("the regex is {} bytes; at most {} are accepted (--max-regex-bytes)", pattern.size(),
                                    limits.max_regex_bytes));
-  return RegexParser(pattern, json_string).parse();
+  return RegexParser(pattern, json_string, limits).parse();
 }
 
 std::string regex_to_gbnf(std::string_view pattern, const GrammarLimits& limits) {

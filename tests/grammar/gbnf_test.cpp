@@ -75,5 +75,44 @@ TEST(Gbnf, ErrorsNameTheProblem) {
   EXPECT_THROW(parse_gbnf("root ::= \"aaaaaaaaaaaa\"", small), GrammarError);
 }
 
+std::string nested(int levels, const std::string& inner) { return std::string(levels, '(') + inner + std::string(levels, ')'); }
+
+// The parser recurses per parenthesis: 30,000 of them (60 KB, under the size limit) overflowed a
+// server thread's stack before the depth was bounded.
+TEST(Gbnf, NestingIsBoundedBeforeTheParserRecurses) {
+  const GrammarLimits limits;
+  EXPECT_TRUE(matches("root ::= " + nested(limits.max_grammar_nesting, "\"a\""), "a"));
+  try {
+    parse_gbnf("root ::= " + nested(30000, "\"a\""));
+    FAIL() << "no error";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 128"), std::string::npos) << e.what();
+  }
+}
+
+// Long chains of rules and nested optional repetitions: expansion is a worklist that visits each
+// stack node once (it recursed, and it walked every path: the nested repetitions below took
+// gigabytes before).
+TEST(Gbnf, LongRuleChainsAndNestedRepetitionsStayBounded) {
+  GrammarLimits big;
+  big.max_grammar_bytes = 1 << 20;
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 50000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r50000 ::= \"a\"\n";
+  auto compiled = std::make_shared<CompiledGrammar>(parse_gbnf(chain, big), byte_vocabulary());
+  GrammarMatcher chained(compiled);
+  EXPECT_TRUE(chained.accept_bytes("a") && chained.can_finish());
+
+  EXPECT_TRUE(matches(R"(root ::= (("a"{0,20}){0,20}) "b")", std::string(30, 'a') + "b"));
+  // 40 x 40 x 40 ways to split a run of a's: a clear error rather than memory and minutes.
+  GrammarMatcher ambiguous(std::make_shared<CompiledGrammar>(parse_gbnf(R"(root ::= ((("a"{0,40}){0,40}){0,40}))"), byte_vocabulary()));
+  try {
+    ambiguous.accept_bytes(std::string(100, 'a'));
+    FAIL() << "no error";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("too ambiguous"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace inferlab

@@ -42,5 +42,24 @@ TEST(Regex, UnsupportedFeaturesAreRefused) {
   EXPECT_THROW(regex_to_gbnf("abcdef", small), GrammarError);
 }
 
+// The parser recurses per group: 2,000 nested groups (found by fuzz_openai_request) overflowed
+// the stack under ASan. The bound is checked before recursing, and a regex at the bound makes a
+// grammar within the grammar's own nesting bound (one grammar group per regex group).
+TEST(Regex, NestingIsBoundedAndEachGroupIsOneGrammarGroup) {
+  const GrammarLimits limits;
+  const int at = limits.max_regex_nesting;
+  const std::string deepest = std::string(at, '(') + "a|b" + std::string(at, ')') + "+";
+  EXPECT_TRUE(full_match(deepest, "abba"));
+  EXPECT_TRUE(full_match("((a|b)c)*|d", "acbc"));
+  EXPECT_TRUE(full_match("((a|b)c)*|d", "d"));
+  EXPECT_FALSE(full_match("((a|b)c)*|d", "acd"));
+  try {
+    regex_to_gbnf(std::string(2000, '(') + "a" + std::string(2000, ')'));
+    FAIL() << "no error";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace inferlab

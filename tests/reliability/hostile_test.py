@@ -89,6 +89,30 @@ def deep_json(server):
     check(alive(server), "/health after the deep bodies: 200")
 
 
+def deep_grammars(server):
+    """Constrained decoding input that made the parsers recurse or the automaton explode (found by
+    fuzz_openai_request and by hand): each is a quick error, and the server goes on."""
+    user = [{"role": "user", "content": "Hi"}]
+    deep = "(" * 30_000 + '"a"' + ")" * 30_000  # 60 KB: under --max-grammar-bytes
+    status, text, _ = request(server.base, "POST", "/v1/chat/completions", {"messages": user, "max_tokens": 2, "grammar": "root ::= " + deep})
+    check(status == 400 and "nested deeper than" in error_of(text).get("message", ""),
+          f"30,000 nested parentheses in a grammar: 400 (got {status} {text[:160]})")
+    check(alive(server), "/health after the deep grammar: 200")
+    for field, value in (("regex", "(" * 2000 + "a" + ")" * 2000),
+                         ("response_format", {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "pattern": "(" * 2000 + "a" + ")" * 2000}}})):
+        status, text, _ = request(server.base, "POST", "/v1/chat/completions", {"messages": user, "max_tokens": 2, field: value})
+        check(status == 400 and "nested deeper than" in error_of(text).get("message", ""),
+              f"2,000 nested groups in {field}: 400 (got {status} {text[:160]})")
+    started = time.monotonic()
+    status, text, _ = request(server.base, "POST", "/v1/chat/completions",
+                              {"messages": user, "max_tokens": 50, "grammar": 'root ::= ((("a"{0,40}){0,40}){0,40})'})
+    seconds = time.monotonic() - started
+    check(status in (400, 500) and "too ambiguous" in error_of(text).get("message", "") and seconds < 30,
+          f"nested optional repetitions: an error naming the ambiguity, not gigabytes and minutes (got {status} after {seconds:.1f} s {text[:160]})")
+    status, text, _ = request(server.base, "POST", "/v1/chat/completions", {"messages": user, "max_tokens": 2})
+    check(status == 200, f"a plain chat after them: 200 (got {status} {text[:120]})")
+
+
 def prompt_bytes(server):
     b = server.base
     status, text, _ = request(b, "POST", "/v1/completions", {"prompt": "word " * 4_000_000, "max_tokens": 2})
@@ -344,6 +368,7 @@ def main():
     cli, model = sys.argv[1], sys.argv[2]
     with Server(cli, model) as server:
         deep_json(server)
+        deep_grammars(server)
     with Server(cli, model) as server:
         prompt_bytes(server)
         abandoned_non_stream(server)

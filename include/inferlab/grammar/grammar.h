@@ -39,6 +39,11 @@ struct GrammarLimits {
   int max_schema_depth = 32;                  // nested schemas (objects, arrays, combinators)
   std::size_t max_elements = 200000;          // byte-level elements after lowering (repetitions expand)
   int max_repetition = 1000;                  // the largest bound of {m,n}, minItems, maxLength, ...
+  // Parentheses nested in a grammar / groups nested in a regex: the parsers recurse once per level,
+  // so a bound keeps a 64 KiB grammar of '(' from overflowing the thread's stack. A regex group is
+  // one grammar level, so any regex within its bound makes a grammar within the grammar's.
+  int max_grammar_nesting = 128;
+  int max_regex_nesting = 64;
 };
 
 struct Grammar {

@@ -78,7 +78,7 @@ class CompiledGrammar {
 
   // Caller holds mutex_.
   uint32_t node(uint32_t position, uint32_t parent);
-  void expand(uint32_t node, StackSet& out);
+  StackSet expand(std::vector<uint32_t>& todo);  // empties todo
   int32_t intern(StackSet set);
   int32_t initial_state();
   int32_t next(int32_t state, uint8_t byte);
@@ -89,6 +89,9 @@ class CompiledGrammar {
   mutable std::mutex mutex_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> node_ids_;
+  std::vector<uint32_t> seen_;         // per node: the expansion (epoch_) that last reached it
+  uint32_t epoch_ = 0;
+  std::vector<uint32_t> expand_todo_;  // next()'s worklist, kept for its capacity
   std::vector<StackSet> states_;                   // state 0: the empty set (no way on)
   std::vector<std::array<int32_t, 256>> next_;     // -1: not computed yet
   std::vector<uint8_t> complete_;                  // the state holds the empty stack
