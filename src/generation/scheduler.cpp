@@ -302,12 +302,13 @@ void Scheduler::engine_loop() {
   publish_stats();
 }
 
-void Scheduler::finish(Sequence& seq, FinishReason reason, const std::string& error) {
+void Scheduler::finish(Sequence& seq, FinishReason reason, const std::string& error, bool request_error) {
   seq.kv.release(cache_);
   seq.block_hashes.clear();
   StreamEvent event;
   event.finish = reason;
   event.error = error;
+  event.request_error = request_error;
   event.timings = timings_of(seq, Clock::now());
   const RequestTimings& t = *event.timings;
   {
@@ -545,7 +546,12 @@ bool Scheduler::step() {
   uint64_t prefill_tokens = 0, new_tokens = 0;
   std::vector<double> itls, ttfts;
   std::vector<Sequence*> done_length, done_stop;
-  std::vector<std::pair<Sequence*, std::string>> done_error;
+  struct Failed {
+    Sequence* seq;
+    std::string message;
+    bool request_error = false;  // the request's grammar, not the server
+  };
+  std::vector<Failed> done_error;
   uint64_t drafted = 0, accepted = 0;
   // One generated token of seq: counted, timed, checked against the grammar and the stop rules,
   // streamed. False when the sequence is done (its last event follows in finish()).
@@ -625,6 +631,9 @@ bool Scheduler::step() {
       bool open = false;
       try {
         open = apply_grammar(*seq.matcher, seq.mask, row_logits, vocab, seq.request.stop_token_ids);
+      } catch (const GrammarError& e) {  // a limit of the grammar's automaton: the grammar asked too much
+        done_error.push_back({&seq, fmt::format("constrained decoding failed: {}", e.what()), true});
+        continue;
       } catch (const std::exception& e) {
         done_error.push_back({&seq, fmt::format("constrained decoding failed: {}", e.what())});
         continue;
@@ -654,12 +663,12 @@ bool Scheduler::step() {
   }
   for (Sequence* seq : done_stop) finish(*seq, FinishReason::stop);
   for (Sequence* seq : done_length) finish(*seq, FinishReason::length);
-  for (auto& [seq, message] : done_error) finish(*seq, FinishReason::error, message);
+  for (const Failed& f : done_error) finish(*f.seq, FinishReason::error, f.message, f.request_error);
   if (!done_stop.empty() || !done_length.empty() || !done_error.empty())
     std::erase_if(running_, [&](auto& seq) {
       return std::find(done_stop.begin(), done_stop.end(), seq.get()) != done_stop.end() ||
              std::find(done_length.begin(), done_length.end(), seq.get()) != done_length.end() ||
-             std::find_if(done_error.begin(), done_error.end(), [&](auto& e) { return e.first == seq.get(); }) != done_error.end();
+             std::find_if(done_error.begin(), done_error.end(), [&](const Failed& f) { return f.seq == seq.get(); }) != done_error.end();
     });
   return true;
 }

@@ -163,6 +163,7 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
         break;
       case FinishReason::error:
         choice.error = event.error.empty() ? "generation failed" : event.error;
+        choice.request_error = event.request_error;
         break;
     }
     choice.done = true;
@@ -220,7 +221,9 @@ json Completion::usage() const {
 }
 
 ApiError Completion::error_of(const Choice& c) {
-  return c.timed_out ? ApiError(504, c.error, "", "timeout", "timeout_error") : ApiError(500, c.error, "", "", "server_error");
+  if (c.timed_out) return ApiError(504, c.error, "", "timeout", "timeout_error");
+  if (c.request_error) return ApiError(400, c.error, "", "invalid_grammar", "invalid_request_error");
+  return ApiError(500, c.error, "", "", "server_error");
 }
 
 void Completion::on_event(const std::function<void()>& notify) {

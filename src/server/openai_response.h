@@ -42,6 +42,7 @@ struct Choice {
   std::string finish_reason;  // "stop" / "length" once done without error
   std::string error;          // set when it ended with an error or timeout
   bool timed_out = false;
+  bool request_error = false;  // the error came from what the request asked for (its grammar): 400
   std::size_t text_length = 0;  // bytes shown so far (completions text_offset)
   std::string text;             // everything shown (non-streaming answer)
   json chat_logprobs = json::array();

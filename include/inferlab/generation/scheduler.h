@@ -85,6 +85,8 @@ struct StreamEvent {
   std::optional<SampledToken> token;
   std::optional<FinishReason> finish;  // the last event of a stream
   std::string error;                   // with FinishReason::error / timeout
+  bool request_error = false;          // error: caused by what the request asked for (a grammar too
+                                       // ambiguous to follow), not by the server: HTTP 400
   std::optional<RequestTimings> timings;  // with the last event
 };
 
@@ -218,7 +220,7 @@ class Scheduler {
   void admit();
   bool make_room(int blocks);  // evict prefix-cache-only blocks until `blocks` are free
   Sequence* preempt_newest();  // back to the front of the queue; returns it
-  void finish(Sequence& seq, FinishReason reason, const std::string& error = "");
+  void finish(Sequence& seq, FinishReason reason, const std::string& error = "", bool request_error = false);
   static RequestTimings timings_of(Sequence& seq, Clock::time_point end);
   void match_prefix(Sequence& seq);
   void register_full_blocks(Sequence& seq);
