@@ -2,7 +2,6 @@
 // ranges, groups and quantifiers lowered to helper rules, then checked (undefined rules, left
 // recursion, limits) and flattened.
 #include <algorithm>
-#include <functional>
 #include <map>
 
 #include "inferlab/grammar/grammar.h"
@@ -459,19 +458,31 @@ class Parser {
           firsts[r].push_back(e.value);
           if (!nullable[e.value]) break;
         }
+    // Depth-first with an explicit path: a chain of 50,000 rules would overflow a recursive one.
     std::vector<int> state(n, 0);  // 0 new, 1 on the path, 2 done
-    std::function<void(uint32_t)> visit = [&](uint32_t r) {
-      state[r] = 1;
-      for (uint32_t next : firsts[r]) {
+    std::vector<std::pair<uint32_t, std::size_t>> path;  // rule, index of its next first
+    for (uint32_t start = 0; start < n; ++start) {
+      if (state[start] != 0) continue;
+      state[start] = 1;
+      path.push_back({start, 0});
+      while (!path.empty()) {
+        const uint32_t r = path.back().first;
+        const std::size_t i = path.back().second++;
+        if (i == firsts[r].size()) {
+          state[r] = 2;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t next = firsts[r][i];
         if (state[next] == 1)
           throw GrammarError(fmt::format("grammar: rule '{}' is left-recursive (it can reach itself before any character; "
                                          "rewrite it right-recursively)", names_[next]));
-        if (state[next] == 0) visit(next);
+        if (state[next] == 0) {
+          state[next] = 1;
+          path.push_back({next, 0});
+        }
       }
-      state[r] = 2;
-    };
-    for (uint32_t r = 0; r < n; ++r)
-      if (state[r] == 0) visit(r);
+    }
   }
 
   std::string_view text_;

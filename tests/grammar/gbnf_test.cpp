@@ -90,9 +90,9 @@ TEST(Gbnf, NestingIsBoundedBeforeTheParserRecurses) {
   }
 }
 
-// Long chains of rules and nested optional repetitions: expansion is a worklist that visits each
-// stack node once (it recursed, and it walked every path: the nested repetitions below took
-// gigabytes before).
+// Long chains of rules and nested optional repetitions: the left-recursion check and the
+// expansion are worklists, and expansion visits each stack node once (both recursed per rule,
+// and expansion walked every path: the nested repetitions below took gigabytes before).
 TEST(Gbnf, LongRuleChainsAndNestedRepetitionsStayBounded) {
   GrammarLimits big;
   big.max_grammar_bytes = 1 << 20;
