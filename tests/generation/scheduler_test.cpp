@@ -90,19 +90,27 @@ TEST_F(SchedulerTest, BatchedGreedyEqualsOneSequenceAtATime) {
   options.max_batch = 8;
   options.kv_tokens = 2048;
   options.step_token_budget = 24;  // forces chunked prefill of the longer prompts
-  Scheduler scheduler(*model_, options);
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 8; ++i) prompts.push_back(prompt(5 + i * 9, i));
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (auto& p : prompts) streams.push_back(scheduler.submit(greedy(p, 12)));
-  for (std::size_t i = 0; i < prompts.size(); ++i) {
-    Outcome out = collect(*streams[i]);
-    EXPECT_EQ(out.finish, FinishReason::length);
-    EXPECT_EQ(out.tokens, reference(prompts[i], 12)) << "prompt " << i;
+  // Whether two sequences ever decode in one step depends on when the engine thread sees the
+  // submissions: on a loaded machine (the whole suite beside a fuzzer) one round once ran them
+  // one after another. Every round must give the reference tokens; one of three must batch.
+  uint64_t batched = 0;
+  for (int round = 0; round < 3 && batched == 0; ++round) {
+    Scheduler scheduler(*model_, options);
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (auto& p : prompts) streams.push_back(scheduler.submit(greedy(p, 12)));
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      Outcome out = collect(*streams[i]);
+      EXPECT_EQ(out.finish, FinishReason::length);
+      EXPECT_EQ(out.tokens, reference(prompts[i], 12)) << "prompt " << i;
+    }
+    wait_idle(scheduler);
+    SchedulerStats stats = scheduler.stats();
+    EXPECT_EQ(stats.generation_tokens, 8u * 12);
+    batched = stats.batched_decode_steps;
   }
-  SchedulerStats stats = scheduler.stats();
-  EXPECT_GT(stats.batched_decode_steps, 0u);
-  EXPECT_EQ(stats.generation_tokens, 8u * 12);
+  EXPECT_GT(batched, 0u) << "no step decoded two sequences at once in three rounds";
 }
 
 TEST_F(SchedulerTest, RequestsWaitForKVBlocksInsteadOfFailing) {
