@@ -181,11 +181,13 @@ def main():
               f"(exit {r.returncode}, {r.stderr.strip()[-300:]}, finished {before} -> {after})")
 
         # A bench serve run whose replica 1 dies under it: started first, so its before-scrape is done
-        # and its (long) requests run when the kill comes.
+        # and its (long) requests run when the kill comes. The kill follows as soon as all 8 requests
+        # (the bench's 4 and the streams' 4) are in flight: on a quiet machine 1,500 tokens once ended
+        # before a kill that waited for more, and the run was complete (nothing to mark).
         killed_summary = os.path.join(tmp, "killed.json")
         killed_run = {}
         bench = threading.Thread(target=lambda: killed_run.update(r=bench_serve(
-            cli, model, front, f"{replica1},{replica2}", killed_summary, 4, 4, 1500)))
+            cli, model, front, f"{replica1},{replica2}", killed_summary, 4, 4, 3500)))
         bench.start()
 
         def busy(base):
@@ -196,13 +198,12 @@ def main():
             time.sleep(0.05)
         results = [None] * 4
         threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, stream_events(
-            front, {"prompt": "Once", "max_tokens": 300, "ignore_eos": True}))) for i in range(4)]
+            front, {"prompt": "Once", "max_tokens": 1500, "ignore_eos": True}))) for i in range(4)]
         for t in threads:
             t.start()
         deadline = time.time() + 60
-        while time.time() < deadline and (metrics(replica1).get("inferlab_running_requests", 0) < 1
-                                          or metrics(replica2).get("inferlab_running_requests", 0) < 1):
-            time.sleep(0.05)
+        while time.time() < deadline and busy(replica1) + busy(replica2) < 8:
+            time.sleep(0.02)
         os.kill(pids[1], signal.SIGKILL)
         # The kernel closes the replica's listening socket only once the process is torn down; until
         # then a connection can still be accepted and reset after the request was sent (a 502).
