@@ -1,6 +1,8 @@
 // Regular expression -> GBNF expression (regex.h), by recursive descent over the pattern.
 #include "inferlab/grammar/regex.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -69,7 +71,7 @@ class RegexParser {
     std::vector<std::string> parts = alternation();
     if (pos_ < p_.size()) error("an operator (unbalanced ')')");
     // The expression may be embedded in a sequence (a schema pattern between quotes).
-    return parts.size() == 1 ? parts[0] : "(" + join(parts) + ")";
+    return parts.size() == 1 ? parts[0] : fmt::format("({})", fmt::join(parts, " | "));
   }
 
  private:
@@ -87,12 +89,6 @@ class RegexParser {
       parts.push_back(concatenation());
     }
     return parts;
-  }
-
-  static std::string join(const std::vector<std::string>& parts) {
-    std::string out;
-    for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? " | " : "") + parts[i];
-    return out;
   }
 
   std::string concatenation() {
@@ -232,7 +228,7 @@ class RegexParser {
       --nesting_;
       if (pos_ >= p_.size() || p_[pos_] != ')') error("')'");
       ++pos_;
-      return "(" + join(inner) + ")";
+      return fmt::format("({})", fmt::join(inner, " | "));
     }
     if (c == '[') return bracket();
     if (c == '.') {
