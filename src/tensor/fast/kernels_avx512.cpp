@@ -26,9 +26,14 @@ inline int32_t load_i32(const void* p) {
 }
 
 // Each weight panel is its own stream; the hardware prefetcher alone left decode at 60-75 % of the
-// read bandwidth on a Zen 5 (bench kernels --rows 1). Asking for the line 1 KiB ahead of every
-// load brought it to 80-95 %; 512 B and 2-4 KiB were slower (docs/speed.md).
-constexpr int kPrefetchBytes = 1024;
+// read bandwidth on a Zen 5 (bench kernels --rows 1). Every load asks for its line some way ahead,
+// so that a tile keeps about 6 KiB of its weights in flight, split over its NV panel streams:
+// 1.5 KiB ahead in the 4-panel decode tiles, 3 KiB in the 2-panel decode-batch tiles. The fixed
+// 1 KiB per stream before (tuned at 1 row, where 512 B and 2-4 KiB were slower) left the int8 / q4
+// batch tiles 16-53 % slower at 4-8 rows, and bf16 / q4 decode 2-9 % (docs/speed.md).
+constexpr int kBytesInFlight = 6 * 1024;
+template <int NV>
+constexpr int kPrefetchBytes = kBytesInFlight / NV;
 
 inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
   const int out = a.w->out();
@@ -68,9 +73,9 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   };
   // Near a panel's end the prefetch moves on to the start of the panel NV further, which the
   // next tile of this thread streams (panels are contiguous), so no tile starts cold.
-  const int tail = std::max(0, kpairs - kPrefetchBytes / 64);
-  for (int kp = 0; kp < tail; ++kp) step(kp, kPrefetchBytes);
-  const std::ptrdiff_t next = kPrefetchBytes + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
+  const int tail = std::max(0, kpairs - kPrefetchBytes<NV> / 64);
+  for (int kp = 0; kp < tail; ++kp) step(kp, kPrefetchBytes<NV>);
+  const std::ptrdiff_t next = kPrefetchBytes<NV> + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
   for (int kp = tail; kp < kpairs; ++kp) step(kp, next);
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -161,18 +166,19 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(wscale[v], xs), acc[m][v]);
     }
   };
-  // The block's weight lines 1 KiB ahead and its scales 8 blocks ahead; near the panel's end, the
-  // start of the panel NV further on, which this thread's next tile streams (as in bf16_tile).
-  // The two streams move on at their own distance from the panel's end: when the scales moved on
-  // with the weights (2-4 blocks from the end instead of 8), the first 4-6 blocks of every tile's
-  // scales were never fetched early (q4 +2-6 % at 1 row, int8 within noise, on a Zen 5).
-  constexpr int kScaleAheadBlocks = 8;
+  // The block's weight lines kPrefetchBytes ahead and its scales at least 8 blocks ahead, and
+  // never fewer blocks ahead than the weights; near the panel's end, the start of the panel NV
+  // further on, which this thread's next tile streams (as in bf16_tile). The two streams move on
+  // at their own distance from the panel's end: when the scales moved on with the weights (2-4
+  // blocks from the end instead of 8), the first 4-6 blocks of every tile's scales were never
+  // fetched early (q4 +2-6 % at 1 row, int8 within noise, on a Zen 5).
+  constexpr int data_ahead = kPrefetchBytes<NV>;
+  constexpr int kScaleAheadBlocks = std::max(8, (data_ahead + block_bytes - 1) / block_bytes);
   const std::ptrdiff_t skip = NV - 1;
-  const std::ptrdiff_t data_near = kPrefetchBytes, data_next = data_near + skip * static_cast<std::ptrdiff_t>(w.panel_bytes());
+  const std::ptrdiff_t data_near = data_ahead, data_next = data_near + skip * static_cast<std::ptrdiff_t>(w.panel_bytes());
   const std::ptrdiff_t scale_near = kScaleAheadBlocks * kPanel * 2, scale_next = scale_near + skip * blocks * kPanel * 2;
-  const int data_tail = std::max(0, blocks - kPrefetchBytes / block_bytes);
-  const int scale_tail = std::max(0, blocks - kScaleAheadBlocks);  // <= data_tail: block_bytes >= 256
-  static_assert(kPrefetchBytes / 256 <= kScaleAheadBlocks);
+  const int data_tail = std::max(0, blocks - data_ahead / block_bytes);
+  const int scale_tail = std::max(0, blocks - kScaleAheadBlocks);  // <= data_tail
   for (int b = 0; b < scale_tail; ++b) block(b, data_near, scale_near);
   for (int b = scale_tail; b < data_tail; ++b) block(b, data_near, scale_next);
   for (int b = data_tail; b < blocks; ++b) block(b, data_next, scale_next);
