@@ -49,22 +49,28 @@ void ToolCallStream::emit(const std::vector<ToolCall>& calls, json& deltas) {
   // A call is announced only once it is whole: a header sent earlier could not be taken back if
   // max_tokens then cut the call short, and clients would finish it with arguments that are not
   // JSON. Header and arguments still go as two entries, as OpenAI streams them.
-  for (std::size_t i = ids_.size(); i < calls.size(); ++i) {
-    ids_.push_back(calls[i].id);
-    deltas.push_back({{"index", i}, {"id", calls[i].id}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", ""}}}});
-    deltas.push_back({{"index", i}, {"function", {{"arguments", calls[i].arguments}}}});
+  for (const ToolCall& call : calls) {
+    const std::size_t i = ids_.size();
+    ids_.push_back(call.id);
+    deltas.push_back({{"index", i}, {"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", ""}}}});
+    deltas.push_back({{"index", i}, {"function", {{"arguments", call.arguments}}}});
   }
 }
 
 std::string ToolCallStream::feed(const std::string& text, json& deltas) {
   text_ += text;
   std::string shown;
-  const std::size_t end = format_.content_prefix(text_);
+  const std::size_t end = format_.content_prefix(text_, content_sent_);
   if (end > content_sent_) {
     shown = text_.substr(content_sent_, end - content_sent_);
     content_sent_ = end;
   }
-  emit(format_.finished_calls(text_.substr(content_sent_)), deltas);
+  if (!stuck_) {
+    ToolCallFormat::FinishedCalls found = format_.finished_calls(text_, std::max(calls_end_, content_sent_));
+    if (!found.calls.empty()) calls_end_ = found.end;
+    stuck_ = found.stuck;
+    emit(found.calls, deltas);
+  }
   return shown;
 }
 
@@ -76,9 +82,9 @@ std::string ToolCallStream::finish(json& deltas, std::vector<ToolCall>& calls) {
     content_sent_ = text_.size();
     return rest;
   }
-  // Calls streamed so far keep their ids.
+  // Calls streamed so far keep their ids; the others are announced now.
   for (std::size_t i = 0; i < calls.size() && i < ids_.size(); ++i) calls[i].id = ids_[i];
-  emit(calls, deltas);
+  if (calls.size() > ids_.size()) emit({calls.begin() + static_cast<std::ptrdiff_t>(ids_.size()), calls.end()}, deltas);
   // Content beyond what was sent (text the format keeps outside the calls).
   std::string rest;
   if (parsed.content.size() > content_sent_) rest = parsed.content.substr(content_sent_);

@@ -38,9 +38,17 @@ class ToolCallFormat {
   // The whole answer split into content and calls (a malformed call stays content).
   virtual ParsedOutput parse(const std::string& text) const = 0;
   // While streaming: how much of `text` is content for sure (the rest may be or become a call).
-  virtual std::size_t content_prefix(const std::string& text) const = 0;
-  // While streaming: the calls finished so far.
-  virtual std::vector<ToolCall> finished_calls(const std::string& text) const = 0;
+  // Text before `from` was content for sure on an earlier call, so the search may start there.
+  virtual std::size_t content_prefix(const std::string& text, std::size_t from) const = 0;
+  // While streaming: the calls that are whole in `text` after `from` (the end of the calls
+  // already found), each parsed once; `end` is where the last one ends. `stuck` says a finished
+  // call is malformed, so no later call is announced before the answer ends (parse decides).
+  struct FinishedCalls {
+    std::vector<ToolCall> calls;
+    std::size_t end = 0;
+    bool stuck = false;
+  };
+  virtual FinishedCalls finished_calls(const std::string& text, std::size_t from) const = 0;
   // GBNF for one or (parallel) several calls of these tools, with arguments per their schemas.
   virtual std::string forced_grammar(const std::vector<ToolDefinition>& tools, bool parallel, const GrammarLimits& limits) const = 0;
   // For tool_choice auto with strict tools: the text that opens a call, and the grammar of what
@@ -78,6 +86,10 @@ class ToolCallStream {
   const ToolCallFormat& format_;
   std::string text_;
   std::size_t content_sent_ = 0;
+  // Where the calls announced so far end, so each feed looks only at the text after them (the
+  // stream is linear in the answer's length, not quadratic); set once a finished call is malformed.
+  std::size_t calls_end_ = 0;
+  bool stuck_ = false;
   std::vector<std::string> ids_;  // per call index, once it is sent
 };
 

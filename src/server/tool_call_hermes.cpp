@@ -47,8 +47,8 @@ class Hermes : public ToolCallFormat {
     return out;
   }
 
-  std::size_t content_prefix(const std::string& text) const override {
-    const std::size_t open = text.find(kOpen);
+  std::size_t content_prefix(const std::string& text, std::size_t from) const override {
+    const std::size_t open = text.find(kOpen, from);
     if (open != std::string::npos) return open;
     // Hold back a tail that could be the start of the tag.
     for (std::size_t len = std::min(kOpen.size() - 1, text.size()); len > 0; --len)
@@ -56,19 +56,21 @@ class Hermes : public ToolCallFormat {
     return text.size();
   }
 
-  std::vector<ToolCall> finished_calls(const std::string& text) const override {
-    std::vector<ToolCall> calls;
-    std::size_t pos = 0;
-    for (;;) {
+  FinishedCalls finished_calls(const std::string& text, std::size_t from) const override {
+    FinishedCalls found;
+    for (std::size_t pos = from;;) {
       const std::size_t open = text.find(kOpen, pos);
-      if (open == std::string::npos) return calls;
+      if (open == std::string::npos) return found;
       const std::size_t close = text.find(kClose, open);
-      if (close == std::string::npos) return calls;
+      if (close == std::string::npos) return found;
       json object = json::parse(trim(text.substr(open + kOpen.size(), close - open - kOpen.size())), nullptr, false);
       auto call = object.is_discarded() ? std::nullopt : tool_call_from_json(object, "arguments");
-      if (!call) return calls;  // malformed: decided at the end (it becomes content)
-      calls.push_back(*call);
-      pos = close + kClose.size();
+      if (!call) {  // malformed: decided at the end (it becomes content)
+        found.stuck = true;
+        return found;
+      }
+      found.calls.push_back(*call);
+      pos = found.end = close + kClose.size();
     }
   }
 

@@ -28,7 +28,7 @@ class Llama3 : public ToolCallFormat {
   }
 
   // A call starts the answer: while the answer may still become one, nothing is content.
-  std::size_t content_prefix(const std::string& text) const override {
+  std::size_t content_prefix(const std::string& text, std::size_t) const override {
     std::size_t b = text.find_first_not_of(" \t\r\n");
     if (b == std::string::npos) return 0;
     if (text[b] == '{') return 0;
@@ -37,7 +37,7 @@ class Llama3 : public ToolCallFormat {
     return text.size();
   }
 
-  std::vector<ToolCall> finished_calls(const std::string&) const override {
+  FinishedCalls finished_calls(const std::string&, std::size_t) const override {
     return {};  // known only at the end: the object may go on
   }
 

@@ -89,6 +89,34 @@ TEST(ToolCalls, StreamingNeverAnnouncesACallThatMaxTokensCutShort) {
   EXPECT_NE(content.find("<tool_call>"), std::string::npos) << content;
 }
 
+TEST(ToolCalls, StreamingAnnouncesEachCallWhenItsClosingTagArrives) {
+  auto f = make_hermes_format();
+  ToolCallStream stream(*f);
+  std::string answer, content;
+  std::vector<std::size_t> closes;  // where each call's closing tag ends
+  for (int i = 0; i < 3; ++i) {
+    answer += fmt::format("<tool_call>\n{{\"name\": \"f{}\", \"arguments\": {{\"i\": {}}}}}\n</tool_call>\n", i, i);
+    closes.push_back(answer.size() - 1);
+  }
+  json deltas = json::array();
+  for (std::size_t n = 0; n < answer.size(); ++n) {
+    content += stream.feed(answer.substr(n, 1), deltas);
+    const auto done = static_cast<std::size_t>(std::count_if(closes.begin(), closes.end(), [&](std::size_t c) { return c <= n + 1; }));
+    ASSERT_EQ(deltas.size(), 2 * done) << "after " << n + 1 << " bytes: " << deltas.dump();
+  }
+  std::vector<ToolCall> calls;
+  content += stream.finish(deltas, calls);
+  EXPECT_EQ(content, "");
+  ASSERT_EQ(calls.size(), 3u);
+  ASSERT_EQ(deltas.size(), 6u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(deltas[2 * i]["index"], i);
+    EXPECT_EQ(deltas[2 * i]["function"]["name"], fmt::format("f{}", i));
+    EXPECT_EQ(deltas[2 * i]["id"], calls[static_cast<std::size_t>(i)].id);
+    EXPECT_EQ(json::parse(deltas[2 * i + 1]["function"]["arguments"].get<std::string>()), json({{"i", i}}));
+  }
+}
+
 TEST(ToolCalls, ForcedGrammarsCompile) {
   std::vector<ToolDefinition> tools = {{"get_weather", json::parse(R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})"), true},
                                        {"now", json::object(), false}};
