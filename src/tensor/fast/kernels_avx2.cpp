@@ -34,9 +34,13 @@ inline void store8(const KernelArgs& a, int row, int col, __m256 acc) {
 
 // Decode reads each weight once, straight from DRAM; on CPUs such as Zen 1 the hardware
 // prefetcher alone left the int8 kernel at ~60 % of the read bandwidth (compute and memory
-// waits did not overlap). Prefetching this far ahead of the loads brought it to the bandwidth.
+// waits did not overlap). Every load asks for its line some way ahead, so that a tile keeps
+// about 6 KiB in flight over its NV panel streams, as the AVX-512 kernels do: 1 KiB per stream
+// before left this path 12-55 % slower at 1-4 rows on a Zen 5 (INFERLAB_ISA=avx2, docs/speed.md).
 // (A prefetch past the end of the weights is harmless: it never faults.)
-constexpr int kPrefetchBytes = 1024;
+constexpr int kBytesInFlight = 6 * 1024;
+template <int NV>
+constexpr int kPrefetchBytes = kBytesInFlight / NV;
 
 inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
@@ -62,7 +66,7 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
   for (int kp = 0; kp < kpairs; ++kp) {
     #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      prefetch(wp[v] + kp * 64 + kPrefetchBytes);
+      prefetch(wp[v] + kp * 64 + kPrefetchBytes<NV>);
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + kp * 64 + h * 32));
@@ -92,7 +96,7 @@ void widen_bf16_panel(const PackedMatrix& w, int panel, float* dst) {
   const uint8_t* wp = w.panel_data(panel);
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int kp = 0; kp < w.in_padded() / 2; ++kp) {
-    prefetch(wp + kp * 64 + kPrefetchBytes);  // the panel's first read (from DRAM)
+    prefetch(wp + kp * 64 + kPrefetchBytes<1>);  // the panel's first read (from DRAM)
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32));
@@ -151,7 +155,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   for (int b = 0; b < blocks; ++b) {
     if constexpr (Prefetch) {
       #pragma GCC unroll 8
-      for (int line = 0; line < block_bytes; line += 64) prefetch(wp + b * block_bytes + line + kPrefetchBytes);
+      for (int line = 0; line < block_bytes; line += 64) prefetch(wp + b * block_bytes + line + kPrefetchBytes<1>);
     }
     __m256i isum[MR][2];
     const int8_t* xb = x + b * kBlock;
