@@ -35,8 +35,10 @@ class Hermes : public ToolCallFormat {
       json object = json::parse(body, nullptr, false);
       auto call = object.is_discarded() ? std::nullopt : tool_call_from_json(object, "arguments");
       if (!call) {
-        // A last call cut short (max_tokens) stays text; any other malformed block: no calls at all.
-        if (close != std::string::npos || out.calls.empty()) return {text, {}};
+        // A malformed first block: no calls at all. After calls (a last call cut short by
+        // max_tokens, or a block that is not a call): the calls before it count and the rest is
+        // text, which is also what streaming announced before reaching it.
+        if (out.calls.empty()) return {text, {}};
         out.content += text.substr(open);
         break;
       }

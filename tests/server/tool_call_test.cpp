@@ -117,6 +117,29 @@ TEST(ToolCalls, StreamingAnnouncesEachCallWhenItsClosingTagArrives) {
   }
 }
 
+TEST(ToolCalls, AMalformedBlockAfterACallKeepsTheCallStreamedOrNot) {
+  // A streamed call cannot be taken back: the whole-answer parse keeps it too, and the malformed
+  // block after it (and all that follows) is content either way.
+  auto f = make_hermes_format();
+  const std::string good = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>";
+  const std::string rest = "\n<tool_call>\n{\"name\": oops}\n</tool_call>\n<tool_call>\n{\"name\": \"c\"}\n</tool_call>";
+  const ParsedOutput parsed = f->parse(good + rest);
+  ASSERT_EQ(parsed.calls.size(), 1u);
+  EXPECT_EQ(parsed.calls[0].name, "a");
+  EXPECT_EQ(parsed.content, rest);
+  ToolCallStream stream(*f);
+  json deltas = json::array();
+  std::string content;
+  for (char c : good + rest) content += stream.feed(std::string(1, c), deltas);
+  EXPECT_EQ(deltas.size(), 2u) << "only the call before the malformed block is announced: " << deltas.dump();
+  std::vector<ToolCall> calls;
+  content += stream.finish(deltas, calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].id, deltas[0]["id"]);
+  EXPECT_EQ(deltas.size(), 2u) << deltas.dump();
+  EXPECT_EQ(content, rest);
+}
+
 TEST(ToolCalls, ForcedGrammarsCompile) {
   std::vector<ToolDefinition> tools = {{"get_weather", json::parse(R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})"), true},
                                        {"now", json::object(), false}};
