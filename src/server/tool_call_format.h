@@ -87,9 +87,9 @@ class ToolCallStream {
   std::string text_;
   std::size_t content_sent_ = 0;
   // Where the calls announced so far end, so each feed looks only at the text after them (the
-  // stream is linear in the answer's length, not quadratic); set once a finished call is malformed.
+  // stream is linear in the answer's length, not quadratic).
   std::size_t calls_end_ = 0;
-  bool stuck_ = false;
+  bool stuck_ = false;  // a finished call was malformed: no more calls until finish()
   std::vector<std::string> ids_;  // per call index, once it is sent
 };
 
