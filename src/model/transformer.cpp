@@ -102,13 +102,21 @@ void WeightLoader::embedding(const std::string& name, int vocab, int hidden, Tra
 LinearWeight fuse_rows(const std::vector<LinearWeight>& parts) {
   LinearWeight fused;
   fused.in = parts.at(0).in;
-  bool any_bias = false;
-  for (const auto& p : parts) any_bias |= !p.bias.empty();
-  if (parts[0].packed) {
+  bool any_bias = false, any_packed = false;
+  for (const auto& p : parts) {
+    any_bias |= !p.bias.empty();
+    any_packed |= static_cast<bool>(p.packed);
+  }
+  if (any_packed) {
+    // A GGUF may store some parts in F32 (kept as floats) beside quantized ones (q in F32, k and
+    // v in Q8_0): those are packed as f32 too, and concat_rows fuses parts of different formats
+    // exactly. (Only a part packed first used to be checked; a float part first crashed here.)
+    std::vector<fast::PackedMatrix> from_f32;
+    from_f32.reserve(parts.size());
     std::vector<const fast::PackedMatrix*> packed;
     for (const auto& p : parts) {
-      if (!p.packed) fail("fuse_rows: cannot fuse packed and f32 weights (mixed checkpoint dtypes)");
-      packed.push_back(p.packed.get());
+      if (!p.packed) from_f32.push_back(fast::PackedMatrix::from_f32(p.weight->data(), p.out, p.in, fast::WeightFormat::F32));
+      packed.push_back(p.packed ? p.packed.get() : &from_f32.back());
       fused.out += p.out;
       if (any_bias) {
         if (p.bias.empty()) fused.bias.insert(fused.bias.end(), p.out, 0.0f);

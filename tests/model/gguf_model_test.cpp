@@ -196,6 +196,34 @@ TEST_F(GgufModelFiles, AGoodFileLoadsAndRuns) {
   for (float v : logits) EXPECT_TRUE(std::isfinite(v));
 }
 
+TEST_F(GgufModelFiles, FloatAndQuantizedPartsOfOneFusedMatrixLoadAndRun) {
+  // q kept in F32 beside k and v in Q8_0 (fuzz_gguf_model found the F32-first order crashing the
+  // loader); the fused matrix must compute what the same file converted to f32 computes.
+  GgufBuilder b;
+  for (const char* n : {"blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.ffn_up.weight"}) {
+    Tensor& t = b.tensor(n);
+    t.type = 8;  // Q8_0: per row, one block of 32 weights in 34 bytes
+    t.data_bytes = t.dims[1] * 34;
+  }
+  const fs::path file = b.write("mixed.gguf");
+  std::vector<std::vector<float>> logits;
+  for (const char* weights : {"auto", "f32"}) {
+    auto model = Model::load(file.string(), LoadOptions{.threads = 1, .weights = weights});
+    KVCache cache(model->config(), 64, 16);
+    SequenceKV seq;
+    const std::vector<int32_t> tokens{1, 2, 3};
+    ASSERT_TRUE(seq.reserve(cache, 3));
+    const BatchEntry entry{tokens, &seq, false};
+    logits.push_back(model->forward(std::span<const BatchEntry>(&entry, 1), cache));
+    seq.release(cache);
+  }
+  ASSERT_EQ(logits[0].size(), 8u);
+  for (std::size_t i = 0; i < 8; ++i) {
+    ASSERT_TRUE(std::isfinite(logits[1][i])) << i;
+    EXPECT_NEAR(logits[0][i], logits[1][i], 1e-4f * (1.0f + std::abs(logits[1][i]))) << i;
+  }
+}
+
 TEST_F(GgufModelFiles, TruncatedFile) {
   const fs::path file = GgufBuilder().write("truncated.gguf", 100);
   EXPECT_NE(load_error(file).find("is truncated"), std::string::npos) << load_error(file);
