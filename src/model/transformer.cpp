@@ -107,6 +107,13 @@ LinearWeight fuse_rows(const std::vector<LinearWeight>& parts) {
     any_bias |= !p.bias.empty();
     any_packed |= static_cast<bool>(p.packed);
   }
+  // Rows and biases are the same whichever way the weights are kept (a part without a bias: zeros).
+  for (const auto& p : parts) {
+    fused.out += p.out;
+    if (!any_bias) continue;
+    if (p.bias.empty()) fused.bias.insert(fused.bias.end(), p.out, 0.0f);
+    else fused.bias.insert(fused.bias.end(), p.bias.begin(), p.bias.end());
+  }
   if (any_packed) {
     // A GGUF may store some parts in F32 (kept as floats) beside quantized ones (q in F32, k and
     // v in Q8_0): those are packed as f32 too, and concat_rows fuses parts of different formats
@@ -117,24 +124,12 @@ LinearWeight fuse_rows(const std::vector<LinearWeight>& parts) {
     for (const auto& p : parts) {
       if (!p.packed) from_f32.push_back(fast::PackedMatrix::from_f32(p.weight->data(), p.out, p.in, fast::WeightFormat::F32));
       packed.push_back(p.packed ? p.packed.get() : &from_f32.back());
-      fused.out += p.out;
-      if (any_bias) {
-        if (p.bias.empty()) fused.bias.insert(fused.bias.end(), p.out, 0.0f);
-        else fused.bias.insert(fused.bias.end(), p.bias.begin(), p.bias.end());
-      }
     }
     fused.packed = std::make_shared<const fast::PackedMatrix>(fast::PackedMatrix::concat_rows(packed));
     return fused;
   }
   auto weight = std::make_shared<std::vector<float>>();
-  for (const auto& p : parts) {
-    weight->insert(weight->end(), p.weight->begin(), p.weight->end());
-    if (any_bias) {
-      if (p.bias.empty()) fused.bias.insert(fused.bias.end(), p.out, 0.0f);
-      else fused.bias.insert(fused.bias.end(), p.bias.begin(), p.bias.end());
-    }
-    fused.out += p.out;
-  }
+  for (const auto& p : parts) weight->insert(weight->end(), p.weight->begin(), p.weight->end());
   fused.weight = std::move(weight);
   return fused;
 }
