@@ -1,6 +1,7 @@
 // Tool-call format selection, shared helpers and the streaming splitter (tool_call_format.h).
 #include "server/tool_call_format.h"
 
+#include <algorithm>
 #include <random>
 
 #include "inferlab/grammar/json_schema.h"
@@ -45,7 +46,7 @@ std::string tool_arguments_rules(const ToolDefinition& tool, const std::string& 
   return json_schema_rules(schema, rule, limits);
 }
 
-void ToolCallStream::emit(const std::vector<ToolCall>& calls, json& deltas) {
+void ToolCallStream::emit(std::span<const ToolCall> calls, json& deltas) {
   // A call is announced only once it is whole: a header sent earlier could not be taken back if
   // max_tokens then cut the call short, and clients would finish it with arguments that are not
   // JSON. Header and arguments still go as two entries, as OpenAI streams them.
@@ -84,7 +85,7 @@ std::string ToolCallStream::finish(json& deltas, std::vector<ToolCall>& calls) {
   }
   // Calls streamed so far keep their ids; the others are announced now.
   for (std::size_t i = 0; i < calls.size() && i < ids_.size(); ++i) calls[i].id = ids_[i];
-  if (calls.size() > ids_.size()) emit({calls.begin() + static_cast<std::ptrdiff_t>(ids_.size()), calls.end()}, deltas);
+  emit(std::span<const ToolCall>(calls).subspan(std::min(ids_.size(), calls.size())), deltas);
   // Content beyond what was sent (text the format keeps outside the calls).
   std::string rest;
   if (parsed.content.size() > content_sent_) rest = parsed.content.substr(content_sent_);

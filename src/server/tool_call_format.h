@@ -6,6 +6,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,7 @@ class ToolCallStream {
   std::string finish(json& deltas, std::vector<ToolCall>& calls);
 
  private:
-  void emit(const std::vector<ToolCall>& calls, json& deltas);
+  void emit(std::span<const ToolCall> calls, json& deltas);
   const ToolCallFormat& format_;
   std::string text_;
   std::size_t content_sent_ = 0;

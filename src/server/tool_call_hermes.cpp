@@ -16,6 +16,13 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
+// The call in the block opening at `open` and ending at `end` (its closing tag, or the text's end);
+// nullopt when the block is not a call.
+std::optional<ToolCall> block_call(const std::string& text, std::size_t open, std::size_t end) {
+  json object = json::parse(trim(text.substr(open + kOpen.size(), end - open - kOpen.size())), nullptr, false);
+  return object.is_discarded() ? std::nullopt : tool_call_from_json(object, "arguments");
+}
+
 class Hermes : public ToolCallFormat {
  public:
   const char* name() const override { return "hermes"; }
@@ -31,9 +38,7 @@ class Hermes : public ToolCallFormat {
       }
       out.content += text.substr(pos, open - pos);
       const std::size_t close = text.find(kClose, open);
-      const std::string body = trim(text.substr(open + kOpen.size(), (close == std::string::npos ? text.size() : close) - open - kOpen.size()));
-      json object = json::parse(body, nullptr, false);
-      auto call = object.is_discarded() ? std::nullopt : tool_call_from_json(object, "arguments");
+      auto call = block_call(text, open, close == std::string::npos ? text.size() : close);
       if (!call) {
         // A malformed first block: no calls at all. After calls (a last call cut short by
         // max_tokens, or a block that is not a call): the calls before it count and the rest is
@@ -65,8 +70,7 @@ class Hermes : public ToolCallFormat {
       if (open == std::string::npos) return found;
       const std::size_t close = text.find(kClose, open);
       if (close == std::string::npos) return found;
-      json object = json::parse(trim(text.substr(open + kOpen.size(), close - open - kOpen.size())), nullptr, false);
-      auto call = object.is_discarded() ? std::nullopt : tool_call_from_json(object, "arguments");
+      auto call = block_call(text, open, close);
       if (!call) {  // malformed: decided at the end (it becomes content)
         found.stuck = true;
         return found;
