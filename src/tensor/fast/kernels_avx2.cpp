@@ -34,13 +34,7 @@ inline void store8(const KernelArgs& a, int row, int col, __m256 acc) {
 
 // Decode reads each weight once, straight from DRAM; on CPUs such as Zen 1 the hardware
 // prefetcher alone left the int8 kernel at ~60 % of the read bandwidth (compute and memory
-// waits did not overlap). Every load asks for its line some way ahead, so that a tile keeps
-// about 6 KiB in flight over its NV panel streams, as the AVX-512 kernels do: 1 KiB per stream
-// before left this path 12-55 % slower at 1-4 rows on a Zen 5 (INFERLAB_ISA=avx2, docs/speed.md).
-// (A prefetch past the end of the weights is harmless: it never faults.)
-constexpr int kBytesInFlight = 6 * 1024;
-template <int NV>
-constexpr int kPrefetchBytes = kBytesInFlight / NV;
+// waits did not overlap): every load prefetches kPrefetchBytes<NV> ahead (kernels_internal.h).
 
 inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 

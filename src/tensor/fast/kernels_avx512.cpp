@@ -26,14 +26,9 @@ inline int32_t load_i32(const void* p) {
 }
 
 // Each weight panel is its own stream; the hardware prefetcher alone left decode at 60-75 % of the
-// read bandwidth on a Zen 5 (bench kernels --rows 1). Every load asks for its line some way ahead,
-// so that a tile keeps about 6 KiB of its weights in flight, split over its NV panel streams:
-// 1.5 KiB ahead in the 4-panel decode tiles, 3 KiB in the 2-panel decode-batch tiles. The fixed
-// 1 KiB per stream before (tuned at 1 row, where 512 B and 2-4 KiB were slower) left the int8 / q4
-// batch tiles 16-53 % slower at 4-8 rows, and bf16 / q4 decode 2-9 % (docs/speed.md).
-constexpr int kBytesInFlight = 6 * 1024;
-template <int NV>
-constexpr int kPrefetchBytes = kBytesInFlight / NV;
+// read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches kPrefetchBytes<NV>
+// ahead (kernels_internal.h): 1.5 KiB in the 4-panel decode tiles, 3 KiB in the 2-panel
+// decode-batch tiles.
 
 inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
   const int out = a.w->out();
