@@ -182,8 +182,10 @@ def main():
 
         # A bench serve run whose replica 1 dies under it: started first, so its before-scrape is done
         # and its (long) requests run when the kill comes. The kill follows as soon as all 8 requests
-        # (the bench's 4 and the streams' 4) are in flight: on a quiet machine 1,500 tokens once ended
-        # before a kill that waited for more, and the run was complete (nothing to mark).
+        # (the bench's 4 and the streams' 4) are in flight, or as soon as any of them has finished
+        # (then 8 never come, and waiting out the deadline let the bench's run complete: nothing to
+        # mark; seen on a quiet machine, 1 run in 2).
+        finished_before = finished(replica1) + finished(replica2)
         killed_summary = os.path.join(tmp, "killed.json")
         killed_run = {}
         bench = threading.Thread(target=lambda: killed_run.update(r=bench_serve(
@@ -194,7 +196,8 @@ def main():
             m = metrics(base)
             return m.get("inferlab_running_requests", 0) + m.get("inferlab_queue_length", 0)
         deadline = time.time() + 60
-        while time.time() < deadline and bench.is_alive() and busy(replica1) + busy(replica2) < 4:
+        while (time.time() < deadline and bench.is_alive() and busy(replica1) + busy(replica2) < 4
+               and finished(replica1) + finished(replica2) == finished_before):
             time.sleep(0.05)
         results = [None] * 4
         threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, stream_events(
@@ -202,7 +205,8 @@ def main():
         for t in threads:
             t.start()
         deadline = time.time() + 60
-        while time.time() < deadline and busy(replica1) + busy(replica2) < 8:
+        while (time.time() < deadline and busy(replica1) + busy(replica2) < 8
+               and finished(replica1) + finished(replica2) == finished_before):
             time.sleep(0.02)
         os.kill(pids[1], signal.SIGKILL)
         # The kernel closes the replica's listening socket only once the process is torn down; until
