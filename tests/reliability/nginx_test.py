@@ -143,6 +143,12 @@ def main():
               f"a stream through nginx says what one straight from a replica says: text, finish, usage, [DONE] "
               f"({direct} / {proxied})")
 
+        # The streams above are done for the client; wait until the replicas have counted them out
+        # too (once, in the whole suite, the last one was still "running" at the first event here).
+        idle_by = time.time() + 10
+        while time.time() < idle_by and (metrics(replica1).get("inferlab_running_requests", 0)
+                                         + metrics(replica2).get("inferlab_running_requests", 0)) > 0:
+            time.sleep(0.02)
         running_at_first = []
         stream_events(front, {"prompt": "Once", "max_tokens": 600, "ignore_eos": True},
                       lambda: running_at_first.append(metrics(replica1).get("inferlab_running_requests", 0)
