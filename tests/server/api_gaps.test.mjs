@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startServer, postJson, metrics, sseEvents, MODEL } from './helpers.mjs';
 
-// --max-batch 1: a second stream waits in the queue while the first decodes (the ping test).
+// --max-batch 1: a second stream waits in the queue while the first decodes (the ping test; the
+// first is 2,000 tokens long: 400 ended within the 0.2 s ping interval once the kernels got faster).
 const server = await startServer(['--max-batch', '1', '--sse-ping-interval', '0.2']);
 test.after(() => server.stop());
 const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'EMPTY', maxRetries: 0, timeout: 60_000 });
@@ -110,7 +111,7 @@ test('/metrics counts a request ended by a stop string as stop, not cancelled', 
 async function queuedStreamBytes(base) {
   const long = fetch(base + '/v1/completions', {
     method: 'POST',
-    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true, temperature: 0 }),
+    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 2000, ignore_eos: true, temperature: 0 }),
   }).then((r) => r.text());
   await new Promise((r) => setTimeout(r, 100));
   const r = await fetch(base + '/v1/completions', {
@@ -130,7 +131,7 @@ test('SSE `: ping` comments while a stream waits, ignored by the openai client; 
   assert.equal(sseEvents(raw).pop(), '[DONE]');
 
   // The official client skips the comments: the same queued stream reads as plain chunks.
-  const long = client.completions.create({ model: 'model', prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true });
+  const long = client.completions.create({ model: 'model', prompt: 'Once upon a time', max_tokens: 2000, ignore_eos: true });
   await new Promise((r) => setTimeout(r, 100));
   let text = '';
   for await (const chunk of await client.completions.create({ model: 'model', prompt: 'Once', max_tokens: 4, stream: true }))
