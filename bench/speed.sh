@@ -127,7 +127,7 @@ for t in "${thread_list[@]}"; do
     echo "== bench engine --weights $w -t $t -p $PROMPT -n $GEN -r $REPS"
     output=()  # --gguf-pure: our q4's lm_head in q4 too, like the pure peer file
     ((PURE)) && [ "$w" = q4 ] && output=(--output-weights q4)
-    "$INFERLAB" bench engine "$MODEL" --weights "$w" "${output[@]}" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json \
+    "$INFERLAB" bench engine "$MODEL" --weights "$w" "${output[@]}" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --bandwidth --json \
       ${KLD_TEXT:+--kld-text "$KLD_TEXT"} \
       >"$OUT_DIR/engine-$w-t$t.json"
     if [ -n "${NODE_GGUF[$w]:-}" ]; then
@@ -191,7 +191,6 @@ import glob, json, os, sys
 out_dir, threads, weights, prompt, gen, peer_binary, node_peer, node_peer_why, load_before, load_after = sys.argv[1:11]
 threads = [int(t) for t in threads.split(",")]
 weights = weights.split(",")
-BYTES = {"f32": 4.0, "bf16": 2.0, "int8": 34 / 32, "q4": 18 / 32}
 PEER_TYPE = {"bf16": ("BF16",), "int8": ("Q8_0",), "q4": ("Q4_0",)}
 # llama.cpp's llama-bench on one of these 2-core machines, Qwen2.5-0.5B shape (from the issue).
 REFERENCE = {("bf16", 2): ("530-550 (pp128)", "37 (tg64)"), ("int8", 2): ("260-300 (pp128)", "53-57 (tg64)"),
@@ -233,12 +232,12 @@ for t in threads:
     bf16_peak = probes["peaks"]["bf16_gflops"]
     int8_peak = probes["peaks"].get("int8_gops", float("nan"))
     sgemm = max(g["gflops"] for g in probes["sgemm"])
-    print(f"\n## {t} thread(s): read bandwidth {bw:.1f} GB/s (triad {probes['bandwidth']['triad_gbs']:.1f}), "
+    print(f"\n## {t} thread(s): read bandwidth at the start {bw:.1f} GB/s (triad {probes['bandwidth']['triad_gbs']:.1f}), "
           f"OpenBLAS sgemm best {sgemm:.0f} GFLOP/s on the prefill shapes (core {probes['openblas']['core']}), "
           f"bf16 dot peak {bf16_peak:.0f} GFLOP/s, int8 dot peak {int8_peak:.0f} GOP/s")
     peers = peer_results(t)
     print()
-    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of bandwidth | prefill GFLOP/s | of sgemm | of dot peak (bf16; int8 for int8/q4) | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
+    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of read bandwidth (probed around each tg run) | prefill GFLOP/s | of sgemm | of dot peak (bf16; int8 for int8/q4) | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for w in weights:
         path = os.path.join(out_dir, f"engine-{w}-t{t}.json")
@@ -247,28 +246,31 @@ for t in threads:
         e = load(path)
         res = {r["test"][:2]: r for r in e["results"]}
         params = e["matmul_params"]
-        # The lm_head may be in another format (q4 keeps it int8 unless --output-weights q4).
-        out_w = e.get("output_weights", w)
-        weight_bytes = (params - e["lm_head_params"]) * BYTES.get(w, 2.0) + e["lm_head_params"] * BYTES.get(out_w, 2.0)
+        # The bytes the engine holds for every matmul and the lm_head (which q4 keeps int8 unless
+        # --output-weights q4), scales and padding included.
+        weight_bytes = e["decode_weight_bytes"]
         gb_token = weight_bytes / 1e9
         pp = res.get("pp", {}).get("avg_ts", float("nan"))
         tg = res.get("tg", {}).get("avg_ts", float("nan"))
         pp_sd = res.get("pp", {}).get("stddev_ts", 0)
         tg_sd = res.get("tg", {}).get("stddev_ts", 0)
         decode_gbs = gb_token * tg
+        # Decode's share of the read bandwidth: bench engine --bandwidth probes it around each tg
+        # repetition (the host's bandwidth drifts by up to 2x within minutes, so the probe at the
+        # start of the run is no reference for a format measured minutes later).
+        share = res.get("tg", {}).get("median_bandwidth_share", float("nan"))
         prefill_gflops = pp * 2 * (params - e["lm_head_params"]) / 1e9
         # int8 and q4 prefill runs on int8 dot products (vpdpbusd / vpmaddubsw): their peak is the int8 one.
         dot_peak = int8_peak if w in ("int8", "q4") else bf16_peak
-        weights_bytes = weight_bytes
         rss = e["peak_rss_bytes"]
-        rss_ratio = rss / (weights_bytes + e["kv_cache_bytes"])
+        rss_ratio = rss / (weight_bytes + e["kv_cache_bytes"])
         peer = peers.get(w, {})
         pp_ratio = f"{pp / peer['pp'][0]:.2f}x" if "pp" in peer else "-"
         tg_ratio = f"{tg / peer['tg'][0]:.2f}x" if "tg" in peer else "-"
         quality = e.get("quality")
         kld_text = f"{quality['mean_kld']:.5f} (top-1 {100 * quality['same_top']:.1f}%)" if quality else "-"
         print(f"| {w} | {pp:.1f} ± {pp_sd:.1f} | {tg:.2f} ± {tg_sd:.2f} | {gb_token:.3f} | {decode_gbs:.1f} | "
-              f"{100 * decode_gbs / bw:.0f}% | {prefill_gflops:.0f} | {100 * prefill_gflops / sgemm:.0f}% | "
+              f"{100 * share:.0f}% | {prefill_gflops:.0f} | {100 * prefill_gflops / sgemm:.0f}% | "
               f"{100 * prefill_gflops / dot_peak:.0f}% | {rss / 1048576:.0f} | {rss_ratio:.2f} | {pp_ratio} | {tg_ratio} | "
               f"{kld_text} |")
     if peers:

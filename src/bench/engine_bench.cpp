@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "bench/timing.h"
@@ -15,6 +16,7 @@
 #include "inferlab/model/kv_cache.h"
 #include "inferlab/model/model.h"
 #include "inferlab/tensor/fast/cpu.h"
+#include "inferlab/tensor/fast/probes.h"
 #include "inferlab/tensor/fast/thread_pool.h"
 #include "inferlab/util/error.h"
 #include "inferlab/util/process_memory.h"
@@ -36,7 +38,14 @@ double decode_weight_params(const ModelConfig& c) {
 }
 
 EngineTest summarize_test(std::string name, int n_prompt, int n_gen, std::vector<double> samples) {
-  return {std::move(name), n_prompt, n_gen, mean(samples), sample_stddev(samples), std::move(samples)};
+  EngineTest test;
+  test.name = std::move(name);
+  test.n_prompt = n_prompt;
+  test.n_gen = n_gen;
+  test.mean_ts = mean(samples);
+  test.stddev_ts = sample_stddev(samples);
+  test.samples_ts = std::move(samples);
+  return test;
 }
 
 // The format's KL divergence from f32 on a text: an f32 reference run saved to a temporary file, then
@@ -130,11 +139,33 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     for (int r = 0; r < args.repeats; ++r) samples.push_back(run_pp());
     bench.tests.push_back(summarize_test(fmt::format("pp{}", args.prompt), args.prompt, 0, std::move(samples)));
   }
+  bench.decode_weight_bytes = model->decode_weight_bytes();
+  int64_t probe_peak_before = 0, probe_bytes = 0;
   if (args.gen > 0) {
+    std::optional<fast::ReadProbe> probe;
+    std::vector<double> probes;  // before each repetition and after the last
+    if (args.bandwidth) {
+      // The probe's array stays resident until the end: the peak RSS reported is the engine's.
+      probe_peak_before = peak_resident_bytes();
+      probe.emplace();
+      probe_bytes = static_cast<int64_t>(probe->bytes());
+    }
     run_tg(std::min(args.gen, 8));
     std::vector<double> samples;
-    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_tg(args.gen));
-    bench.tests.push_back(summarize_test(fmt::format("tg{}", args.gen), 0, args.gen, std::move(samples)));
+    for (int r = 0; r < args.repeats; ++r) {
+      if (probe) probes.push_back(probe->measure());
+      samples.push_back(run_tg(args.gen));
+    }
+    EngineTest tg = summarize_test(fmt::format("tg{}", args.gen), 0, args.gen, std::move(samples));
+    if (probe) {
+      probes.push_back(probe->measure());
+      for (int r = 0; r < args.repeats; ++r) {
+        const double gbs = (probes[r] + probes[r + 1]) / 2;
+        tg.bandwidth_gbs.push_back(gbs);
+        tg.bandwidth_share.push_back(tg.samples_ts[r] * static_cast<double>(bench.decode_weight_bytes) / 1e9 / gbs);
+      }
+    }
+    bench.tests.push_back(std::move(tg));
   }
   bench.architecture = c.architecture;
   bench.threads = fast::threads();
@@ -142,7 +173,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   bench.matmul_params = decode_weight_params(c);
   bench.output_weights = output_weights_of(options);
   bench.lm_head_params = static_cast<double>(c.vocab_size) * c.hidden_size;  // once per prompt, not per prompt token
-  bench.peak_rss_bytes = peak_resident_bytes();
+  bench.peak_rss_bytes = std::max(probe_peak_before, peak_resident_bytes() - probe_bytes);
   bench.kv_cache_bytes = cache.bytes();
   if (!args.quality_text.empty()) bench.quality = measure_quality(args);
   return bench;
@@ -154,6 +185,20 @@ std::string engine_bench_text(const EngineBench& b) {
     text += fmt::format("| {} | {:.2f} M | {}{} | {} | {} | {:.2f} ± {:.2f} |\n", b.architecture, b.matmul_params / 1e6,
                         b.options.weights, b.output_weights == b.options.weights ? "" : ", output " + b.output_weights,
                         b.threads, t.name, t.mean_ts, t.stddev_ts);
+  for (const EngineTest& t : b.tests) {
+    if (t.n_gen == 0) continue;
+    text += fmt::format("\n{}: {:.1f} MB of weights per token, {:.1f} GB/s", t.name, b.decode_weight_bytes / 1e6,
+                        t.mean_ts * b.decode_weight_bytes / 1e9);
+    if (!t.bandwidth_share.empty()) {
+      const auto [low, high] = std::minmax_element(t.bandwidth_share.begin(), t.bandwidth_share.end());
+      const auto [bw_low, bw_high] = std::minmax_element(t.bandwidth_gbs.begin(), t.bandwidth_gbs.end());
+      text += fmt::format("; {:.0f} % of the read bandwidth (median of {} repetitions, each against the probes on "
+                          "either side; range {:.0f}-{:.0f} %, probes {:.1f}-{:.1f} GB/s)",
+                          100 * median(t.bandwidth_share), t.bandwidth_share.size(), 100 * *low, 100 * *high, *bw_low,
+                          *bw_high);
+    }
+    text += "\n";
+  }
   text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB; KV cache {:.1f} MiB); kernels: {}\n",
                       b.load_seconds, b.peak_rss_bytes / 1048576.0, b.rss_after_load_bytes / 1048576.0,
                       b.kv_cache_bytes / 1048576.0, b.kernels);
@@ -176,14 +221,22 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
   doc["kernels"] = b.kernels;
   doc["matmul_params"] = b.matmul_params;
   doc["lm_head_params"] = b.lm_head_params;
+  doc["decode_weight_bytes"] = b.decode_weight_bytes;
   doc["load_seconds"] = b.load_seconds;
   doc["rss_after_load_bytes"] = b.rss_after_load_bytes;
   doc["peak_rss_bytes"] = b.peak_rss_bytes;
   doc["kv_cache_bytes"] = b.kv_cache_bytes;
   nlohmann::json tests = nlohmann::json::array();
-  for (const EngineTest& t : b.tests)
-    tests.push_back({{"test", t.name}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.mean_ts},
-                     {"stddev_ts", t.stddev_ts}, {"samples_ts", t.samples_ts}});
+  for (const EngineTest& t : b.tests) {
+    nlohmann::json test = {{"test", t.name}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.mean_ts},
+                           {"stddev_ts", t.stddev_ts}, {"samples_ts", t.samples_ts}};
+    if (!t.bandwidth_share.empty()) {
+      test["bandwidth_gbs"] = t.bandwidth_gbs;  // per repetition: the mean of the probes before and after it
+      test["bandwidth_share"] = t.bandwidth_share;
+      test["median_bandwidth_share"] = median(t.bandwidth_share);
+    }
+    tests.push_back(std::move(test));
+  }
   doc["results"] = tests;
   if (b.quality)
     doc["quality"] = {{"text", b.options.quality_text}, {"ctx", b.options.quality_ctx}, {"positions", b.quality->positions},

@@ -182,6 +182,15 @@ std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::jso
 TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights, std::filesystem::path path)
     : config_(std::move(config)), w_(std::move(weights)), path_(std::move(path)) {}
 
+std::size_t TransformerModel::decode_weight_bytes() const {
+  auto bytes = [](const LinearWeight& l) -> std::size_t {
+    return l.packed ? l.packed->bytes() : l.weight ? l.weight->size() * sizeof(float) : 0;
+  };
+  std::size_t total = bytes(w_.lm_head);
+  for (const LayerWeights& layer : w_.layers) total += bytes(layer.qkv) + bytes(layer.out) + bytes(layer.up) + bytes(layer.down);
+  return total;
+}
+
 namespace {
 
 void add_into(float* x, const float* y, std::size_t n) {

@@ -120,6 +120,7 @@ class TransformerModel : public Model {
   const ModelConfig& config() const override { return config_; }
   const std::filesystem::path& path() const override { return path_; }
   std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) override;
+  std::size_t decode_weight_bytes() const override;
 
  private:
   ModelConfig config_;

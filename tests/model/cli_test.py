@@ -50,6 +50,32 @@ def main():
     r = run(a.cli, "generate", demo, "--prompt-ids", "9,8,7,6,5", "--max-new-tokens", "12", "--verify-cache")
     check(r.returncode == 0 and "identical: yes" in r.stdout, f"--verify-cache: {r.stdout!r}")
 
+    # bench engine: the bytes one decode step reads, and --bandwidth's share per repetition.
+    cfg = json.load(open(os.path.join(demo, "config.json")))
+    H, I, L, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    head_dim = H // cfg["num_attention_heads"]
+    q, kv = cfg["num_attention_heads"] * head_dim, cfg["num_key_value_heads"] * head_dim
+    params = L * (H * (q + 2 * kv) + q * H + 3 * H * I) + V * H
+    r = run(a.cli, "bench", "engine", demo, "--weights", "f32", "-p", "0", "-n", "4", "-r", "3", "-t", "1",
+            "--bandwidth", "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(doc.get("decode_weight_bytes") == 4 * params,
+          f"bench engine f32: decode_weight_bytes {doc.get('decode_weight_bytes')} == 4 x {params} params")
+    tg = doc.get("results", [{}])[0]
+    shares, gbs, ts = tg.get("bandwidth_share", []), tg.get("bandwidth_gbs", []), tg.get("samples_ts", [])
+    check(len(shares) == len(gbs) == len(ts) == 3 and all(g > 0 for g in gbs) and
+          all(abs(s - t * 4 * params / 1e9 / g) <= 1e-9 * s for s, g, t in zip(shares, gbs, ts)) and
+          tg.get("median_bandwidth_share") == sorted(shares)[1],
+          f"bench engine --bandwidth: a share per repetition, tokens/s x bytes / probe: {tg}")
+    r = run(a.cli, "bench", "engine", demo, "--weights", "q4", "-p", "0", "-n", "2", "-r", "1", "-t", "1")
+    check(r.returncode == 0 and "bandwidth" not in r.stdout and "MB of weights per token" in r.stdout,
+          f"bench engine without --bandwidth probes nothing: {r.stdout!r}")
+    r = run(a.cli, "bench", "engine", demo, "--weights", "q4", "-p", "0", "-n", "2", "-r", "1", "-t", "1", "--json")
+    q4_bytes = json.loads(r.stdout)["decode_weight_bytes"] if r.returncode == 0 else 0
+    # q4 layers (18 bytes per 32 weights, padded to 16-row panels) and the int8 lm_head (34 per 32).
+    check(params * 18 / 32 < q4_bytes < (params - V * H) * 20 / 32 + V * H * 35 / 32,
+          f"bench engine q4: decode_weight_bytes {q4_bytes}")
+
     llama = os.path.join(a.workdir, "llama-bf16")
     r = run(a.cli, "make-model", "--preset", "llama-tiny", "--dtype", "bf16", "--seed", "3", "--out", llama)
     r = run(a.cli, "generate", llama, "--prompt-ids", "1", "--max-new-tokens", "4", "--json", "--ignore-eos")

@@ -53,6 +53,8 @@ Registrar reg_speed([](CLI::App& app) {
   e->add_option("--output-weights", engine->output_weights, "Output projection (lm_head, or the tied embedding): auto (int8 under --weights q4, like llama-quantize's Q4 mixes; else as --weights), f32, bf16, int8, q4")->capture_default_str();
   e->add_option("--kld-text", engine->quality_text, "Also measure the format's KL divergence from f32 on this text")
       ->check(CLI::ExistingFile);
+  e->add_flag("--bandwidth", engine->bandwidth,
+              "Measure the memory read bandwidth around each tg repetition and print decode's share of it");
   e->add_option("--kld-ctx", engine->quality_ctx, "Context of the KL measurement (tokens per chunk)")->capture_default_str();
   e->add_option("--kld-chunks", engine->quality_chunks, "Chunks of the KL measurement")->capture_default_str();
   e->add_flag("--json", *engine_json, "Print one JSON object");

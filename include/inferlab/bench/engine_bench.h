@@ -20,6 +20,10 @@ struct EngineBenchOptions {
   // first quality_chunks chunks of quality_ctx tokens), printed beside the speed.
   std::string quality_text;
   int quality_ctx = 256, quality_chunks = 4;
+  // Measure the memory read bandwidth (fast::ReadProbe) before each tg repetition and after the
+  // last, and give decode's share of it per repetition, against the mean of the probes on either
+  // side: the host's bandwidth drifts too much for one probe minutes apart to be the reference.
+  bool bandwidth = false;
 };
 
 struct EngineQuality {
@@ -32,6 +36,9 @@ struct EngineTest {
   int n_prompt = 0, n_gen = 0;
   double mean_ts = 0, stddev_ts = 0;
   std::vector<double> samples_ts;
+  // tg with EngineBenchOptions::bandwidth: per repetition, the probe's GB/s around it and decode's
+  // share of that (tokens/s x decode_weight_bytes / GB/s).
+  std::vector<double> bandwidth_gbs, bandwidth_share;
 };
 
 struct EngineBench {
@@ -42,6 +49,7 @@ struct EngineBench {
   double matmul_params = 0;      // weights read per decoded token
   std::string output_weights;    // the lm_head's format, resolved
   double lm_head_params = 0;
+  std::size_t decode_weight_bytes = 0;  // Model::decode_weight_bytes: read per decoded token
   double load_seconds = 0;
   int64_t rss_after_load_bytes = 0, peak_rss_bytes = 0;
   std::size_t kv_cache_bytes = 0;

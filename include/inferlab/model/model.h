@@ -48,6 +48,11 @@ class Model {
   // Returns row-major logits [rows][vocab_size]: per entry in order, 1 row (its last token) or
   // tokens.size() rows when all_logits.
   virtual std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) = 0;
+
+  // Bytes of weights one decode step reads from memory: every layer's matmuls and the output
+  // projection as held (packed bytes, scales included; f32 at 4 bytes). What bounds decode speed,
+  // so decode's share of the memory bandwidth is tokens/s x this / the measured bandwidth.
+  virtual std::size_t decode_weight_bytes() const = 0;
 };
 
 }  // namespace inferlab

@@ -190,6 +190,58 @@ float sum_plain(const float* a, std::size_t n) {
 }
 }  // namespace
 
+namespace {
+// One pass over n floats by every thread of the pool; GB/s.
+double read_pass(ThreadPool& pool, const float* pa, std::size_t n, bool prefetch) {
+  const Isa isa = active_isa();
+  std::atomic<double> sink{0};
+  const auto start = Clock::now();
+  pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
+    // Four streams per thread, as a matmul reads four weight panels at once: one stream per core
+    // leaves the prefetchers short of the DRAM's parallelism.
+    const std::size_t len = static_cast<std::size_t>(end - begin) * 64;
+    const std::size_t part = len / 4 / 64 * 64;
+    const float* base = pa + begin * 64;
+    float s = 0;
+    if (isa == Isa::Avx512 && part > 0 && !prefetch)
+      s = sum4_avx512(base, base + part, base + 2 * part, base + 3 * part, part) + sum_avx512(base + 4 * part, len - 4 * part);
+    else if (isa >= Isa::Avx2 && part > 0)
+      s = sum4_avx2(base, base + part, base + 2 * part, base + 3 * part, part, prefetch) + sum_plain(base + 4 * part, len - 4 * part);
+    else s = sum_plain(base, len);
+    sink.store(sink.load() + s);
+  });
+  return n * 4.0 / seconds_since(start) / 1e9;
+}
+
+// First touch from the threads that will read each slice.
+void first_touch(ThreadPool& pool, float* p, std::size_t n, float value) {
+  pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * 64; i < end * 64; ++i) p[i] = value;
+  });
+}
+}  // namespace
+
+struct ReadProbe::Array {
+  std::size_t n;
+  AlignedBuffer buffer;
+  explicit Array(std::size_t floats) : n(floats), buffer(floats * 4) {}
+};
+
+ReadProbe::ReadProbe(std::size_t bytes) : array_(std::make_unique<Array>(bytes / sizeof(float) / 64 * 64)) {
+  first_touch(kernel_pool(), reinterpret_cast<float*>(array_->buffer.data()), array_->n, 1.0f);
+}
+ReadProbe::~ReadProbe() = default;
+std::size_t ReadProbe::bytes() const { return array_->n * 4; }
+
+double ReadProbe::measure(int passes) {
+  const float* p = reinterpret_cast<const float*>(array_->buffer.data());
+  double best = 0;
+  // The best of both ways of reading, so that a kernel's "share of the bandwidth" is measured
+  // against what the memory can really give.
+  for (int r = 0; r < 2 * passes; ++r) best = std::max(best, read_pass(kernel_pool(), p, array_->n, r % 2 == 1));
+  return best;
+}
+
 BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {
   ThreadPool& pool = kernel_pool();
   const std::size_t n = bytes / sizeof(float) / 64 * 64;
@@ -198,36 +250,19 @@ BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {
   float* pb = reinterpret_cast<float*>(b.data());
   float* pc = reinterpret_cast<float*>(c.data());
   const Isa isa = active_isa();
-  // First touch from the threads that will read each slice.
-  pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin * 64; i < end * 64; ++i) pa[i] = 1.0f, pb[i] = 2.0f, pc[i] = 0.5f;
-  });
+  first_touch(pool, pa, n, 1.0f);
+  first_touch(pool, pb, n, 2.0f);
+  first_touch(pool, pc, n, 0.5f);
   BandwidthResult result;
   result.bytes = n * 4;
   result.threads = pool.size();
-  std::atomic<double> sink{0};
-  // The read figure is the best of both ways of reading (with and without software prefetch), so
-  // that a kernel's "share of the bandwidth" is measured against what the memory can really give.
+  // The read figure is the best of both ways of reading (with and without software prefetch), as
+  // ReadProbe::measure.
   for (int r = 0; r < 2 * repeats; ++r) {
     const bool prefetch = r % 2 == 1;
-    auto start = Clock::now();
-    pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
-      // Four streams per thread, as a matmul reads four weight panels at once: one stream per core
-      // leaves the prefetchers short of the DRAM's parallelism.
-      const std::size_t len = static_cast<std::size_t>(end - begin) * 64;
-      const std::size_t part = len / 4 / 64 * 64;
-      const float* base = pa + begin * 64;
-      float s = 0;
-      if (isa == Isa::Avx512 && part > 0 && !prefetch)
-        s = sum4_avx512(base, base + part, base + 2 * part, base + 3 * part, part) + sum_avx512(base + 4 * part, len - 4 * part);
-      else if (isa >= Isa::Avx2 && part > 0)
-        s = sum4_avx2(base, base + part, base + 2 * part, base + 3 * part, part, prefetch) + sum_plain(base + 4 * part, len - 4 * part);
-      else s = sum_plain(base, len);
-      sink.store(sink.load() + s);
-    });
-    result.read_gbs = std::max(result.read_gbs, n * 4.0 / seconds_since(start) / 1e9);
+    result.read_gbs = std::max(result.read_gbs, read_pass(pool, pa, n, prefetch));
     if (prefetch) continue;
-    start = Clock::now();
+    const auto start = Clock::now();
     pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
       if (isa == Isa::Avx512) triad_avx512(pa + begin * 64, pb + begin * 64, pc + begin * 64, 3.0f, (end - begin) * 64);
       else if (isa == Isa::Avx2) triad_avx2(pa + begin * 64, pb + begin * 64, pc + begin * 64, 3.0f, (end - begin) * 64);

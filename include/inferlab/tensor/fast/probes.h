@@ -2,6 +2,7 @@
 // on given shapes, and the peak of the bf16 dot-product instruction. Benchmarks divide by these.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace inferlab::fast {
@@ -14,6 +15,25 @@ struct BandwidthResult {
 };
 // Arrays much larger than the last-level cache; best of `repeats`. Uses the kernel pool.
 BandwidthResult measure_bandwidth(std::size_t bytes = std::size_t(1) << 30, int repeats = 5);
+
+// The read half of measure_bandwidth on an array allocated (and paged in) once, so that it can be
+// measured again right beside each run of a benchmark: on a shared host the bandwidth drifts by up
+// to 2x within minutes, and a share of it means something only against the probe of the same moment.
+class ReadProbe {
+ public:
+  explicit ReadProbe(std::size_t bytes = std::size_t(512) << 20);
+  ~ReadProbe();
+  ReadProbe(const ReadProbe&) = delete;
+  ReadProbe& operator=(const ReadProbe&) = delete;
+  // GB/s over all threads of the kernel pool: the best of `passes` reads each way (with and
+  // without software prefetch).
+  double measure(int passes = 2);
+  std::size_t bytes() const;
+
+ private:
+  struct Array;
+  std::unique_ptr<Array> array_;
+};
 
 struct GemmResult {
   double gflops = 0;
