@@ -17,7 +17,8 @@
 namespace inferlab::bench {
 namespace {
 
-// Enough distinct copies of a matrix that cycling through them reads from DRAM, not the 32 MiB L3.
+// Enough distinct copies of a matrix that cycling through them reads from DRAM, not the L3
+// (KernelBenchOptions::rotation_mib).
 std::vector<fast::PackedMatrix> rotation(const std::vector<float>& w, const MatmulShape& s, fast::WeightFormat format,
                                          std::size_t total_bytes) {
   std::vector<fast::PackedMatrix> copies;
@@ -49,7 +50,9 @@ double time_matmuls(const std::vector<fast::PackedMatrix>& copies, const std::ve
 KernelBench run_kernel_bench(const KernelBenchOptions& options) {
   for (int r : options.rows)
     if (r <= 0) fail("--rows: {} is not a positive row count", r);
+  if (options.rotation_mib <= 0) fail("--rotation-mib: {} is not a positive size", options.rotation_mib);
   KernelBench bench;
+  bench.rotation_mib = options.rotation_mib;
   bench.probes = run_probes(options.threads, options.quick);
   std::map<std::string, double> sgemm;
   for (const SgemmProbe& g : bench.probes.sgemm) sgemm[g.shape] = g.gflops;
@@ -66,7 +69,7 @@ KernelBench run_kernel_bench(const KernelBenchOptions& options) {
       const fast::WeightFormat format = fast::parse_format(name);
       std::vector<int> row_counts = options.rows;
       if (is_prefill_shape(s.name) && options.prefill_rows > 0) row_counts.push_back(options.prefill_rows);
-      std::vector<fast::PackedMatrix> copies = rotation(w, s, format, std::size_t(192) << 20);
+      std::vector<fast::PackedMatrix> copies = rotation(w, s, format, std::size_t(options.rotation_mib) << 20);
       for (int rows : row_counts) {
         // Many rows are compute-bound: one copy is enough (and keeps packing time down).
         if (rows > 64 && copies.size() > 1) copies.resize(1);
@@ -95,7 +98,9 @@ std::string kernel_bench_text(const KernelBench& bench) {
                         k.out, k.in, k.weights, k.rows, k.seconds * 1e6, k.gbs, 100 * k.gbs / bandwidth, k.gflops,
                         bf16_peak > 0 ? 100 * k.gflops / bf16_peak : 0.0,
                         k.of_sgemm ? fmt::format("{:.2f}x", *k.of_sgemm) : std::string(""));
-  text += "\nGB/s: packed weight bytes (scales included) read per call / time; bandwidth: the read probe above.\n";
+  text += fmt::format("\nGB/s: packed weight bytes (scales included) read per call / time, cycling through {} MiB of "
+                      "copies of each matrix (up to 64 rows); bandwidth: the read probe above.\n",
+                      bench.rotation_mib);
   return text;
 }
 
@@ -110,6 +115,7 @@ nlohmann::json kernel_bench_json(const KernelBench& bench) {
                        {"of_bf16_peak", bf16_peak > 0 ? k.gflops / bf16_peak : 0.0},
                        {"of_sgemm", k.of_sgemm ? nlohmann::json(*k.of_sgemm) : nlohmann::json(nullptr)}});
   doc["kernels"] = results;
+  doc["rotation_mib"] = bench.rotation_mib;
   return doc;
 }
 

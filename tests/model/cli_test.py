@@ -76,6 +76,14 @@ def main():
     check(params * 18 / 32 < q4_bytes < (params - V * H) * 20 / 32 + V * H * 35 / 32,
           f"bench engine q4: decode_weight_bytes {q4_bytes}")
 
+    # bench kernels: one shape, two formats, two row counts, over the rotation asked for.
+    r = run(a.cli, "bench", "kernels", "-t", "1", "--quick", "--shapes", "kv", "--rows", "1,3", "--prefill-rows", "0",
+            "--weights", "int8,q4", "--rotation-mib", "64", "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    cases = [(k["shape"], k["weights"], k["rows"]) for k in doc.get("kernels", [])]
+    check(doc.get("rotation_mib") == 64 and cases == [("kv", "int8", 1), ("kv", "int8", 3), ("kv", "q4", 1), ("kv", "q4", 3)]
+          and all(k["gbs"] > 0 and k["seconds"] > 0 for k in doc["kernels"]), f"bench kernels --json: {cases} {r.stderr!r}")
+
     llama = os.path.join(a.workdir, "llama-bf16")
     r = run(a.cli, "make-model", "--preset", "llama-tiny", "--dtype", "bf16", "--seed", "3", "--out", llama)
     r = run(a.cli, "generate", llama, "--prompt-ids", "1", "--max-new-tokens", "4", "--json", "--ignore-eos")
@@ -116,6 +124,8 @@ def main():
         (["kv-size", "--layers", "2"], "--kv-heads"),
         (["kv-size", "--layers", "2", "--kv-heads", "1", "--head-dim", "4", "--dtype", "q7"], "--dtype 'q7'"),
         (["make-model", "--preset", "nope", "--out", os.path.join(a.workdir, "x")], "unknown preset 'nope'"),
+        (["bench", "kernels", "--rotation-mib", "0"], "--rotation-mib: 0 is not a positive size"),
+        (["bench", "kernels", "--rows", "1,0"], "--rows: 0 is not a positive row count"),
     ]:
         r = run(a.cli, *args)
         check(r.returncode == 1 and r.stderr.startswith("error: ") and needle in r.stderr,

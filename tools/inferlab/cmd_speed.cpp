@@ -102,6 +102,9 @@ Registrar reg_speed([](CLI::App& app) {
   k->add_option("--rows", kernels->rows, "Decode batch sizes (rows of activations)")->delimiter(',')->capture_default_str();
   k->add_option("--shapes", kernels->shapes, "Only these shapes: qkv, q, kv, o, gate_up, down, lm_head")->delimiter(',');
   k->add_option("--prefill-rows", kernels->prefill_rows, "Rows for the prefill GEMM case (0: skip)")->capture_default_str();
+  k->add_option("--rotation-mib", kernels->rotation_mib,
+                "Decode cases cycle through copies of each matrix adding up to this many MiB (well above the L3, or it serves part of the reads)")
+      ->capture_default_str();
   k->add_flag("--json", *kernels_json, "Print one JSON object");
   k->add_flag("--quick", kernels->quick, "Skip lm_head, shorter timing (noisier)");
   k->callback([kernels, kernels_json] {
