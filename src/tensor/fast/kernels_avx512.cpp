@@ -26,9 +26,9 @@ inline int32_t load_i32(const void* p) {
 }
 
 // Each weight panel is its own stream; the hardware prefetcher alone left decode at 60-75 % of the
-// read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches kPrefetchBytes<NV>
-// ahead (kernels_internal.h): 1.5 KiB in the 4-panel decode tiles, 3 KiB in the 2-panel
-// decode-batch tiles.
+// read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches InFlight / NV bytes
+// ahead (kernels_internal.h): a single row 2.5 KiB in its 2-panel tiles (prefetchnta), 2-4 rows
+// 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles.
 
 inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
   const int out = a.w->out();
@@ -39,7 +39,8 @@ inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
   _mm512_mask_storeu_ps(a.y + static_cast<std::size_t>(row) * out + col, mask, _mm512_add_ps(acc, bias));
 }
 
-template <int MR, int NV>
+// Hint and InFlight: the prefetch's hint and the bytes a tile keeps in flight over its NV panels.
+template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
@@ -56,7 +57,7 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   auto step = [&](int kp, std::ptrdiff_t ahead) __attribute__((always_inline)) {
     __m512i wv[NV];
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(wp[v] + kp * 64 + ahead), _MM_HINT_T0);
+    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(wp[v] + kp * 64 + ahead), static_cast<_mm_hint>(Hint));
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + kp * 64);
     #pragma GCC unroll 16
@@ -68,9 +69,10 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   };
   // Near a panel's end the prefetch moves on to the start of the panel NV further, which the
   // next tile of this thread streams (panels are contiguous), so no tile starts cold.
-  const int tail = std::max(0, kpairs - kPrefetchBytes<NV> / 64);
-  for (int kp = 0; kp < tail; ++kp) step(kp, kPrefetchBytes<NV>);
-  const std::ptrdiff_t next = kPrefetchBytes<NV> + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
+  constexpr int ahead = InFlight / NV;
+  const int tail = std::max(0, kpairs - ahead / 64);
+  for (int kp = 0; kp < tail; ++kp) step(kp, ahead);
+  const std::ptrdiff_t next = ahead + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
   for (int kp = tail; kp < kpairs; ++kp) step(kp, next);
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -78,7 +80,7 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
-template <int MR, int NV, bool Q8>
+template <int MR, int NV, bool Q8, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
@@ -109,10 +111,11 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     const int8_t* xb = x + b * kBlock;
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
-      _mm_prefetch(reinterpret_cast<const char*>(sp[v] + b * kPanel) + scale_ahead, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(sp[v] + b * kPanel) + scale_ahead, static_cast<_mm_hint>(Hint));
       #pragma GCC unroll 8
       for (int line = 0; line < block_bytes / 64; ++line)
-        _mm_prefetch(reinterpret_cast<const char*>(wp[v] + b * block_bytes + line * 64 + data_ahead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(wp[v] + b * block_bytes + line * 64 + data_ahead),
+                     static_cast<_mm_hint>(Hint));
     }
     if constexpr (Q8) {
       #pragma GCC unroll 16
@@ -167,7 +170,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   // at their own distance from the panel's end: when the scales moved on with the weights (2-4
   // blocks from the end instead of 8), the first 4-6 blocks of every tile's scales were never
   // fetched early (q4 +2-6 % at 1 row, int8 within noise, on a Zen 5).
-  constexpr int data_ahead = kPrefetchBytes<NV>;
+  constexpr int data_ahead = InFlight / NV;
   constexpr int kScaleAheadBlocks = std::max(8, (data_ahead + block_bytes - 1) / block_bytes);
   const std::ptrdiff_t skip = NV - 1;
   const std::ptrdiff_t data_near = data_ahead, data_next = data_near + skip * static_cast<std::ptrdiff_t>(w.panel_bytes());
@@ -190,7 +193,7 @@ constexpr std::array<TileFn, sizeof...(M)> row_table(std::integer_sequence<int, 
   return {Kernel<M + 1, NV>::fn...};
 }
 
-// Few rows (decode): 4 panels (64 outputs) at once so each row streams 4 weight panels. A decode
+// Few rows (2 up to SmallRows; one row takes run_single_row): 4 panels (64 outputs) at once. A decode
 // batch (up to BatchRows): every row in one tile of BatchNV panels, so the weights stream from
 // memory once while all rows use them. Many rows (prefill): BigNV panels x up to BigMR rows of
 // accumulators, the panels staying in L2 across row blocks. Tables are indexed [mr - 1]; the last
@@ -213,6 +216,15 @@ void run_panels(const KernelArgs& a, int panel_begin, int panel_end) {
   }
 }
 
+// One row (kSingleRowBytesInFlight): tiles of 2 panels, a 1-panel tile for an odd last panel.
+template <TileFn Two, TileFn One>
+void run_single_row(const KernelArgs& a, int panel_begin, int panel_end) {
+  int p = panel_begin;
+  for (; p + 2 <= panel_end; p += 2) Two(a, 0, p);
+  if (p < panel_end) One(a, 0, p);
+}
+constexpr int kNta = _MM_HINT_NTA, kRowFlight = kSingleRowBytesInFlight;
+
 // Instantiated only for the tiles run_panels uses, whose accumulators fit the 32 vector registers
 // with room for the weights and the broadcast input, or (integer decode batches) nearly so
 // (others are never called: nullptr).
@@ -234,13 +246,24 @@ struct Q4Kernel {
 
 // bf16 prefill: 6 rows x 4 panels = 24 accumulators, 4 weight loads and 6 broadcasts per 24
 // vdpbf16ps (8 x 2 needed 10 loads per 16).
-void bf16_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Bf16Kernel, 4, 4, 4, 6, 4>(a, pb, pe); }
+void bf16_avx512(const KernelArgs& a, int pb, int pe) {
+  if (a.rows == 1) return run_single_row<bf16_tile<1, 2, kNta, kRowFlight>, bf16_tile<1, 1, kNta, kRowFlight>>(a, pb, pe);
+  run_panels<Bf16Kernel, 4, 4, 4, 6, 4>(a, pb, pe);
+}
 // Integer tiles hold two accumulator sets (int32 per block, fp32 overall). Prefill: 4 rows x 2
 // panels, all in registers. A decode batch: up to 8 rows x 2 panels, whose 16 fp32 totals the
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
-void q8_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q8Kernel, 2, 8, 2, 4, 2>(a, pb, pe); }
-void q4_avx512(const KernelArgs& a, int pb, int pe) { run_panels<Q4Kernel, 2, 8, 2, 4, 2>(a, pb, pe); }
+void q8_avx512(const KernelArgs& a, int pb, int pe) {
+  if (a.rows == 1)
+    return run_single_row<quant_tile<1, 2, true, kNta, kRowFlight>, quant_tile<1, 1, true, kNta, kRowFlight>>(a, pb, pe);
+  run_panels<Q8Kernel, 2, 8, 2, 4, 2>(a, pb, pe);
+}
+void q4_avx512(const KernelArgs& a, int pb, int pe) {
+  if (a.rows == 1)
+    return run_single_row<quant_tile<1, 2, false, kNta, kRowFlight>, quant_tile<1, 1, false, kNta, kRowFlight>>(a, pb, pe);
+  run_panels<Q4Kernel, 2, 8, 2, 4, 2>(a, pb, pe);
+}
 
 // f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet (not vcvtneps2bf16, which
 // flushes denormals and so would differ from the scalar rounding).

@@ -31,6 +31,12 @@ constexpr int kBytesInFlight = 6 * 1024;
 template <int NV>
 constexpr int kPrefetchBytes = kBytesInFlight / NV;
 
+// A single row (one decode stream): the AVX-512 kernels stream 2 panels per tile with 5 KiB in
+// flight, prefetched non-temporally (prefetchnta). Against 4 panels with 6 KiB (prefetcht0), decode
+// read 3-7 points more of the memory bandwidth on a Zen 5 (bench engine --bandwidth, docs/speed.md):
+// fewer streams per core read DRAM faster there, and lines that are read once stay out of the L2.
+constexpr int kSingleRowBytesInFlight = 5 * 1024;
+
 // Each computes y for output panels [panel_begin, panel_end) and every row.
 using PanelKernel = void (*)(const KernelArgs& args, int panel_begin, int panel_end);
 
