@@ -19,7 +19,7 @@ struct KernelBenchOptions {
   int prefill_rows = 512;           // rows of the prefill GEMM case on prefill shapes (0: skip)
   // Decode rows cycle through copies of each matrix adding up to this many MiB, so that the weights
   // come from DRAM as in a model's forward pass. 192 MiB (6x the 32 MiB L3 of a Zen 5) still let
-  // the L3 serve part of them: bf16 read 5-10 % faster than from 1 GiB, and 64 MiB 20 % faster.
+  // the L3 serve part of them: bf16 read up to 10 % faster than from 1 GiB, and 64 MiB 20 % faster.
   int rotation_mib = 1024;
 };
 

@@ -33,8 +33,9 @@ constexpr int kPrefetchBytes = kBytesInFlight / NV;
 
 // A single row (one decode stream): the AVX-512 kernels stream 2 panels per tile with 5 KiB in
 // flight, prefetched non-temporally (prefetchnta). Against 4 panels with 6 KiB (prefetcht0), decode
-// read 3-7 points more of the memory bandwidth on a Zen 5 (bench engine --bandwidth, docs/speed.md):
-// fewer streams per core read DRAM faster there, and lines that are read once stay out of the L2.
+// read more of the memory bandwidth on a Zen 5 at 1 thread (bench engine --bandwidth, docs/speed.md:
+// bf16 +3 points, int8 +5, q4 +1-2): fewer streams per core read DRAM faster there, and lines that
+// are read once stay out of the L2.
 constexpr int kSingleRowBytesInFlight = 5 * 1024;
 
 // Each computes y for output panels [panel_begin, panel_end) and every row.
