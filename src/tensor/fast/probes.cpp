@@ -30,29 +30,18 @@ INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
-float sum_avx512(const float* a, std::size_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    s0 = _mm512_add_ps(s0, _mm512_load_ps(a + i));
-    s1 = _mm512_add_ps(s1, _mm512_load_ps(a + i + 16));
-    s2 = _mm512_add_ps(s2, _mm512_load_ps(a + i + 32));
-    s3 = _mm512_add_ps(s3, _mm512_load_ps(a + i + 48));
-  }
-  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-  for (; i < n; ++i) s += a[i];
-  return s;
-}
-
-float sum4_avx512(const float* a, const float* b, const float* c, const float* d, std::size_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (std::size_t i = 0; i + 16 <= n; i += 16) {
-    s0 = _mm512_add_ps(s0, _mm512_load_ps(a + i));
-    s1 = _mm512_add_ps(s1, _mm512_load_ps(b + i));
-    s2 = _mm512_add_ps(s2, _mm512_load_ps(c + i));
-    s3 = _mm512_add_ps(s3, _mm512_load_ps(d + i));
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+// S streams of `part` floats each (part a multiple of 64), four loads in flight per step.
+template <int S>
+float sum_streams_avx512(const float* base, std::size_t part) {
+  constexpr int U = 4 / S;  // lines per stream per step
+  __m512 acc[4];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (std::size_t i = 0; i < part; i += 16 * U)
+    #pragma GCC unroll 4
+    for (int j = 0; j < S; ++j)
+      #pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) acc[j * U + u] = _mm512_add_ps(acc[j * U + u], _mm512_load_ps(base + j * part + i + 16 * u));
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
 void triad_avx512(float* a, const float* b, const float* c, float scalar, std::size_t n) {
@@ -103,25 +92,26 @@ INFERLAB_TARGET_END
 
 INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
-// Four streams, optionally with software prefetch ahead of each: on some CPUs (Zen 1) the hardware
-// prefetcher alone reads well below what the memory delivers (the decode kernels prefetch too).
-float sum4_avx2(const float* a, const float* b, const float* c, const float* d, std::size_t n, bool prefetch) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  constexpr std::size_t ahead = 256;  // floats: 1 KB
-  for (std::size_t i = 0; i + 16 <= n; i += 16) {
-    if (prefetch) {
-      _mm_prefetch(reinterpret_cast<const char*>(a + i + ahead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(b + i + ahead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(c + i + ahead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(d + i + ahead), _MM_HINT_T0);
-    }
-    s0 = _mm256_add_ps(s0, _mm256_add_ps(_mm256_load_ps(a + i), _mm256_load_ps(a + i + 8)));
-    s1 = _mm256_add_ps(s1, _mm256_add_ps(_mm256_load_ps(b + i), _mm256_load_ps(b + i + 8)));
-    s2 = _mm256_add_ps(s2, _mm256_add_ps(_mm256_load_ps(c + i), _mm256_load_ps(c + i + 8)));
-    s3 = _mm256_add_ps(s3, _mm256_add_ps(_mm256_load_ps(d + i), _mm256_load_ps(d + i + 8)));
-  }
+// The same with 256-bit loads, optionally with software prefetch 4 KiB / S ahead of each stream: on
+// some CPUs (Zen 1) the hardware prefetcher alone reads well below what the memory delivers (the
+// decode kernels prefetch too).
+template <int S, bool Prefetch>
+float sum_streams_avx2(const float* base, std::size_t part) {
+  constexpr int U = 4 / S;
+  constexpr std::size_t ahead = 1024 / S;  // floats
+  __m256 acc[4];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (std::size_t i = 0; i < part; i += 16 * U)
+    #pragma GCC unroll 4
+    for (int j = 0; j < S; ++j)
+      #pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) {
+        const float* line = base + j * part + i + 16 * u;
+        if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(line + ahead), _MM_HINT_T0);
+        acc[j * U + u] = _mm256_add_ps(acc[j * U + u], _mm256_add_ps(_mm256_load_ps(line), _mm256_load_ps(line + 8)));
+      }
   alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
   float s = 0;
   for (float v : lanes) s += v;
   return s;
@@ -191,26 +181,59 @@ float sum_plain(const float* a, std::size_t n) {
 }  // namespace
 
 namespace {
+// Each thread reads its slice as `streams` streams (1, 2 or 4), with or without software prefetch.
+// Which is fastest depends on the CPU: on Zen 1 four prefetched streams (one stream left the
+// prefetchers short of the DRAM's parallelism), on a Zen 5 two streams (42.5 GB/s at 1 thread, 4
+// streams 35-37, 8 streams 29-32), so the probe tries them all.
+struct ReadWay {
+  int streams;
+  bool prefetch;
+};
+constexpr ReadWay kReadWays[] = {{1, false}, {2, false}, {4, false}, {1, true}, {2, true}, {4, true}};
+
+template <int S>
+float sum_streams(Isa isa, const float* base, std::size_t part, bool prefetch) {
+  if (isa == Isa::Avx512 && !prefetch) return sum_streams_avx512<S>(base, part);
+  return prefetch ? sum_streams_avx2<S, true>(base, part) : sum_streams_avx2<S, false>(base, part);
+}
+
 // One pass over n floats by every thread of the pool; GB/s.
-double read_pass(ThreadPool& pool, const float* pa, std::size_t n, bool prefetch) {
+double read_pass(ThreadPool& pool, const float* pa, std::size_t n, ReadWay way) {
   const Isa isa = active_isa();
   std::atomic<double> sink{0};
   const auto start = Clock::now();
   pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
-    // Four streams per thread, as a matmul reads four weight panels at once: one stream per core
-    // leaves the prefetchers short of the DRAM's parallelism.
     const std::size_t len = static_cast<std::size_t>(end - begin) * 64;
-    const std::size_t part = len / 4 / 64 * 64;
+    const std::size_t part = len / way.streams / 64 * 64;
     const float* base = pa + begin * 64;
     float s = 0;
-    if (isa == Isa::Avx512 && part > 0 && !prefetch)
-      s = sum4_avx512(base, base + part, base + 2 * part, base + 3 * part, part) + sum_avx512(base + 4 * part, len - 4 * part);
-    else if (isa >= Isa::Avx2 && part > 0)
-      s = sum4_avx2(base, base + part, base + 2 * part, base + 3 * part, part, prefetch) + sum_plain(base + 4 * part, len - 4 * part);
-    else s = sum_plain(base, len);
+    if (isa >= Isa::Avx2 && part > 0) {
+      s = way.streams == 1   ? sum_streams<1>(isa, base, part, way.prefetch)
+          : way.streams == 2 ? sum_streams<2>(isa, base, part, way.prefetch)
+                             : sum_streams<4>(isa, base, part, way.prefetch);
+      s += sum_plain(base + way.streams * part, len - way.streams * part);
+    } else {
+      s = sum_plain(base, len);
+    }
     sink.store(sink.load() + s);
   });
   return n * 4.0 / seconds_since(start) / 1e9;
+}
+
+// The best of `passes` reads in every way; way (optional) gets the fastest one.
+double best_read(ThreadPool& pool, const float* pa, std::size_t n, int passes, ReadWay* fastest = nullptr) {
+  double best = 0;
+  const bool simd = active_isa() >= Isa::Avx2;  // without SIMD every way is the same plain loop
+  for (int r = 0; r < passes; ++r)
+    for (const ReadWay& way : kReadWays) {
+      if (!simd && (way.streams != 1 || way.prefetch)) continue;
+      const double gbs = read_pass(pool, pa, n, way);
+      if (gbs > best) {
+        best = gbs;
+        if (fastest) *fastest = way;
+      }
+    }
+  return best;
 }
 
 // First touch from the threads that will read each slice.
@@ -234,12 +257,9 @@ ReadProbe::~ReadProbe() = default;
 std::size_t ReadProbe::bytes() const { return array_->n * 4; }
 
 double ReadProbe::measure(int passes) {
-  const float* p = reinterpret_cast<const float*>(array_->buffer.data());
-  double best = 0;
-  // The best of both ways of reading, so that a kernel's "share of the bandwidth" is measured
+  // The best of every way of reading, so that a kernel's "share of the bandwidth" is measured
   // against what the memory can really give.
-  for (int r = 0; r < 2 * passes; ++r) best = std::max(best, read_pass(kernel_pool(), p, array_->n, r % 2 == 1));
-  return best;
+  return best_read(kernel_pool(), reinterpret_cast<const float*>(array_->buffer.data()), array_->n, passes);
 }
 
 BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {
@@ -256,12 +276,12 @@ BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {
   BandwidthResult result;
   result.bytes = n * 4;
   result.threads = pool.size();
-  // The read figure is the best of both ways of reading (with and without software prefetch), as
-  // ReadProbe::measure.
-  for (int r = 0; r < 2 * repeats; ++r) {
-    const bool prefetch = r % 2 == 1;
-    result.read_gbs = std::max(result.read_gbs, read_pass(pool, pa, n, prefetch));
-    if (prefetch) continue;
+  // The read figure is the best of every way of reading, as ReadProbe::measure.
+  ReadWay fastest{};
+  result.read_gbs = best_read(pool, pa, n, repeats, &fastest);
+  result.read_streams = fastest.streams;
+  result.read_prefetch = fastest.prefetch;
+  for (int r = 0; r < repeats; ++r) {
     const auto start = Clock::now();
     pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
       if (isa == Isa::Avx512) triad_avx512(pa + begin * 64, pb + begin * 64, pc + begin * 64, 3.0f, (end - begin) * 64);

@@ -8,7 +8,9 @@
 namespace inferlab::fast {
 
 struct BandwidthResult {
-  double read_gbs = 0;   // sum over a large array (what decode does to weights)
+  double read_gbs = 0;   // sum over a large array (what decode does to weights), the fastest way:
+  int read_streams = 0;  // streams per thread (1, 2 or 4)
+  bool read_prefetch = false;  // with software prefetch
   double triad_gbs = 0;  // a[i] = b[i] + s*c[i], STREAM's counting (3 arrays x n x 4 bytes)
   std::size_t bytes = 0; // size of the read array
   int threads = 0;
@@ -25,8 +27,8 @@ class ReadProbe {
   ~ReadProbe();
   ReadProbe(const ReadProbe&) = delete;
   ReadProbe& operator=(const ReadProbe&) = delete;
-  // GB/s over all threads of the kernel pool: the best of `passes` reads each way (with and
-  // without software prefetch).
+  // GB/s over all threads of the kernel pool: the best of `passes` reads each way (1, 2 or 4
+  // streams per thread, with and without software prefetch).
   double measure(int passes = 2);
   std::size_t bytes() const;
 
