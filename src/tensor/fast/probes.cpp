@@ -183,8 +183,8 @@ float sum_plain(const float* a, std::size_t n) {
 namespace {
 // Each thread reads its slice as `streams` streams (1, 2 or 4), with or without software prefetch.
 // Which is fastest depends on the CPU: on Zen 1 four prefetched streams (one stream left the
-// prefetchers short of the DRAM's parallelism), on a Zen 5 two streams (42.5 GB/s at 1 thread, 4
-// streams 35-37, 8 streams 29-32), so the probe tries them all.
+// prefetchers short of the DRAM's parallelism); on a Zen 5 a throwaway loop read 42.5 GB/s with two
+// streams at 1 thread against 35-37 with four. So the probe tries them all.
 struct ReadWay {
   int streams;
   bool prefetch;
@@ -220,7 +220,7 @@ double read_pass(ThreadPool& pool, const float* pa, std::size_t n, ReadWay way) 
   return n * 4.0 / seconds_since(start) / 1e9;
 }
 
-// The best of `passes` reads in every way; way (optional) gets the fastest one.
+// The best of `passes` reads in every way; `fastest` (optional) gets the way that gave it.
 double best_read(ThreadPool& pool, const float* pa, std::size_t n, int passes, ReadWay* fastest = nullptr) {
   double best = 0;
   const bool simd = active_isa() >= Isa::Avx2;  // without SIMD every way is the same plain loop
