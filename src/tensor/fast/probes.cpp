@@ -79,10 +79,19 @@ double fp32_loop(long iterations) {
   INFERLAB_PEAK_LOOP(__m512, _mm512_setzero_ps(), OP, _mm512_reduce_add_ps)
 #undef OP
 }
+// The lanes wrap around in long runs (harmless: the sum only keeps the loop alive), so they are
+// added as int64: _mm512_reduce_add_epi32 adds ints in C, and that overflow is undefined (UBSan).
+int64_t reduce_lanes_wide(__m512i v) {
+  alignas(64) int32_t lanes[16];
+  _mm512_store_si512(lanes, v);
+  int64_t s = 0;
+  for (int32_t lane : lanes) s += lane;
+  return s;
+}
 double int8_loop(long iterations) {
   const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(1);
 #define OP(a) _mm512_dpbusd_epi32(a, x, y)
-  INFERLAB_PEAK_LOOP(__m512i, _mm512_setzero_si512(), OP, _mm512_reduce_add_epi32)
+  INFERLAB_PEAK_LOOP(__m512i, _mm512_setzero_si512(), OP, reduce_lanes_wide)
 #undef OP
 }
 #undef INFERLAB_PEAK_LOOP
