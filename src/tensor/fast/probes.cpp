@@ -80,18 +80,19 @@ double fp32_loop(long iterations) {
 #undef OP
 }
 // The lanes wrap around in long runs (harmless: the sum only keeps the loop alive), so they are
-// added as int64: _mm512_reduce_add_epi32 adds ints in C, and that overflow is undefined (UBSan).
-int64_t reduce_lanes_wide(__m512i v) {
+// added outside int, as the AVX2 loop's reduce_lanes does: _mm512_reduce_add_epi32 adds ints in C,
+// and that overflow is undefined (UBSan).
+double reduce_lanes(__m512i v) {
   alignas(64) int32_t lanes[16];
   _mm512_store_si512(lanes, v);
-  int64_t s = 0;
+  double s = 0;
   for (int32_t lane : lanes) s += lane;
   return s;
 }
 double int8_loop(long iterations) {
   const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(1);
 #define OP(a) _mm512_dpbusd_epi32(a, x, y)
-  INFERLAB_PEAK_LOOP(__m512i, _mm512_setzero_si512(), OP, reduce_lanes_wide)
+  INFERLAB_PEAK_LOOP(__m512i, _mm512_setzero_si512(), OP, reduce_lanes)
 #undef OP
 }
 #undef INFERLAB_PEAK_LOOP
@@ -253,22 +254,16 @@ void first_touch(ThreadPool& pool, float* p, std::size_t n, float value) {
 }
 }  // namespace
 
-struct ReadProbe::Array {
-  std::size_t n;
-  AlignedBuffer buffer;
-  explicit Array(std::size_t floats) : n(floats), buffer(floats * 4) {}
-};
-
-ReadProbe::ReadProbe(std::size_t bytes) : array_(std::make_unique<Array>(bytes / sizeof(float) / 64 * 64)) {
-  first_touch(kernel_pool(), reinterpret_cast<float*>(array_->buffer.data()), array_->n, 1.0f);
+ReadProbe::ReadProbe(std::size_t bytes) : array_(std::make_unique<AlignedBuffer>(bytes / (64 * sizeof(float)) * 64 * sizeof(float))) {
+  first_touch(kernel_pool(), reinterpret_cast<float*>(array_->data()), array_->size() / sizeof(float), 1.0f);
 }
 ReadProbe::~ReadProbe() = default;
-std::size_t ReadProbe::bytes() const { return array_->n * 4; }
+std::size_t ReadProbe::bytes() const { return array_->size(); }
 
 double ReadProbe::measure(int passes) {
   // The best of every way of reading, so that a kernel's "share of the bandwidth" is measured
   // against what the memory can really give.
-  return best_read(kernel_pool(), reinterpret_cast<const float*>(array_->buffer.data()), array_->n, passes);
+  return best_read(kernel_pool(), reinterpret_cast<const float*>(array_->data()), array_->size() / sizeof(float), passes);
 }
 
 BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {

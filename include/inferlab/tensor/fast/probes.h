@@ -7,6 +7,8 @@
 
 namespace inferlab::fast {
 
+class AlignedBuffer;  // packed.h
+
 struct BandwidthResult {
   double read_gbs = 0;   // sum over a large array (what decode does to weights), the fastest way:
   int read_streams = 0;  // streams per thread (1, 2 or 4)
@@ -33,8 +35,7 @@ class ReadProbe {
   std::size_t bytes() const;
 
  private:
-  struct Array;
-  std::unique_ptr<Array> array_;
+  std::unique_ptr<AlignedBuffer> array_;  // a whole number of 64-float lines
 };
 
 struct GemmResult {
