@@ -99,6 +99,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   std::unique_ptr<Model> model = Model::load(args.model, options);
   bench.load_seconds = seconds_since(load_start);
   bench.rss_after_load_bytes = peak_resident_bytes();
+  bench.huge_pages_after_load_bytes = huge_page_bytes();
   const ModelConfig& c = model->config();
   const int context = args.prompt + args.gen;
   if (c.max_position_embeddings > 0 && context > c.max_position_embeddings)
@@ -199,8 +200,11 @@ std::string engine_bench_text(const EngineBench& b) {
     }
     text += "\n";
   }
-  text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB; KV cache {:.1f} MiB); kernels: {}\n",
-                      b.load_seconds, b.peak_rss_bytes / 1048576.0, b.rss_after_load_bytes / 1048576.0,
+  const std::string huge = b.huge_pages_after_load_bytes
+                               ? fmt::format("{:.0f} MiB on 2 MiB pages", *b.huge_pages_after_load_bytes / 1048576.0)
+                               : "huge pages unknown";
+  text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB, {}; KV cache {:.1f} MiB); kernels: {}\n",
+                      b.load_seconds, b.peak_rss_bytes / 1048576.0, b.rss_after_load_bytes / 1048576.0, huge,
                       b.kv_cache_bytes / 1048576.0, b.kernels);
   if (b.quality)
     text += fmt::format("quality of {} against f32 on {} ({} positions, ctx {}): mean KLD {:.6f}, 99% KLD {:.6f}, "
@@ -224,6 +228,8 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
   doc["decode_weight_bytes"] = b.decode_weight_bytes;
   doc["load_seconds"] = b.load_seconds;
   doc["rss_after_load_bytes"] = b.rss_after_load_bytes;
+  doc["huge_pages_after_load_bytes"] =
+      b.huge_pages_after_load_bytes ? nlohmann::json(*b.huge_pages_after_load_bytes) : nlohmann::json(nullptr);
   doc["peak_rss_bytes"] = b.peak_rss_bytes;
   doc["kv_cache_bytes"] = b.kv_cache_bytes;
   nlohmann::json tests = nlohmann::json::array();

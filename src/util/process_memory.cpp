@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "inferlab/util/error.h"
@@ -26,6 +27,18 @@ int64_t peak_resident_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::optional<int64_t> huge_page_bytes() {
+  std::ifstream rollup("/proc/self/smaps_rollup");
+  if (!rollup) return std::nullopt;
+  std::string key;
+  int64_t kib = 0;
+  while (rollup >> key) {
+    if (key == "AnonHugePages:" && rollup >> kib) return kib * 1024;
+    rollup.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
 }
 
 }  // namespace inferlab

@@ -61,6 +61,9 @@ def main():
     doc = json.loads(r.stdout) if r.returncode == 0 else {}
     check(doc.get("decode_weight_bytes") == 4 * params,
           f"bench engine f32: decode_weight_bytes {doc.get('decode_weight_bytes')} == 4 x {params} params")
+    huge = doc.get("huge_pages_after_load_bytes", -1)
+    check(huge is None or 0 <= huge <= doc.get("rss_after_load_bytes", 0),
+          f"bench engine: huge_pages_after_load_bytes {huge} within the RSS after load")
     tg = doc.get("results", [{}])[0]
     shares, gbs, ts = tg.get("bandwidth_share", []), tg.get("bandwidth_gbs", []), tg.get("samples_ts", [])
     check(len(shares) == len(gbs) == len(ts) == 3 and all(g > 0 for g in gbs) and

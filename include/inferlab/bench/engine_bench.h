@@ -52,6 +52,7 @@ struct EngineBench {
   std::size_t decode_weight_bytes = 0;  // Model::decode_weight_bytes: read per decoded token
   double load_seconds = 0;
   int64_t rss_after_load_bytes = 0, peak_rss_bytes = 0;
+  std::optional<int64_t> huge_pages_after_load_bytes;  // resident on transparent huge pages (unknown: nullopt)
   std::size_t kv_cache_bytes = 0;
   std::vector<EngineTest> tests;
   std::optional<EngineQuality> quality;  // with options.quality_text

@@ -36,6 +36,9 @@ constexpr int kPanel = 16;  // output rows per panel
 constexpr int kBlock = 32;  // input elements per quantization block
 
 
+// Buffers from this size on are 2 MiB aligned and asked for transparent huge pages (pack.cpp).
+constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
 // 64-byte aligned, zero-initialised bytes.
 class AlignedBuffer {
  public:
@@ -51,8 +54,10 @@ class AlignedBuffer {
   std::size_t size() const { return size_; }
 
  private:
+  void release();
   uint8_t* data_ = nullptr;
   std::size_t size_ = 0;
+  std::size_t mapped_ = 0;  // bytes of its own mapping (>= kHugePageBytes); 0: from aligned_alloc
 };
 
 class PackedMatrix {
