@@ -110,17 +110,18 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     }
     const int8_t* xb = x + b * kBlock;
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) {
+    for (int v = 0; v < NV; ++v)
       _mm_prefetch(reinterpret_cast<const char*>(sp[v] + b * kPanel) + scale_ahead, static_cast<_mm_hint>(Hint));
-      #pragma GCC unroll 8
-      for (int line = 0; line < block_bytes / 64; ++line)
-        _mm_prefetch(reinterpret_cast<const char*>(wp[v] + b * block_bytes + line * 64 + data_ahead),
-                     static_cast<_mm_hint>(Hint));
-    }
+    // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
+    auto prefetch = [&](int v, int line) __attribute__((always_inline)) {
+      _mm_prefetch(reinterpret_cast<const char*>(wp[v] + b * block_bytes + line * 64 + data_ahead), static_cast<_mm_hint>(Hint));
+    };
     if constexpr (Q8) {
       #pragma GCC unroll 16
       for (int q = 0; q < 8; ++q) {
         __m512i wv[NV];
+        #pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) prefetch(v, q);
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + b * 512 + q * 64);
         #pragma GCC unroll 16
@@ -134,6 +135,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
       #pragma GCC unroll 16
       for (int g = 0; g < 4; ++g) {
         __m512i lo[NV], hi[NV];
+        #pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) prefetch(v, g);
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           const __m512i raw = _mm512_load_si512(wp[v] + b * 256 + g * 64);
