@@ -50,8 +50,8 @@ double bytes_per_weight(WeightFormat format) {
 
 // Buffers of 2 MiB and more (every weight matrix of a real model) get a mapping of their own,
 // 2 MiB aligned and marked for transparent huge pages. Decode streams every weight once per token:
-// on 4 KiB pages that is a TLB miss every 4 KiB, and on a Zen 5 decode read 1-3 points more of the
-// memory bandwidth on 2 MiB pages (docs/speed.md). MADV_HUGEPAGE is a request: where THP is off
+// on 4 KiB pages that is a TLB miss every 4 KiB. On a Zen 5 at one thread, decode read 2 points more
+// of the memory bandwidth on 2 MiB pages with int8 weights and 7 more with q4 (docs/speed.md). MADV_HUGEPAGE is a request: where THP is off
 // ("never"), the same mapping is served with 4 KiB pages, which is still correct.
 AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
