@@ -30,6 +30,14 @@ inline int32_t load_i32(const void* p) {
 // ahead (kernels_internal.h): a single row 2.5 KiB in its 2-panel tiles (prefetchnta), 2-4 rows
 // 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles.
 
+// _mm_prefetch with the hint as a template argument. GCC's _mm_prefetch takes an enum _mm_hint and
+// clang's a constant, so neither spelling compiles on both; both expand to this builtin, whose
+// locality is the hint for these (NTA 0, T1 2, T0 3).
+template <int Hint>
+inline void prefetch_line(const void* p) {
+  __builtin_prefetch(p, 0, Hint);
+}
+
 inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
   const int out = a.w->out();
   const int n = std::min(16, out - col);
@@ -57,7 +65,7 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   auto step = [&](int kp, std::ptrdiff_t ahead) __attribute__((always_inline)) {
     __m512i wv[NV];
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(wp[v] + kp * 64 + ahead), static_cast<_mm_hint>(Hint));
+    for (int v = 0; v < NV; ++v) prefetch_line<Hint>(wp[v] + kp * 64 + ahead);
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + kp * 64);
     #pragma GCC unroll 16
@@ -111,10 +119,10 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     const int8_t* xb = x + b * kBlock;
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v)
-      _mm_prefetch(reinterpret_cast<const char*>(sp[v] + b * kPanel) + scale_ahead, static_cast<_mm_hint>(Hint));
+      prefetch_line<Hint>(reinterpret_cast<const char*>(sp[v] + b * kPanel) + scale_ahead);
     // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
     auto prefetch = [&](int v, int line) __attribute__((always_inline)) {
-      _mm_prefetch(reinterpret_cast<const char*>(wp[v] + b * block_bytes + line * 64 + data_ahead), static_cast<_mm_hint>(Hint));
+      prefetch_line<Hint>(wp[v] + b * block_bytes + line * 64 + data_ahead);
     };
     if constexpr (Q8) {
       #pragma GCC unroll 16
