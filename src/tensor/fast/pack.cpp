@@ -53,10 +53,14 @@ double bytes_per_weight(WeightFormat format) {
 // on 4 KiB pages that is a TLB miss every 4 KiB. On a Zen 5 at one thread, decode read 2 points more
 // of the memory bandwidth on 2 MiB pages with int8 weights and 7 more with q4 (docs/speed.md). MADV_HUGEPAGE is a request: where THP is off
 // ("never"), the same mapping is served with 4 KiB pages, which is still correct.
+namespace {
+std::size_t mapped_length(std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; }  // whole pages
+}  // namespace
+
 AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
   if (bytes >= kHugePageBytes) {
-    const std::size_t length = (bytes + 4095) / 4096 * 4096, reserved = length + kHugePageBytes;
+    const std::size_t length = mapped_length(bytes), reserved = length + kHugePageBytes;
     void* base = ::mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) fail("out of memory mapping {} bytes of weights", bytes);
     const auto begin = reinterpret_cast<std::uintptr_t>(base);
@@ -64,7 +68,6 @@ AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
     if (aligned > begin) ::munmap(base, aligned - begin);
     if (begin + reserved > aligned + length) ::munmap(reinterpret_cast<void*>(aligned + length), begin + reserved - aligned - length);
     data_ = reinterpret_cast<uint8_t*>(aligned);
-    mapped_ = length;
     ::madvise(data_, length, MADV_HUGEPAGE);  // anonymous pages start zeroed
     return;
   }
@@ -74,22 +77,21 @@ AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
   std::memset(data_, 0, rounded);
 }
 void AlignedBuffer::release() {
-  if (mapped_ > 0)
-    ::munmap(data_, mapped_);
+  if (size_ >= kHugePageBytes)
+    ::munmap(data_, mapped_length(size_));
   else
     std::free(data_);
   data_ = nullptr;
-  size_ = mapped_ = 0;
+  size_ = 0;
 }
 AlignedBuffer::~AlignedBuffer() { release(); }
 AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), mapped_(std::exchange(other.mapped_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
   if (this != &other) {
     release();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    mapped_ = std::exchange(other.mapped_, 0);
   }
   return *this;
 }

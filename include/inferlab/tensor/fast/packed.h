@@ -56,8 +56,7 @@ class AlignedBuffer {
  private:
   void release();
   uint8_t* data_ = nullptr;
-  std::size_t size_ = 0;
-  std::size_t mapped_ = 0;  // bytes of its own mapping (>= kHugePageBytes); 0: from aligned_alloc
+  std::size_t size_ = 0;  // from kHugePageBytes on, data_ is a mapping of its own; below, aligned_alloc's
 };
 
 class PackedMatrix {
