@@ -37,11 +37,13 @@ double decode_weight_params(const ModelConfig& c) {
   return per_layer * c.num_layers + static_cast<double>(c.vocab_size) * H;
 }
 
-EngineTest summarize_test(std::string name, int n_prompt, int n_gen, std::vector<double> samples) {
+EngineTest summarize_test(int n_prompt, int n_gen, int n_depth, std::vector<double> samples) {
   EngineTest test;
-  test.name = std::move(name);
+  test.name = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
+  if (n_depth > 0) test.name += fmt::format(" @ d{}", n_depth);  // llama-bench's name for it
   test.n_prompt = n_prompt;
   test.n_gen = n_gen;
+  test.n_depth = n_depth;
   test.mean_ts = mean(samples);
   test.stddev_ts = sample_stddev(samples);
   test.samples_ts = std::move(samples);
@@ -87,6 +89,7 @@ EngineQuality measure_quality(const EngineBenchOptions& args) {
 EngineBench run_engine_bench(const EngineBenchOptions& args) {
   if (args.prompt < 0 || args.gen < 0 || (args.prompt == 0 && args.gen == 0))
     fail("bench engine: -p and -n must be >= 0 and not both 0 (got -p {} -n {})", args.prompt, args.gen);
+  if (args.depth < 0) fail("bench engine: -d must be >= 0, got {}", args.depth);
   if (args.repeats <= 0) fail("bench engine: -r must be positive, got {}", args.repeats);
   if (args.threads < 0) fail("bench engine: -t must be 0 (all cores) or positive, got {}", args.threads);
   LoadOptions options;
@@ -101,18 +104,32 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   bench.rss_after_load_bytes = peak_resident_bytes();
   bench.huge_pages_after_load_bytes = huge_page_bytes();
   const ModelConfig& c = model->config();
-  const int context = args.prompt + args.gen;
+  // pp and tg run apart, each after the depth's positions.
+  const int context = args.depth + std::max(args.prompt, args.gen);
   if (c.max_position_embeddings > 0 && context > c.max_position_embeddings)
-    fail("bench engine: -p {} + -n {} exceeds the model's context of {} positions", args.prompt, args.gen,
+    fail("bench engine: -d {} + {} exceeds the model's context of {} positions", args.depth,
+         args.prompt >= args.gen ? fmt::format("-p {}", args.prompt) : fmt::format("-n {}", args.gen),
          c.max_position_embeddings);
-  KVCache cache(c, static_cast<std::size_t>(std::max(args.prompt, args.gen)) + 16);
+  KVCache cache(c, static_cast<std::size_t>(context) + 16);
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> token(0, c.vocab_size - 1);
-  std::vector<int32_t> prompt(args.prompt);
+  std::vector<int32_t> prompt(args.prompt), filler(args.depth);
   for (auto& t : prompt) t = token(rng);
+  for (auto& t : filler) t = token(rng);
 
+  // A sequence holding the depth's positions, filled in forwards of at most 512 (as a server's
+  // chunked prefill), so the activations stay small at any depth.
+  auto at_depth = [&](SequenceKV& seq) {
+    if (!seq.reserve(cache, args.depth)) fail("bench engine: KV cache too small for {} positions", args.depth);
+    for (int at = 0; at < args.depth; at += 512) {
+      const int n = std::min(512, args.depth - at);
+      const BatchEntry entry{std::span(filler).subspan(at, n), &seq, false};
+      model->forward(std::span(&entry, 1), cache);
+    }
+  };
   auto run_pp = [&] {
     SequenceKV seq;
+    at_depth(seq);
     if (!seq.reserve(cache, args.prompt)) fail("bench engine: KV cache too small for {} positions", args.prompt);
     const BatchEntry entry{prompt, &seq, false};
     const auto start = Clock::now();
@@ -123,6 +140,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   };
   auto run_tg = [&](int n) {
     SequenceKV seq;
+    at_depth(seq);
     int32_t next = prompt.empty() ? 0 : prompt[0];
     const auto start = Clock::now();
     for (int i = 0; i < n; ++i) {
@@ -138,7 +156,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     run_pp();  // warm-up: page in weights, grow scratch buffers
     std::vector<double> samples;
     for (int r = 0; r < args.repeats; ++r) samples.push_back(run_pp());
-    bench.tests.push_back(summarize_test(fmt::format("pp{}", args.prompt), args.prompt, 0, std::move(samples)));
+    bench.tests.push_back(summarize_test(args.prompt, 0, args.depth, std::move(samples)));
   }
   bench.decode_weight_bytes = model->decode_weight_bytes();
   int64_t probe_peak_before = 0, probe_bytes = 0;
@@ -157,7 +175,9 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
       if (probe) probes.push_back(probe->measure());
       samples.push_back(run_tg(args.gen));
     }
-    EngineTest tg = summarize_test(fmt::format("tg{}", args.gen), 0, args.gen, std::move(samples));
+    EngineTest tg = summarize_test(0, args.gen, args.depth, std::move(samples));
+    // Step i attends to depth + i + 1 positions.
+    tg.kv_bytes_per_token = static_cast<std::size_t>(static_cast<double>(cache.bytes_per_token()) * (args.depth + (args.gen + 1) / 2.0));
     if (probe) {
       probes.push_back(probe->measure());
       for (int r = 0; r < args.repeats; ++r) {
@@ -190,6 +210,9 @@ std::string engine_bench_text(const EngineBench& b) {
     if (t.n_gen == 0) continue;
     text += fmt::format("\n{}: {:.1f} MB of weights per token, {:.1f} GB/s", t.name, b.decode_weight_bytes / 1e6,
                         t.mean_ts * b.decode_weight_bytes / 1e9);
+    if (t.n_depth > 0)  // not in the share below, which is the weights' (the measure of decode)
+      text += fmt::format(" (and {:.1f} MB of K/V per token, {:.1f} GB/s)", t.kv_bytes_per_token / 1e6,
+                          t.mean_ts * t.kv_bytes_per_token / 1e9);
     if (!t.bandwidth_share.empty()) {
       const auto [low, high] = std::minmax_element(t.bandwidth_share.begin(), t.bandwidth_share.end());
       const auto [bw_low, bw_high] = std::minmax_element(t.bandwidth_gbs.begin(), t.bandwidth_gbs.end());
@@ -234,8 +257,9 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
   doc["kv_cache_bytes"] = b.kv_cache_bytes;
   nlohmann::json tests = nlohmann::json::array();
   for (const EngineTest& t : b.tests) {
-    nlohmann::json test = {{"test", t.name}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.mean_ts},
-                           {"stddev_ts", t.stddev_ts}, {"samples_ts", t.samples_ts}};
+    nlohmann::json test = {{"test", t.name}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"n_depth", t.n_depth},
+                           {"avg_ts", t.mean_ts}, {"stddev_ts", t.stddev_ts}, {"samples_ts", t.samples_ts}};
+    if (t.n_gen > 0) test["kv_bytes_per_token"] = t.kv_bytes_per_token;
     if (!t.bandwidth_share.empty()) {
       test["bandwidth_gbs"] = t.bandwidth_gbs;  // per repetition: the mean of the probes before and after it
       test["bandwidth_share"] = t.bandwidth_share;

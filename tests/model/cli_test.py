@@ -73,6 +73,24 @@ def main():
     r = run(a.cli, "bench", "engine", demo, "--weights", "q4", "-p", "0", "-n", "2", "-r", "1", "-t", "1")
     check(r.returncode == 0 and "bandwidth" not in r.stdout and "MB of weights per token" in r.stdout,
           f"bench engine without --bandwidth probes nothing: {r.stdout!r}")
+    # -d: pp and tg after that many cached positions, named as llama-bench names them, with the K/V
+    # bytes each tg token reads (kv-size's bytes per token x the positions it attends to, on average).
+    kv_per_token = 2 * L * cfg["num_key_value_heads"] * head_dim * 4
+    r = run(a.cli, "bench", "engine", demo, "-p", "8", "-n", "4", "-d", "600", "-r", "1", "-t", "1", "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    tests = {t["test"]: t for t in doc.get("results", [])}
+    check(set(tests) == {"pp8 @ d600", "tg4 @ d600"} and tests["tg4 @ d600"]["n_depth"] == 600
+          and tests["tg4 @ d600"]["kv_bytes_per_token"] == int(kv_per_token * (600 + 2.5))
+          and doc["kv_cache_bytes"] >= kv_per_token * 608, f"bench engine -d 600: {tests} {r.stderr!r}")
+    r = run(a.cli, "bench", "engine", demo, "-p", "0", "-n", "2", "-d", "300", "-r", "1", "-t", "1")
+    check(r.returncode == 0 and "| tg2 @ d300 |" in r.stdout and "MB of K/V per token" in r.stdout,
+          f"bench engine -d text: {r.stdout!r}")
+    max_pos = cfg["max_position_embeddings"]
+    r = run(a.cli, "bench", "engine", demo, "-p", "16", "-n", "0", "-d", str(max_pos))
+    check(r.returncode == 1 and f"-d {max_pos} + -p 16 exceeds the model's context of {max_pos} positions" in r.stderr,
+          f"bench engine -d beyond the context: {r.stderr!r}")
+    r = run(a.cli, "bench", "engine", demo, "-d", "-5")
+    check(r.returncode == 1 and "-d must be >= 0, got -5" in r.stderr, f"bench engine -d -5: {r.stderr!r}")
     r = run(a.cli, "bench", "engine", demo, "--weights", "q4", "-p", "0", "-n", "2", "-r", "1", "-t", "1", "--json")
     q4_bytes = json.loads(r.stdout)["decode_weight_bytes"] if r.returncode == 0 else 0
     # q4 layers (18 bytes per 32 weights, padded to 16-row panels) and the int8 lm_head (34 per 32).

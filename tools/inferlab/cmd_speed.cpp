@@ -46,7 +46,10 @@ Registrar reg_speed([](CLI::App& app) {
   CLI::App* e = bench.add_subcommand("engine", "llama-bench style: prompt processing (pp) and generation (tg) tokens/s, peak RSS");
   e->add_option("model", engine->model, "Model folder or HF repo id in the local cache")->required();
   e->add_option("-p,--n-prompt", engine->prompt, "Prompt tokens processed in one forward (0: skip pp)")->capture_default_str();
-  e->add_option("-n,--n-gen", engine->gen, "Tokens generated one at a time from an empty cache (0: skip tg)")->capture_default_str();
+  e->add_option("-n,--n-gen", engine->gen, "Tokens generated one at a time (0: skip tg)")->capture_default_str();
+  e->add_option("-d,--n-depth", engine->depth,
+                "Positions already in the KV cache when each pp / tg run starts (filled untimed): decode at a long context")
+      ->capture_default_str();
   e->add_option("-t,--threads", engine->threads, "Threads (0: all cores)")->capture_default_str();
   e->add_option("-r,--repetitions", engine->repeats, "Measured runs per test (after one warm-up)")->capture_default_str();
   e->add_option("--weights,--dtype", engine->weights, "Matmul weights: auto (as stored), f32, bf16, int8, q4")->capture_default_str();

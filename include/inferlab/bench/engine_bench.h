@@ -1,6 +1,8 @@
 // `inferlab bench engine`, llama-bench style: prompt processing (pp: the whole prompt in one
-// forward) and token generation (tg: one token at a time from an empty cache) in tokens/s, the
-// mean and sample standard deviation over repetitions after a warm-up, and the peak RSS.
+// forward) and token generation (tg: one token at a time) in tokens/s, from an empty cache or after
+// `depth` cached positions (llama-bench's -d: decode at a long context reads the K/V of every
+// position besides the weights), the mean and sample standard deviation over repetitions after a
+// warm-up, and the peak RSS.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
@@ -13,6 +15,7 @@ namespace inferlab::bench {
 struct EngineBenchOptions {
   std::string model;  // folder or HF repo id in the local cache
   int prompt = 512, gen = 128;  // 0 skips pp / tg
+  int depth = 0;                 // positions in the KV cache before each pp / tg run (not timed)
   int threads = 0, repeats = 5;
   std::string weights = "auto";
   std::string output_weights = "auto";  // LoadOptions::output_weights
@@ -32,8 +35,10 @@ struct EngineQuality {
 };
 
 struct EngineTest {
-  std::string name;  // "pp512", "tg128"
-  int n_prompt = 0, n_gen = 0;
+  std::string name;  // "pp512", "tg128", "tg128 @ d1024"
+  int n_prompt = 0, n_gen = 0, n_depth = 0;
+  // K/V bytes a tg run reads per token, on average over its positions (depth + its own).
+  std::size_t kv_bytes_per_token = 0;
   double mean_ts = 0, stddev_ts = 0;
   std::vector<double> samples_ts;
   // tg with EngineBenchOptions::bandwidth: per repetition, the probe's GB/s around it and decode's
