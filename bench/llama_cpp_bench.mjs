@@ -2,11 +2,13 @@
 // llama.cpp's speed measured like llama-bench, through node-llama-cpp's prebuilt CPU build: the peer
 // that bench/speed.sh runs beside `inferlab bench engine` when no llama-bench binary is given.
 //
-//   node bench/llama_cpp_bench.mjs MODEL.gguf [-p 512] [-n 128] [-t THREADS] [-r 5] [--json]
+//   node bench/llama_cpp_bench.mjs MODEL.gguf [-p 512] [-n 128] [-d 0] [-t THREADS] [-r 5] [--json]
 //
 // ppP: P random prompt tokens decoded into an empty KV cache in batches of up to 512 (llama-bench's
 //      n_ubatch), logits for the last token of each 2048 (its n_batch), as llama_batch_get_one does.
 // tgN: N single-token decodes from an empty KV cache, each computing its logits.
+// -d D (llama-bench's n_depth): each run starts after D random tokens decoded untimed into the
+//      cache (in batches of 512); the tests are named "pp512 @ d1024", as llama-bench names them.
 // One warm-up run per test, then -r runs; tokens/s per run, mean and sample stddev (llama-bench's
 // avg_ts / stddev_ts). Context: n_ctx = P + N, F16 KV cache, flash attention "auto" (llama-bench's
 // defaults). Decoding goes straight to node-llama-cpp's addon (initBatch / addToBatch / decodeBatch,
@@ -16,15 +18,16 @@
 // Exit 3 when node-llama-cpp is not installed.
 import {fail, importNodeLlamaCpp, loadLlama, loadModel, loadedCpuBackend, parseArgs, positiveInt} from "./llama_cpp_peer.mjs";
 
-const usage = "usage: node bench/llama_cpp_bench.mjs MODEL.gguf [-p 512] [-n 128] [-t THREADS] [-r 5] [--json]";
+const usage = "usage: node bench/llama_cpp_bench.mjs MODEL.gguf [-p 512] [-n 128] [-d 0] [-t THREADS] [-r 5] [--json]";
 const args = parseArgs(process.argv.slice(2), {
   usage,
-  defaults: {p: "512", n: "128", threads: "0", r: "5", json: false},
-  flags: {"-p": "p", "--n-prompt": "p", "-n": "n", "--n-gen": "n", "-t": "threads", "--threads": "threads",
+  defaults: {p: "512", n: "128", d: "0", threads: "0", r: "5", json: false},
+  flags: {"-p": "p", "--n-prompt": "p", "-n": "n", "--n-gen": "n", "-d": "d", "--n-depth": "d", "-t": "threads", "--threads": "threads",
           "-r": "r", "--repetitions": "r", "--json": "json"},
 });
 const prompt = positiveInt(args.p, "-p", {allowZero: true});
 const gen = positiveInt(args.n, "-n", {allowZero: true});
+const depth = positiveInt(args.d, "-d", {allowZero: true});
 const reps = positiveInt(args.r, "-r");
 let threads = positiveInt(args.threads, "-t", {allowZero: true});
 if (prompt === 0 && gen === 0) fail("-p and -n are both 0: nothing to measure", 2);
@@ -36,7 +39,7 @@ if (threads === 0) threads = llama.cpuMathCores;
 const model = await loadModel(llama, args.model);
 const vocab = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length;
 if (!vocab) fail(`${args.model}: no tokenizer.ggml.tokens in the GGUF metadata`);
-const context = await model.createContext({contextSize: Math.max(prompt + gen, 64), batchSize: UBATCH, sequences: 1,
+const context = await model.createContext({contextSize: Math.max(depth + prompt + gen, 64), batchSize: UBATCH, sequences: 1,
                                            threads, flashAttention: "auto"});
 const sequenceId = context.getSequence()._sequenceId;
 const addon = context._ctx;  // node-llama-cpp 3.21's internal addon context (pinned in package.json)
@@ -58,25 +61,37 @@ async function decode(tokens, firstPosition, withLogits) {
   await addon.decodeBatch();
 }
 
-async function runPrompt(n) {
-  addon.disposeSequence(sequenceId);  // llama_memory_seq_rm(-1, -1): empty cache
-  const start = process.hrtime.bigint();
+// n random tokens from position `from` on, in batches of up to UBATCH.
+async function decodeMany(n, from) {
   for (let done = 0; done < n;) {
     const count = Math.min(UBATCH, n - done);
     const tokens = Array.from({length: count}, randomToken);
     const endsBatch = (done + count) % NBATCH === 0 || done + count === n;
-    await decode(tokens, done, endsBatch);
+    await decode(tokens, from + done, endsBatch);
     done += count;
   }
+}
+
+// An empty cache (llama_memory_seq_rm(-1, -1)), then the depth's tokens, untimed.
+async function startAtDepth() {
+  addon.disposeSequence(sequenceId);
+  if (depth > 0) await decodeMany(depth, 0);
+}
+
+async function runPrompt(n) {
+  await startAtDepth();
+  const start = process.hrtime.bigint();
+  await decodeMany(n, depth);
   return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
 async function runGen(n) {
-  addon.disposeSequence(sequenceId);
+  await startAtDepth();
   const start = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) await decode([randomToken()], i, true);
+  for (let i = 0; i < n; i++) await decode([randomToken()], depth + i, true);
   return Number(process.hrtime.bigint() - start) / 1e9;
 }
+const at = depth > 0 ? ` @ d${depth}` : "";
 
 function stats(samples) {
   const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
@@ -89,13 +104,13 @@ if (prompt > 0) {
   await runPrompt(prompt);  // warm-up, as llama-bench
   const samples = [];
   for (let r = 0; r < reps; r++) samples.push(prompt / await runPrompt(prompt));
-  results.push({test: `pp${prompt}`, n_prompt: prompt, n_gen: 0, ...stats(samples)});
+  results.push({test: `pp${prompt}${at}`, n_prompt: prompt, n_gen: 0, n_depth: depth, ...stats(samples)});
 }
 if (gen > 0) {
   await runGen(1);  // llama-bench warms tg up with one token
   const samples = [];
   for (let r = 0; r < reps; r++) samples.push(gen / await runGen(gen));
-  results.push({test: `tg${gen}`, n_prompt: 0, n_gen: gen, ...stats(samples)});
+  results.push({test: `tg${gen}${at}`, n_prompt: 0, n_gen: gen, n_depth: depth, ...stats(samples)});
 }
 
 const out = {
