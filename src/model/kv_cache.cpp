@@ -67,16 +67,20 @@ void KVCache::release(int block) {
   if (--refcount_[block] == 0) free_list_.push_back(block);
 }
 
-// Layout: [layer][block][block_size][kv_heads][head_dim] so one layer's blocks are near each other.
+// Layout: [layer][block] so one layer's blocks are near each other; within a block, values
+// [block_size][kv_heads][head_dim] and keys transposed, [kv_heads][head_dim][block_size]
+// (fast::KVBlocks).
 std::size_t KVCache::block_offset(int layer, int block) const {
   return (static_cast<std::size_t>(layer) * num_blocks_ + block) * block_stride_;
 }
 
 void KVCache::write(int layer, const SequenceKV& seq, int position, const float* key, const float* value) {
   const std::size_t kv_dim = static_cast<std::size_t>(kv_heads_) * head_dim_;
-  const std::size_t at = block_offset(layer, seq.blocks[position / block_size_]) + (position % block_size_) * kv_dim;
-  std::memcpy(keys_.data() + at, key, sizeof(float) * kv_dim);
-  std::memcpy(values_.data() + at, value, sizeof(float) * kv_dim);
+  const std::size_t block = block_offset(layer, seq.blocks[position / block_size_]);
+  const int p = position % block_size_;
+  std::memcpy(values_.data() + block + fast::value_offset(kv_heads_, head_dim_, 0, 0, p), value, sizeof(float) * kv_dim);
+  float* keys = keys_.data() + block;  // transposed (fast::KVBlocks): element i of the row is row i of the block
+  for (std::size_t i = 0; i < kv_dim; ++i) keys[i * block_size_ + p] = key[i];
 }
 
 void KVCache::layer_blocks(int layer, const SequenceKV& seq, fast::KVBlocks& view) const {
@@ -92,10 +96,12 @@ void KVCache::layer_blocks(int layer, const SequenceKV& seq, fast::KVBlocks& vie
 void KVCache::gather(int layer, const SequenceKV& seq, int positions, float* keys, float* values) const {
   const std::size_t kv_dim = static_cast<std::size_t>(kv_heads_) * head_dim_;
   for (int b = 0; b * block_size_ < positions; ++b) {
-    const std::size_t count = std::min(block_size_, positions - b * block_size_) * kv_dim;
+    const int count = std::min(block_size_, positions - b * block_size_);
     const std::size_t from = block_offset(layer, seq.blocks[b]);
-    std::memcpy(keys + b * block_stride_, keys_.data() + from, sizeof(float) * count);
-    std::memcpy(values + b * block_stride_, values_.data() + from, sizeof(float) * count);
+    std::memcpy(values + b * block_stride_, values_.data() + from, sizeof(float) * count * kv_dim);
+    const float* block_keys = keys_.data() + from;  // transposed back to rows
+    for (int p = 0; p < count; ++p)
+      for (std::size_t i = 0; i < kv_dim; ++i) keys[b * block_stride_ + p * kv_dim + i] = block_keys[i * block_size_ + p];
   }
 }
 

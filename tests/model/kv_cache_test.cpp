@@ -75,10 +75,11 @@ TEST(KVCache, WrittenRowsReadBackThroughBlocksAndGather) {
     cache.gather(layer, seq, positions, keys.data(), values.data());
     for (int p = 0; p < positions; ++p)
       for (int i = 0; i < kv_dim; ++i) {
-        const float* k = view.keys[p / block_size] + (p % block_size) * kv_dim;
-        const float* v = view.values[p / block_size] + (p % block_size) * kv_dim;
-        EXPECT_EQ(k[i], key_of(layer, p, i)) << "layer " << layer << " position " << p;
-        EXPECT_EQ(v[i], value_of(layer, p, i)) << "layer " << layer << " position " << p;
+        // Keys transposed within a block, values as rows (fast::KVBlocks).
+        const float k = view.keys[p / block_size][fast::key_offset(block_size, 4, i / 4, i % 4, p % block_size)];
+        const float v = view.values[p / block_size][fast::value_offset(2, 4, i / 4, i % 4, p % block_size)];
+        EXPECT_EQ(k, key_of(layer, p, i)) << "layer " << layer << " position " << p;
+        EXPECT_EQ(v, value_of(layer, p, i)) << "layer " << layer << " position " << p;
         EXPECT_EQ(keys[p * kv_dim + i], key_of(layer, p, i)) << "gathered, layer " << layer << " position " << p;
         EXPECT_EQ(values[p * kv_dim + i], value_of(layer, p, i)) << "gathered, layer " << layer << " position " << p;
       }

@@ -21,8 +21,13 @@ struct Case {
 // The fused online-softmax kernel (every instruction set, 1 and 2 threads) against a two-pass
 // float64 softmax, for GQA and plain heads, head dims on and off the SIMD width, positions that
 // end mid-block and on block edges, blocks larger than one vector of scores, and sliding windows.
+// The blocks hold keys transposed (KVBlocks); random values make the layout's contents arbitrary,
+// and the reference reads them through key_offset as the kernels must.
 TEST(Attention, FusedKernelMatchesTwoPassReference) {
-  const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8}, {8, 2, 128, 16}, {2, 2, 80, 64}};
+  // Groups of 7, 1, 4, 2, 12 and 16 query heads: the SIMD kernels take them 8 (AVX-512) or 4
+  // (AVX2) at a time, so 12 and 16 need two or more slices and 7 and 12 a narrower last one.
+  const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8},
+                        {8, 2, 128, 16}, {2, 2, 80, 64}, {12, 1, 64, 16}, {32, 2, 16, 32}};
   for (const Case& c : cases) {
     std::mt19937 rng(c.head_dim);
     std::normal_distribution<float> dist(0.0f, 1.0f);

@@ -28,6 +28,51 @@ struct Task {
   AttentionShape shape;
 };
 
+// The next chunk's keys (rows block_size apart) and values (rows value_stride apart), prefetched
+// line by line as the kernels read the current chunk's (null: none). The cache's blocks are apart
+// in memory, where the hardware prefetchers stop: decode at 1,024-4,096 cached positions read K/V
+// at ~10 GB/s on a Zen 5 without it, ~18-21 GB/s with it (1 block ahead; 2 or 3 were no better).
+struct Ahead {
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  int value_stride = 0;
+};
+inline void prefetch_line(const float* p) { __builtin_prefetch(p, 0, 3); }
+
+// The first chunk of the block after the one holding position j0, for kv head h (or the block of
+// j0 again at the row's last block: a prefetch of lines already there).
+inline Ahead next_block_ahead(const AttentionRow& r, int j0, int h, int kv_heads, int hd) {
+  const int bs = r.kv->block_size, b = std::min(j0 / bs + 1, r.position / bs);
+  return {r.kv->keys[b] + key_offset(bs, hd, h, 0, 0), r.kv->values[b] + value_offset(kv_heads, hd, h, 0, 0), kv_heads * hd};
+}
+
+constexpr int kMaxHeadDim = 256;
+constexpr int kMaxGroup = 16;
+
+// The state of a (row, kv head) task across chunks of positions, per query head of its group:
+// the weighted sum of values so far, scaled by exp(-running max), and the running max and sum.
+struct OnlineSoftmax {
+  alignas(64) float acc[kMaxGroup][kMaxHeadDim];
+  float running_max[kMaxGroup], running_sum[kMaxGroup];
+  alignas(64) float weight[kMaxGroup][16];  // the chunk's exp(score - max) per position, 0 past n
+  float correction[kMaxGroup];              // the chunk's exp(old max - new max)
+
+  void reset(int group, int hd) {
+    for (int g = 0; g < group; ++g) {
+      running_max[g] = -std::numeric_limits<float>::infinity();
+      running_sum[g] = 0;
+      std::fill_n(acc[g], hd, 0.0f);
+    }
+  }
+  // Folds one chunk's scores of head g into its running max and sum; keeps the weights and the
+  // correction for the values.
+  void update(int g, float chunk_sum_of_exp, float new_max) {
+    correction[g] = std::exp(running_max[g] - new_max);
+    running_sum[g] = running_sum[g] * correction[g] + chunk_sum_of_exp;
+    running_max[g] = new_max;
+  }
+};
+
 // One (row, kv head): its group of query heads, online softmax over blocks of positions.
 void attend_scalar(const Task& t, int row, int kv_head) {
   const AttentionShape& s = t.shape;
@@ -38,15 +83,15 @@ void attend_scalar(const Task& t, int row, int kv_head) {
   // From the window's first position (mid-block, maybe) to the row's own, block by block.
   for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
     const int skip = j0 % bs, n = std::min(bs - skip, r.position + 1 - j0);
-    const float* keys = r.kv->keys[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
-    const float* values = r.kv->values[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const float* keys = r.kv->keys[j0 / bs] + key_offset(bs, hd, kv_head, 0, skip);  // row d at d * bs
+    const float* values = r.kv->values[j0 / bs] + value_offset(s.kv_heads, hd, kv_head, 0, skip);
     for (int g = 0; g < group; ++g) {
       const int h = kv_head * group + g;
       const float* q = t.q + row * t.q_stride + h * hd;
       float block_max = -std::numeric_limits<float>::infinity();
       for (int i = 0; i < n; ++i) {
         float dot = 0;
-        for (int d = 0; d < hd; ++d) dot += q[d] * keys[i * kv_dim + d];
+        for (int d = 0; d < hd; ++d) dot += q[d] * keys[d * bs + i];
         scores[i] = dot * s.scale;
         block_max = std::max(block_max, scores[i]);
       }
@@ -79,116 +124,101 @@ INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 #pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
 
-constexpr int kMaxHeadVectors = 16;  // head_dim up to 256
-constexpr int kMaxGroup = 16;
-
-// r[i] = the sum of a[i]'s 16 lanes, for 16 vectors at once: a transpose-and-add tree (45
-// instructions instead of 16 horizontal reductions of about 9 each).
-inline __m512 sum_each(const __m512 a[16]) {
-  __m512 pairs[8];  // per 128-bit lane L: [a(2j) 0+2, a(2j+1) 0+2, a(2j) 1+3, a(2j+1) 1+3]
-  for (int j = 0; j < 8; ++j)
-    pairs[j] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * j], a[2 * j + 1]), _mm512_unpackhi_ps(a[2 * j], a[2 * j + 1]));
-  __m512 quads[4];  // per lane L: the lane-L sums of a(4j) .. a(4j+3)
-  for (int j = 0; j < 4; ++j) {
-    const __m512d x = _mm512_castps_pd(pairs[2 * j]), y = _mm512_castps_pd(pairs[2 * j + 1]);
-    quads[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+// One chunk of up to 16 positions for S query heads g0.. of a kv head, AVX-512. Scores: keys are
+// stored transposed (KVBlocks), so row d of the chunk holds dimension d of its 16 positions and
+// a head's 16 scores are hd FMAs, two chains per head (even and odd d), each key row loaded once
+// for the S heads. Values: acc = acc * correction + sum of weight[i] * value[i], each value
+// vector loaded once for the S heads, two chains per head (even and odd positions). The kernel
+// before took one head at a time with keys as rows (16 dot products, a transpose-and-add tree,
+// the softmax, then the values, each head's K/V reloaded from L1): Qwen2.5-0.5B's 24 layers at
+// 1,024 cached positions took 2.3 ms per token against 1.1 ms now, at 1 thread on a Zen 5
+// (docs/speed.md, "Decode at a depth").
+template <int S>
+void attend_chunk_avx512(OnlineSoftmax& st, int g0, const float* q, int hd, float scale, const float* keys, int bs,
+                         const float* const value[16], int n, Ahead ahead) {
+  const __mmask16 valid = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+  __m512 even[S], odd[S];
+  #pragma GCC unroll 8
+  for (int h = 0; h < S; ++h) even[h] = odd[h] = _mm512_setzero_ps();
+  for (int d = 0; d < hd; d += 2) {  // masked loads: a partial chunk never reads past its block's row
+    if (ahead.keys) prefetch_line(ahead.keys + d * bs), prefetch_line(ahead.keys + (d + 1) * bs);
+    const __m512 k0 = _mm512_maskz_loadu_ps(valid, keys + d * bs), k1 = _mm512_maskz_loadu_ps(valid, keys + (d + 1) * bs);
+    #pragma GCC unroll 8
+    for (int h = 0; h < S; ++h) {
+      even[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d]), k0, even[h]);
+      odd[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d + 1]), k1, odd[h]);
+    }
   }
-  __m512 halves[2];  // lanes: [a(8j)..+3 over L0+L1, same over L2+L3, a(8j+4)..+7 over L0+L1, over L2+L3]
-  for (int j = 0; j < 2; ++j)
-    halves[j] = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                              _mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(halves[0], halves[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(halves[0], halves[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  #pragma GCC unroll 8
+  for (int h = 0; h < S; ++h) {
+    const int g = g0 + h;
+    const __m512 sv = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-std::numeric_limits<float>::infinity()),
+                                           _mm512_mul_ps(_mm512_add_ps(even[h], odd[h]), _mm512_set1_ps(scale)));
+    const float block_max = _mm512_reduce_max_ps(sv);
+    const float new_max = std::max(st.running_max[g], block_max);
+    const __m512 e = _mm512_maskz_mov_ps(valid, detail::exp512(_mm512_sub_ps(sv, _mm512_set1_ps(new_max))));
+    _mm512_store_ps(st.weight[g], e);
+    st.update(g, _mm512_reduce_add_ps(e), new_max);
+  }
+  for (int v = 0; v < hd; v += 16) {
+    #pragma GCC unroll 8
+    for (int h = 0; h < S; ++h)
+      even[h] = _mm512_mul_ps(_mm512_load_ps(st.acc[g0 + h] + v), _mm512_set1_ps(st.correction[g0 + h])), odd[h] = _mm512_setzero_ps();
+    if (ahead.values)
+      for (int i = 0; i < 16; ++i) prefetch_line(ahead.values + i * ahead.value_stride + v);
+    for (int i = 0; i < n; i += 2) {  // i + 1 == n reads position n - 1 with a zero weight
+      const __m512 v0 = _mm512_loadu_ps(value[i] + v), v1 = _mm512_loadu_ps(value[i + 1] + v);
+      #pragma GCC unroll 8
+      for (int h = 0; h < S; ++h) {
+        even[h] = _mm512_fmadd_ps(_mm512_set1_ps(st.weight[g0 + h][i]), v0, even[h]);
+        odd[h] = _mm512_fmadd_ps(_mm512_set1_ps(st.weight[g0 + h][i + 1]), v1, odd[h]);
+      }
+    }
+    #pragma GCC unroll 8
+    for (int h = 0; h < S; ++h) _mm512_store_ps(st.acc[g0 + h] + v, _mm512_add_ps(even[h], odd[h]));
+  }
 }
 
-// As attend_scalar, with head_dim = 16 * NV and chunks of 16 positions handled as one vector of
-// scores. Every loop over positions or head vectors has independent accumulators (an FMA chain
-// per position for the scores, two per head vector for the values): a single chain would run at
-// the FMA's latency, not its throughput.
-template <int NV>
+using ChunkFn = void (*)(OnlineSoftmax&, int, const float*, int, float, const float*, int, const float* const[16], int, Ahead);
+constexpr ChunkFn kChunkAvx512[8] = {attend_chunk_avx512<1>, attend_chunk_avx512<2>, attend_chunk_avx512<3>,
+                                     attend_chunk_avx512<4>, attend_chunk_avx512<5>, attend_chunk_avx512<6>,
+                                     attend_chunk_avx512<7>, attend_chunk_avx512<8>};
+
+// As attend_scalar, in chunks of 16 positions (a block's, or fewer at its ends), the group's query
+// heads 8 at a time (the accumulators of 8 heads fill 16 of the 32 vector registers).
 void attend_avx512(const Task& t, int row, int kv_head) {
   const AttentionShape& s = t.shape;
-  constexpr int hd = NV * 16;
-  const int group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
-  const int bs = t.rows[row].kv->block_size;
+  const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
   const AttentionRow& r = t.rows[row];
-  alignas(64) float acc[kMaxGroup][NV * 16];
-  alignas(64) float scores[16];
-  float running_max[kMaxGroup], running_sum[kMaxGroup];
-  for (int g = 0; g < group; ++g) {
-    running_max[g] = -std::numeric_limits<float>::infinity();
-    running_sum[g] = 0;
-    #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) _mm512_store_ps(&acc[g][v * 16], _mm512_setzero_ps());
-  }
+  const int bs = r.kv->block_size;
+  const float* q = t.q + row * t.q_stride + kv_head * group * hd;
+  OnlineSoftmax st;
+  st.reset(group, hd);
   for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
     const int skip = j0 % bs;  // positions before the window's first, in its first block
-    const float* keys_base = r.kv->keys[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
-    const float* values_base = r.kv->values[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const float* keys_base = r.kv->keys[j0 / bs] + key_offset(bs, hd, kv_head, 0, skip);
+    const float* values_base = r.kv->values[j0 / bs] + value_offset(s.kv_heads, hd, kv_head, 0, skip);
     const int block_n = std::min(bs - skip, r.position + 1 - j0);
-    for (int c0 = 0; c0 < block_n; c0 += 16) {  // chunks of 16 positions (block sizes above 16)
+    const Ahead next_block = next_block_ahead(r, j0, kv_head, s.kv_heads, hd);
+    for (int c0 = 0; c0 < block_n; c0 += 16) {
       const int n = std::min(16, block_n - c0);
-      // Positions past n read position n-1 (inside the block) and are masked out of the scores.
-      const float* key[16];
       const float* value[16];
       #pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) {
-        const std::size_t at = static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
-        key[i] = keys_base + at;
-        value[i] = values_base + at;
-      }
-      const __mmask16 valid = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-      for (int g = 0; g < group; ++g) {
-        const float* q = t.q + row * t.q_stride + (kv_head * group + g) * hd;
-        __m512 dots[16];
-        #pragma GCC unroll 16
-        for (int i = 0; i < 16; ++i) dots[i] = _mm512_setzero_ps();
-        #pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v) {
-          const __m512 qv = _mm512_loadu_ps(q + v * 16);
-          #pragma GCC unroll 16
-          for (int i = 0; i < 16; ++i) dots[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(key[i] + v * 16), dots[i]);
-        }
-        __m512 sv = _mm512_mul_ps(sum_each(dots), _mm512_set1_ps(s.scale));
-        sv = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-std::numeric_limits<float>::infinity()), sv);
-        const float new_max = std::max(running_max[g], _mm512_reduce_max_ps(sv));
-        const float correction = std::exp(running_max[g] - new_max);
-        const __m512 e = _mm512_maskz_mov_ps(valid, detail::exp512(_mm512_sub_ps(sv, _mm512_set1_ps(new_max))));
-        _mm512_store_ps(scores, e);  // lanes past n are 0
-        running_sum[g] = running_sum[g] * correction + _mm512_reduce_add_ps(e);
-        running_max[g] = new_max;
-        const __m512 corr = _mm512_set1_ps(correction);
-        __m512 even[NV], odd[NV];
-        #pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v) even[v] = _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), corr), odd[v] = _mm512_setzero_ps();
-        for (int i = 0; i < n; i += 2) {  // i + 1 == n reads a zero score
-          const __m512 s0 = _mm512_set1_ps(scores[i]), s1 = _mm512_set1_ps(scores[i + 1]);
-          #pragma GCC unroll 16
-          for (int v = 0; v < NV; ++v) {
-            even[v] = _mm512_fmadd_ps(s0, _mm512_loadu_ps(value[i] + v * 16), even[v]);
-            odd[v] = _mm512_fmadd_ps(s1, _mm512_loadu_ps(value[i + 1] + v * 16), odd[v]);
-          }
-        }
-        #pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v) _mm512_store_ps(&acc[g][v * 16], _mm512_add_ps(even[v], odd[v]));
+      for (int i = 0; i < 16; ++i) value[i] = values_base + static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
+      const Ahead ahead = c0 + 16 >= block_n ? next_block
+                                             : Ahead{keys_base + c0 + 16, values_base + static_cast<std::size_t>(c0 + 16) * kv_dim, kv_dim};
+      for (int g = 0; g < group; g += 8) {
+        const int heads = std::min(8, group - g);
+        kChunkAvx512[heads - 1](st, g, q + g * hd, hd, s.scale, keys_base + c0, bs, value, n, g == 0 ? ahead : Ahead{});
       }
     }
   }
   for (int g = 0; g < group; ++g) {
     float* o = t.out + row * t.out_stride + (kv_head * group + g) * hd;
-    const __m512 inv = _mm512_set1_ps(1.0f / running_sum[g]);
-    #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(o + v * 16, _mm512_mul_ps(_mm512_load_ps(&acc[g][v * 16]), inv));
+    const __m512 inv = _mm512_set1_ps(1.0f / st.running_sum[g]);
+    for (int v = 0; v < hd; v += 16) _mm512_storeu_ps(o + v, _mm512_mul_ps(_mm512_load_ps(st.acc[g] + v), inv));
   }
 }
-
-using AttendFn = void (*)(const Task&, int, int);
-template <int... NV>
-constexpr std::array<AttendFn, sizeof...(NV)> attend_table(std::integer_sequence<int, NV...>) {
-  return {attend_avx512<NV + 1>...};
-}
-// [head_dim / 16 - 1], head_dim 16 .. 256.
-constexpr auto kAttendAvx512 = attend_table(std::make_integer_sequence<int, kMaxHeadVectors>{});
 
 }  // namespace
 #pragma GCC diagnostic pop
@@ -197,99 +227,90 @@ INFERLAB_TARGET_END
 INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
 
-constexpr int kMaxHeadVectors8 = 32;  // head_dim up to 256 in vectors of 8
-
-// r[i] = the sum of a[i]'s 8 lanes, for 8 vectors at once.
-inline __m256 sum_each8(const __m256 a[8]) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);  // [a0..a3 low, a4..a7 low | highs]
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+// attend_chunk_avx512 on 8 lanes: chunks of 8 positions, up to 4 query heads at once (their
+// accumulators fill 8 of the 16 ymm registers).
+template <int S>
+void attend_chunk_avx2(OnlineSoftmax& st, int g0, const float* q, int hd, float scale, const float* keys, int bs,
+                       const float* const value[8], int n, Ahead ahead) {
+  const __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256 even[S], odd[S];
+  #pragma GCC unroll 4
+  for (int h = 0; h < S; ++h) even[h] = odd[h] = _mm256_setzero_ps();
+  for (int d = 0; d < hd; d += 2) {
+    if (ahead.keys) prefetch_line(ahead.keys + d * bs), prefetch_line(ahead.keys + (d + 1) * bs);
+    const __m256 k0 = _mm256_maskload_ps(keys + d * bs, valid), k1 = _mm256_maskload_ps(keys + (d + 1) * bs, valid);
+    #pragma GCC unroll 4
+    for (int h = 0; h < S; ++h) {
+      even[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * hd + d]), k0, even[h]);
+      odd[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * hd + d + 1]), k1, odd[h]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int h = 0; h < S; ++h) {
+    const int g = g0 + h;
+    const __m256 sv = _mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()),
+                                       _mm256_mul_ps(_mm256_add_ps(even[h], odd[h]), _mm256_set1_ps(scale)),
+                                       _mm256_castsi256_ps(valid));
+    const float new_max = std::max(st.running_max[g], detail::hmax256(sv));
+    const __m256 e = _mm256_and_ps(detail::exp256(_mm256_sub_ps(sv, _mm256_set1_ps(new_max))), _mm256_castsi256_ps(valid));
+    _mm256_store_ps(st.weight[g], e);
+    st.update(g, detail::hsum256(e), new_max);
+  }
+  for (int v = 0; v < hd; v += 8) {
+    #pragma GCC unroll 4
+    for (int h = 0; h < S; ++h)
+      even[h] = _mm256_mul_ps(_mm256_load_ps(st.acc[g0 + h] + v), _mm256_set1_ps(st.correction[g0 + h])), odd[h] = _mm256_setzero_ps();
+    if (ahead.values && v % 16 == 0)  // once per line
+      for (int i = 0; i < 8; ++i) prefetch_line(ahead.values + i * ahead.value_stride + v);
+    for (int i = 0; i < n; i += 2) {  // i + 1 == n reads position n - 1 with a zero weight
+      const __m256 v0 = _mm256_loadu_ps(value[i] + v), v1 = _mm256_loadu_ps(value[i + 1] + v);
+      #pragma GCC unroll 4
+      for (int h = 0; h < S; ++h) {
+        even[h] = _mm256_fmadd_ps(_mm256_set1_ps(st.weight[g0 + h][i]), v0, even[h]);
+        odd[h] = _mm256_fmadd_ps(_mm256_set1_ps(st.weight[g0 + h][i + 1]), v1, odd[h]);
+      }
+    }
+    #pragma GCC unroll 4
+    for (int h = 0; h < S; ++h) _mm256_store_ps(st.acc[g0 + h] + v, _mm256_add_ps(even[h], odd[h]));
+  }
 }
 
-// attend_avx512 on 8 lanes: head_dim = 8 * NV, chunks of 8 positions. One accumulator per head
-// vector for the values (NV chains; two sets would not fit the 16 ymm registers at head_dim 64).
-template <int NV>
+constexpr void (*kChunkAvx2[4])(OnlineSoftmax&, int, const float*, int, float, const float*, int, const float* const[8], int, Ahead) = {
+    attend_chunk_avx2<1>, attend_chunk_avx2<2>, attend_chunk_avx2<3>, attend_chunk_avx2<4>};
+
 void attend_avx2(const Task& t, int row, int kv_head) {
   const AttentionShape& s = t.shape;
-  constexpr int hd = NV * 8;
-  const int group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
-  const int bs = t.rows[row].kv->block_size;
+  const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
   const AttentionRow& r = t.rows[row];
-  alignas(32) float acc[kMaxGroup][NV * 8];
-  alignas(32) float scores[8];
-  float running_max[kMaxGroup], running_sum[kMaxGroup];
-  for (int g = 0; g < group; ++g) {
-    running_max[g] = -std::numeric_limits<float>::infinity();
-    running_sum[g] = 0;
-    #pragma GCC unroll 32
-    for (int v = 0; v < NV; ++v) _mm256_store_ps(&acc[g][v * 8], _mm256_setzero_ps());
-  }
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int bs = r.kv->block_size;
+  const float* q = t.q + row * t.q_stride + kv_head * group * hd;
+  OnlineSoftmax st;
+  st.reset(group, hd);
   for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
-    const int skip = j0 % bs;  // positions before the window's first, in its first block
-    const float* keys_base = r.kv->keys[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
-    const float* values_base = r.kv->values[j0 / bs] + static_cast<std::size_t>(skip) * kv_dim + kv_head * hd;
+    const int skip = j0 % bs;
+    const float* keys_base = r.kv->keys[j0 / bs] + key_offset(bs, hd, kv_head, 0, skip);
+    const float* values_base = r.kv->values[j0 / bs] + value_offset(s.kv_heads, hd, kv_head, 0, skip);
     const int block_n = std::min(bs - skip, r.position + 1 - j0);
+    const Ahead next_block = next_block_ahead(r, j0, kv_head, s.kv_heads, hd);
     for (int c0 = 0; c0 < block_n; c0 += 8) {
       const int n = std::min(8, block_n - c0);
-      // Positions past n read position n-1 (inside the block) and are masked out of the scores.
-      const float* key[8];
       const float* value[8];
       #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        const std::size_t at = static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
-        key[i] = keys_base + at;
-        value[i] = values_base + at;
-      }
-      const __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
-      for (int g = 0; g < group; ++g) {
-        const float* q = t.q + row * t.q_stride + (kv_head * group + g) * hd;
-        __m256 dots[8];
-        #pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) dots[i] = _mm256_setzero_ps();
-        #pragma GCC unroll 32
-        for (int v = 0; v < NV; ++v) {
-          const __m256 qv = _mm256_loadu_ps(q + v * 8);
-          #pragma GCC unroll 8
-          for (int i = 0; i < 8; ++i) dots[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(key[i] + v * 8), dots[i]);
-        }
-        __m256 sv = _mm256_mul_ps(sum_each8(dots), _mm256_set1_ps(s.scale));
-        sv = _mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()), sv, valid);
-        const float new_max = std::max(running_max[g], detail::hmax256(sv));
-        const float correction = std::exp(running_max[g] - new_max);
-        const __m256 e = _mm256_and_ps(detail::exp256(_mm256_sub_ps(sv, _mm256_set1_ps(new_max))), valid);
-        _mm256_store_ps(scores, e);  // lanes past n are 0
-        running_sum[g] = running_sum[g] * correction + detail::hsum256(e);
-        running_max[g] = new_max;
-        const __m256 corr = _mm256_set1_ps(correction);
-        __m256 out[NV];
-        #pragma GCC unroll 32
-        for (int v = 0; v < NV; ++v) out[v] = _mm256_mul_ps(_mm256_load_ps(&acc[g][v * 8]), corr);
-        for (int i = 0; i < n; ++i) {
-          const __m256 si = _mm256_set1_ps(scores[i]);
-          #pragma GCC unroll 32
-          for (int v = 0; v < NV; ++v) out[v] = _mm256_fmadd_ps(si, _mm256_loadu_ps(value[i] + v * 8), out[v]);
-        }
-        #pragma GCC unroll 32
-        for (int v = 0; v < NV; ++v) _mm256_store_ps(&acc[g][v * 8], out[v]);
+      for (int i = 0; i < 8; ++i) value[i] = values_base + static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
+      const Ahead ahead = c0 + 8 >= block_n ? next_block
+                                            : Ahead{keys_base + c0 + 8, values_base + static_cast<std::size_t>(c0 + 8) * kv_dim, kv_dim};
+      for (int g = 0; g < group; g += 4) {
+        const int heads = std::min(4, group - g);
+        kChunkAvx2[heads - 1](st, g, q + g * hd, hd, s.scale, keys_base + c0, bs, value, n, g == 0 ? ahead : Ahead{});
       }
     }
   }
   for (int g = 0; g < group; ++g) {
     float* o = t.out + row * t.out_stride + (kv_head * group + g) * hd;
-    const __m256 inv = _mm256_set1_ps(1.0f / running_sum[g]);
-    #pragma GCC unroll 32
-    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(o + v * 8, _mm256_mul_ps(_mm256_load_ps(&acc[g][v * 8]), inv));
+    const __m256 inv = _mm256_set1_ps(1.0f / st.running_sum[g]);
+    for (int v = 0; v < hd; v += 8) _mm256_storeu_ps(o + v, _mm256_mul_ps(_mm256_load_ps(st.acc[g] + v), inv));
   }
 }
-
-template <int... NV>
-constexpr std::array<AttendFn, sizeof...(NV)> attend_table_avx2(std::integer_sequence<int, NV...>) {
-  return {attend_avx2<NV + 1>...};
-}
-// [head_dim / 8 - 1], head_dim 8 .. 256.
-constexpr auto kAttendAvx2 = attend_table_avx2(std::make_integer_sequence<int, kMaxHeadVectors8>{});
 
 }  // namespace
 INFERLAB_TARGET_END
@@ -313,11 +334,11 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
   check(rows, shape);
   const Task task{q, q_stride, out, out_stride, rows, shape};
   const int group = shape.heads / shape.kv_heads;
-  AttendFn attend = attend_scalar;
-  if (active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= 16 * kMaxHeadVectors && group <= kMaxGroup)
-    attend = kAttendAvx512[shape.head_dim / 16 - 1];
-  else if (active_isa() >= Isa::Avx2 && shape.head_dim % 8 == 0 && shape.head_dim <= 8 * kMaxHeadVectors8 && group <= kMaxGroup)
-    attend = kAttendAvx2[shape.head_dim / 8 - 1];
+  void (*attend)(const Task&, int, int) = attend_scalar;
+  if (active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
+    attend = attend_avx512;
+  else if (active_isa() >= Isa::Avx2 && shape.head_dim % 8 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
+    attend = attend_avx2;
   const int tasks = static_cast<int>(rows.size()) * shape.kv_heads;
   ThreadPool& pool = kernel_pool();
   if (pool.size() == 1 || tasks == 1) {
@@ -332,7 +353,7 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
 void causal_attention_reference(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
                                 std::span<const AttentionRow> rows, const AttentionShape& s) {
   check(rows, s);
-  const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
+  const int hd = s.head_dim, group = s.heads / s.kv_heads;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const AttentionRow& row = rows[r];
     const int bs = row.kv->block_size;
@@ -341,9 +362,9 @@ void causal_attention_reference(const float* q, std::size_t q_stride, float* out
       std::vector<double> scores(row.position + 1, 0.0);
       double max = -INFINITY;
       for (int j = row.first; j <= row.position; ++j) {
-        const float* k = row.kv->keys[j / bs] + static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd;
+        const float* k = row.kv->keys[j / bs];
         double dot = 0;
-        for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[r * q_stride + h * hd + d]) * k[d];
+        for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[r * q_stride + h * hd + d]) * k[key_offset(bs, hd, kvh, d, j % bs)];
         scores[j] = dot * s.scale;
         max = std::max(max, scores[j]);
       }
@@ -352,7 +373,7 @@ void causal_attention_reference(const float* q, std::size_t q_stride, float* out
       for (int d = 0; d < hd; ++d) {
         double o = 0;
         for (int j = row.first; j <= row.position; ++j)
-          o += scores[j] * row.kv->values[j / bs][static_cast<std::size_t>(j % bs) * kv_dim + kvh * hd + d];
+          o += scores[j] * row.kv->values[j / bs][value_offset(s.kv_heads, hd, kvh, d, j % bs)];
         out[r * out_stride + h * hd + d] = static_cast<float>(o / sum);
       }
     }

@@ -9,12 +9,23 @@
 namespace inferlab::fast {
 
 // One layer's K/V of one sequence as plain memory, block by block in position order: block i
-// holds positions i * block_size.. as [block_size][kv_heads][head_dim] floats. The kernels only
-// read it; the model layer's KVCache::layer_blocks fills it (reusing the vectors' storage).
+// holds positions i * block_size.. . Values are [block_size][kv_heads][head_dim] floats; keys are
+// stored transposed, [kv_heads][head_dim][block_size]: one dimension of consecutive positions is
+// one vector, so a head's scores for 16 positions are one FMA per dimension, with no reduction
+// across lanes. The kernels only read it; the model layer's KVCache::layer_blocks fills it
+// (reusing the vectors' storage).
 struct KVBlocks {
   std::vector<const float*> keys, values;
   int block_size = 0;
 };
+
+// Offsets within a block of position p (p % block_size): element d of kv head h.
+inline std::size_t key_offset(int block_size, int head_dim, int h, int d, int p) {
+  return (static_cast<std::size_t>(h) * head_dim + d) * block_size + p;
+}
+inline std::size_t value_offset(int kv_heads, int head_dim, int h, int d, int p) {
+  return (static_cast<std::size_t>(p) * kv_heads + h) * head_dim + d;
+}
 
 struct AttentionRow {
   const KVBlocks* kv = nullptr;
@@ -28,8 +39,8 @@ struct AttentionShape {
 };
 
 // q: row r, head h at q[r * q_stride + h * head_dim]; out likewise with out_stride.
-// K/V of position j of a row: kv->keys/values[j / block_size] + (j % block_size) * kv_heads *
-// head_dim + kv_head * head_dim.
+// K/V of position j of a row: in block kv->keys/values[j / block_size], at key_offset /
+// value_offset of j % block_size.
 void causal_attention(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
                       std::span<const AttentionRow> rows, const AttentionShape& shape);
 
