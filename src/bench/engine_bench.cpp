@@ -110,7 +110,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     fail("bench engine: -d {} + {} exceeds the model's context of {} positions", args.depth,
          args.prompt >= args.gen ? fmt::format("-p {}", args.prompt) : fmt::format("-n {}", args.gen),
          c.max_position_embeddings);
-  KVCache cache(c, static_cast<std::size_t>(context) + 16);
+  KVCache cache(c, static_cast<std::size_t>(context) + 16, 16, args.kv_type);
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> token(0, c.vocab_size - 1);
   std::vector<int32_t> prompt(args.prompt), filler(args.depth);
@@ -226,9 +226,9 @@ std::string engine_bench_text(const EngineBench& b) {
   const std::string huge = b.huge_pages_after_load_bytes
                                ? fmt::format("{:.0f} MiB on 2 MiB pages", *b.huge_pages_after_load_bytes / 1048576.0)
                                : "huge pages unknown";
-  text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB, {}; KV cache {:.1f} MiB); kernels: {}\n",
+  text += fmt::format("\nload {:.2f} s; peak RSS {:.1f} MiB (after load {:.1f} MiB, {}; KV cache {:.1f} MiB {}); kernels: {}\n",
                       b.load_seconds, b.peak_rss_bytes / 1048576.0, b.rss_after_load_bytes / 1048576.0, huge,
-                      b.kv_cache_bytes / 1048576.0, b.kernels);
+                      b.kv_cache_bytes / 1048576.0, kv_type_name(b.options.kv_type), b.kernels);
   if (b.quality)
     text += fmt::format("quality of {} against f32 on {} ({} positions, ctx {}): mean KLD {:.6f}, 99% KLD {:.6f}, "
                         "same top token {:.2f} %, PPL {:.4f} (f32 {:.4f})\n",
@@ -255,6 +255,7 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
       b.huge_pages_after_load_bytes ? nlohmann::json(*b.huge_pages_after_load_bytes) : nlohmann::json(nullptr);
   doc["peak_rss_bytes"] = b.peak_rss_bytes;
   doc["kv_cache_bytes"] = b.kv_cache_bytes;
+  doc["kv_type"] = kv_type_name(b.options.kv_type);
   nlohmann::json tests = nlohmann::json::array();
   for (const EngineTest& t : b.tests) {
     nlohmann::json test = {{"test", t.name}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"n_depth", t.n_depth},

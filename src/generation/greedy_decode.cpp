@@ -30,7 +30,9 @@ int32_t argmax(std::span<const float> logits) {
 namespace {
 
 // A cache with room for exactly one sequence of `tokens` positions.
-KVCache cache_for(const Model& model, std::size_t tokens) { return KVCache(model.config(), tokens, 16); }
+KVCache cache_for(const Model& model, std::size_t tokens, KVType type = KVType::F32) {
+  return KVCache(model.config(), tokens, 16, type);
+}
 
 }  // namespace
 
@@ -47,7 +49,7 @@ GenerateResult generate_greedy(Model& model, std::span<const int32_t> prompt, co
   validate(options.speculative);
   if (options.speculative.enabled() && !options.use_cache) fail("generate: speculative decoding needs the KV cache");
   // Drafts stay inside prompt + max_new_tokens positions (see `room` below): no extra room needed.
-  KVCache cache = cache_for(model, total);
+  KVCache cache = cache_for(model, total, options.kv_type);
   SequenceKV seq;
   std::vector<int32_t> sequence(prompt.begin(), prompt.end());
   GenerateResult result;

@@ -67,8 +67,8 @@ const char* to_string(FinishReason reason) {
   return "error";
 }
 
-std::size_t default_kv_tokens(const ModelConfig& config, int max_batch) {
-  const std::size_t per_token = kv_bytes_per_token(config);
+std::size_t default_kv_tokens(const ModelConfig& config, int max_batch, KVType type) {
+  const std::size_t per_token = kv_bytes_per_token(config, kv_element_bytes(type));
   const std::size_t context = std::max(config.max_position_embeddings, 1);
   const std::size_t budget = per_token ? (std::size_t{1} << 30) / per_token : context;
   const std::size_t wanted = context * static_cast<std::size_t>(std::max(max_batch, 1));
@@ -143,8 +143,8 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
     : model_(model),
       options_(options),
       cache_(model.config(),
-             options.kv_tokens ? options.kv_tokens : default_kv_tokens(model.config(), options.max_batch),
-             options.block_size) {
+             options.kv_tokens ? options.kv_tokens : default_kv_tokens(model.config(), options.max_batch, options.kv_type),
+             options.block_size, options.kv_type) {
   if (options_.max_batch < 1) fail("max batch must be at least 1, got {}", options_.max_batch);
   if (options_.step_token_budget < 1) fail("step token budget must be at least 1, got {}", options_.step_token_budget);
   if (options_.max_waiting < 1) fail("max waiting must be at least 1, got {}", options_.max_waiting);

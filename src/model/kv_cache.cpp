@@ -5,14 +5,26 @@
 
 #include "inferlab/util/error.h"
 #include "inferlab/model/config.h"
+#include "inferlab/tensor/float16.h"
 
 namespace inferlab {
 
-KVCache::KVCache(const ModelConfig& config, std::size_t capacity_tokens, int block_size)
+KVType parse_kv_type(const std::string& name) {
+  if (name == "f32") return KVType::F32;
+  if (name == "f16") return KVType::F16;
+  fail("KV cache type '{}' is not one of f32, f16", name);
+}
+
+const char* kv_type_name(KVType type) { return type == KVType::F16 ? "f16" : "f32"; }
+
+std::size_t kv_element_bytes(KVType type) { return type == KVType::F16 ? sizeof(uint16_t) : sizeof(float); }
+
+KVCache::KVCache(const ModelConfig& config, std::size_t capacity_tokens, int block_size, KVType type)
     : layers_(config.num_layers),
       kv_heads_(config.num_kv_heads),
       head_dim_(config.head_dim),
-      block_size_(block_size) {
+      block_size_(block_size),
+      type_(type) {
   if (block_size <= 0) fail("KV cache block size must be positive, got {}", block_size);
   if (layers_ <= 0 || kv_heads_ <= 0 || head_dim_ <= 0)
     fail("KV cache needs layers, kv heads and head_dim > 0 (got {}, {}, {})", layers_, kv_heads_, head_dim_);
@@ -21,13 +33,12 @@ KVCache::KVCache(const ModelConfig& config, std::size_t capacity_tokens, int blo
   if (blocks > static_cast<std::size_t>(INT32_MAX)) fail("KV cache capacity too large: {} tokens", capacity_tokens);
   num_blocks_ = static_cast<int>(blocks);
   block_stride_ = static_cast<std::size_t>(block_size_) * kv_heads_ * head_dim_;
-  const std::size_t floats = block_stride_ * layers_ * blocks;
+  const std::size_t bytes = block_stride_ * layers_ * blocks * kv_element_bytes(type_);
   try {
-    keys_.assign(floats, 0.0f);
-    values_.assign(floats, 0.0f);
+    keys_.assign(bytes + 64, std::byte{0});
+    values_.assign(bytes + 64, std::byte{0});
   } catch (const std::bad_alloc&) {
-    fail("KV cache of {} tokens needs {} bytes, which could not be allocated", capacity_tokens,
-         2 * floats * sizeof(float));
+    fail("KV cache of {} tokens needs {} bytes, which could not be allocated", capacity_tokens, 2 * bytes);
   }
   refcount_.assign(num_blocks_, 0);
   free_list_.reserve(num_blocks_);
@@ -35,7 +46,9 @@ KVCache::KVCache(const ModelConfig& config, std::size_t capacity_tokens, int blo
   for (int b = num_blocks_ - 1; b >= 0; --b) free_list_.push_back(b);
 }
 
-std::size_t KVCache::bytes() const { return (keys_.size() + values_.size()) * sizeof(float); }
+std::size_t KVCache::bytes() const {
+  return 2 * block_stride_ * layers_ * static_cast<std::size_t>(num_blocks_) * kv_element_bytes(type_);
+}
 
 std::size_t kv_bytes_per_token(int layers, int kv_heads, int head_dim, std::size_t bytes_per_element) {
   return 2 * static_cast<std::size_t>(layers) * kv_heads * head_dim * bytes_per_element;
@@ -45,7 +58,9 @@ std::size_t kv_bytes_per_token(const ModelConfig& config, std::size_t bytes_per_
   return kv_bytes_per_token(config.num_layers, config.num_kv_heads, config.head_dim, bytes_per_element);
 }
 
-std::size_t KVCache::bytes_per_token() const { return kv_bytes_per_token(layers_, kv_heads_, head_dim_, sizeof(float)); }
+std::size_t KVCache::bytes_per_token() const {
+  return kv_bytes_per_token(layers_, kv_heads_, head_dim_, kv_element_bytes(type_));
+}
 
 std::optional<int> KVCache::allocate() {
   if (free_list_.empty()) return std::nullopt;
@@ -78,8 +93,16 @@ void KVCache::write(int layer, const SequenceKV& seq, int position, const float*
   const std::size_t kv_dim = static_cast<std::size_t>(kv_heads_) * head_dim_;
   const std::size_t block = block_offset(layer, seq.blocks[position / block_size_]);
   const int p = position % block_size_;
-  std::memcpy(values_.data() + block + fast::value_offset(kv_heads_, head_dim_, 0, 0, p), value, sizeof(float) * kv_dim);
-  float* keys = keys_.data() + block;  // transposed (fast::KVBlocks): element i of the row is row i of the block
+  const std::size_t row = block + fast::value_offset(kv_heads_, head_dim_, 0, 0, p);
+  // Keys transposed (fast::KVBlocks): element i of the row goes to row i of the block.
+  if (type_ == KVType::F16) {
+    uint16_t* values = pool<uint16_t>(values_) + row;
+    uint16_t* keys = pool<uint16_t>(keys_) + block;
+    for (std::size_t i = 0; i < kv_dim; ++i) values[i] = f32_to_f16(value[i]), keys[i * block_size_ + p] = f32_to_f16(key[i]);
+    return;
+  }
+  std::memcpy(pool<float>(values_) + row, value, sizeof(float) * kv_dim);
+  float* keys = pool<float>(keys_) + block;
   for (std::size_t i = 0; i < kv_dim; ++i) keys[i * block_size_ + p] = key[i];
 }
 
@@ -87,9 +110,17 @@ void KVCache::layer_blocks(int layer, const SequenceKV& seq, fast::KVBlocks& vie
   view.block_size = block_size_;
   view.keys.clear();
   view.values.clear();
+  view.keys_f16.clear();
+  view.values_f16.clear();
   for (int block : seq.blocks) {
-    view.keys.push_back(keys_.data() + block_offset(layer, block));
-    view.values.push_back(values_.data() + block_offset(layer, block));
+    const std::size_t at = block_offset(layer, block);
+    if (type_ == KVType::F16) {
+      view.keys_f16.push_back(pool<uint16_t>(keys_) + at);
+      view.values_f16.push_back(pool<uint16_t>(values_) + at);
+    } else {
+      view.keys.push_back(pool<float>(keys_) + at);
+      view.values.push_back(pool<float>(values_) + at);
+    }
   }
 }
 
@@ -98,10 +129,20 @@ void KVCache::gather(int layer, const SequenceKV& seq, int positions, float* key
   for (int b = 0; b * block_size_ < positions; ++b) {
     const int count = std::min(block_size_, positions - b * block_size_);
     const std::size_t from = block_offset(layer, seq.blocks[b]);
-    std::memcpy(values + b * block_stride_, values_.data() + from, sizeof(float) * count * kv_dim);
-    const float* block_keys = keys_.data() + from;  // transposed back to rows
+    float* key_rows = keys + b * block_stride_;  // transposed back to rows
+    float* value_rows = values + b * block_stride_;
+    if (type_ == KVType::F16) {
+      const uint16_t* block_keys = pool<uint16_t>(keys_) + from;
+      const uint16_t* block_values = pool<uint16_t>(values_) + from;
+      for (std::size_t i = 0; i < count * kv_dim; ++i) value_rows[i] = f16_to_f32(block_values[i]);
+      for (int p = 0; p < count; ++p)
+        for (std::size_t i = 0; i < kv_dim; ++i) key_rows[p * kv_dim + i] = f16_to_f32(block_keys[i * block_size_ + p]);
+      continue;
+    }
+    std::memcpy(value_rows, pool<float>(values_) + from, sizeof(float) * count * kv_dim);
+    const float* block_keys = pool<float>(keys_) + from;
     for (int p = 0; p < count; ++p)
-      for (std::size_t i = 0; i < kv_dim; ++i) keys[b * block_stride_ + p * kv_dim + i] = block_keys[i * block_size_ + p];
+      for (std::size_t i = 0; i < kv_dim; ++i) key_rows[p * kv_dim + i] = block_keys[i * block_size_ + p];
   }
 }
 

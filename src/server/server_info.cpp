@@ -19,6 +19,7 @@ json server_info(const ServerOptions& o, int bound_port, const std::string& mode
             {"max_batch", s.max_batch},
             {"kv_tokens", s.kv_tokens},
             {"block_size", s.block_size},
+            {"kv_type", kv_type_name(s.kv_type)},
             {"step_tokens", s.step_token_budget},
             {"max_queue", s.max_waiting},
             {"prefix_caching", s.prefix_caching},

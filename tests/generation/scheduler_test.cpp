@@ -535,3 +535,14 @@ TEST_F(SchedulerTest, SpeculativeSamplingKeepsTheDistribution) {
     EXPECT_LT(chi2, critical) << "position " << position << ": " << categories << " categories";
   }
 }
+
+// The default KV capacity is a byte budget (near 1 GiB, at least one context): f16 elements hold
+// twice the tokens of f32 in it.
+TEST(DefaultKvTokens, HalfPrecisionHoldsTwiceTheTokensInTheBudget) {
+  ModelConfig config;
+  config.num_layers = 24, config.num_kv_heads = 8, config.head_dim = 128, config.max_position_embeddings = 2048;
+  const std::size_t f32 = default_kv_tokens(config, 32, KVType::F32), f16 = default_kv_tokens(config, 32, KVType::F16);
+  EXPECT_EQ(f32, (std::size_t{1} << 30) / kv_bytes_per_token(config, 4));  // 5,461: the budget binds
+  EXPECT_EQ(f16, (std::size_t{1} << 30) / kv_bytes_per_token(config, 2));
+  EXPECT_EQ(default_kv_tokens(config, 1, KVType::F16), 2048u);  // one context is enough for one sequence
+}

@@ -89,6 +89,19 @@ def main():
     r = run(a.cli, "bench", "engine", demo, "-p", "16", "-n", "0", "-d", str(max_pos))
     check(r.returncode == 1 and f"-d {max_pos} + -p 16 exceeds the model's context of {max_pos} positions" in r.stderr,
           f"bench engine -d beyond the context: {r.stderr!r}")
+    # --kv-type f16: half the cache's bytes, and of the K/V each deep tg token reads.
+    r = run(a.cli, "bench", "engine", demo, "-p", "0", "-n", "4", "-d", "600", "-r", "1", "-t", "1", "--kv-type", "f16", "--json")
+    half = json.loads(r.stdout) if r.returncode == 0 else {}
+    tg = half.get("results", [{}])[0]
+    check(half.get("kv_type") == "f16" and doc.get("kv_type") == "f32"
+          and half.get("kv_cache_bytes") == doc.get("kv_cache_bytes", 0) // 2
+          and tg.get("kv_bytes_per_token") == int(kv_per_token // 2 * (600 + 2.5)),
+          f"bench engine --kv-type f16: {half.get('kv_type')} {half.get('kv_cache_bytes')} {tg} {r.stderr!r}")
+    r = run(a.cli, "generate", demo, "--prompt-ids", "9,8,7", "--max-new-tokens", "4", "--kv-type", "f16", "--verify-cache",
+            "--ignore-eos")
+    check(r.returncode == 0 and "identical: yes" in r.stdout, f"generate --kv-type f16 --verify-cache: {r.stdout!r} {r.stderr!r}")
+    r = run(a.cli, "generate", demo, "--prompt-ids", "9,8,7", "--kv-type", "bf16")
+    check(r.returncode != 0 and "--kv-type: bf16 not in {f32,f16}" in r.stderr, f"generate --kv-type bf16: {r.stderr!r}")
     r = run(a.cli, "bench", "engine", demo, "-d", "-5")
     check(r.returncode == 1 and "-d must be >= 0, got -5" in r.stderr, f"bench engine -d -5: {r.stderr!r}")
     r = run(a.cli, "bench", "engine", demo, "--weights", "q4", "-p", "0", "-n", "2", "-r", "1", "-t", "1", "--json")

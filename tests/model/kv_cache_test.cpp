@@ -3,6 +3,8 @@
 // kernels' block view and the contiguous gather.
 #include <gtest/gtest.h>
 
+#include "inferlab/tensor/float16.h"
+
 #include <vector>
 
 #include "inferlab/util/error.h"
@@ -49,15 +51,22 @@ TEST(KVCache, BytesPerTokenIsOneFormula) {
   EXPECT_EQ(KVCache(config, 16).bytes_per_token(), kv_bytes_per_token(config));
 }
 
-TEST(KVCache, WrittenRowsReadBackThroughBlocksAndGather) {
+// f32, and f16 (whose values here are all exact halves: multiples of 1/4 below 512).
+class KVCacheTypes : public ::testing::TestWithParam<KVType> {};
+INSTANTIATE_TEST_SUITE_P(KVCache, KVCacheTypes, ::testing::Values(KVType::F32, KVType::F16),
+                         [](const auto& info) { return std::string(kv_type_name(info.param)); });
+
+TEST_P(KVCacheTypes, WrittenRowsReadBackThroughBlocksAndGather) {
   ModelConfig config;
   config.num_layers = 3, config.num_kv_heads = 2, config.head_dim = 4;
   const int kv_dim = 8, block_size = 4, positions = 11;  // ends mid-block
-  KVCache cache(config, 64, block_size);
+  const bool f16 = GetParam() == KVType::F16;
+  KVCache cache(config, 64, block_size, GetParam());
+  EXPECT_EQ(cache.bytes_per_token(), kv_bytes_per_token(config, f16 ? 2 : 4));
   SequenceKV other, seq;
   ASSERT_TRUE(other.reserve(cache, 5));  // seq's blocks are not the first ones
   ASSERT_TRUE(seq.reserve(cache, positions));
-  auto key_of = [&](int layer, int p, int i) { return 1000.0f * layer + 10.0f * p + i; };
+  auto key_of = [&](int layer, int p, int i) { return 100.0f * layer + 10.0f * p + i + 0.25f; };
   auto value_of = [&](int layer, int p, int i) { return -key_of(layer, p, i); };
   for (int layer = 0; layer < 3; ++layer)
     for (int p = 0; p < positions; ++p) {
@@ -69,15 +78,20 @@ TEST(KVCache, WrittenRowsReadBackThroughBlocksAndGather) {
   for (int layer = 0; layer < 3; ++layer) {
     cache.layer_blocks(layer, seq, view);  // refilled in place, layer after layer
     ASSERT_EQ(view.block_size, block_size);
-    ASSERT_EQ(view.keys.size(), seq.blocks.size());
-    ASSERT_EQ(view.values.size(), seq.blocks.size());
+    ASSERT_EQ(view.blocks(), seq.blocks.size());
+    // One pair of block lists is filled, the one of the cache's element type.
+    ASSERT_EQ(f16 ? view.values_f16.size() : view.values.size(), seq.blocks.size());
+    ASSERT_EQ(f16 ? view.keys.size() + view.values.size() : view.keys_f16.size() + view.values_f16.size(), 0u);
     std::vector<float> keys(positions * kv_dim), values(keys.size());
     cache.gather(layer, seq, positions, keys.data(), values.data());
     for (int p = 0; p < positions; ++p)
       for (int i = 0; i < kv_dim; ++i) {
         // Keys transposed within a block, values as rows (fast::KVBlocks).
-        const float k = view.keys[p / block_size][fast::key_offset(block_size, 4, i / 4, i % 4, p % block_size)];
-        const float v = view.values[p / block_size][fast::value_offset(2, 4, i / 4, i % 4, p % block_size)];
+        const std::size_t k_at = fast::key_offset(block_size, 4, i / 4, i % 4, p % block_size);
+        const std::size_t v_at = fast::value_offset(2, 4, i / 4, i % 4, p % block_size);
+        ASSERT_EQ(view.f16(), f16);
+        const float k = f16 ? f16_to_f32(view.keys_f16[p / block_size][k_at]) : view.keys[p / block_size][k_at];
+        const float v = f16 ? f16_to_f32(view.values_f16[p / block_size][v_at]) : view.values[p / block_size][v_at];
         EXPECT_EQ(k, key_of(layer, p, i)) << "layer " << layer << " position " << p;
         EXPECT_EQ(v, value_of(layer, p, i)) << "layer " << layer << " position " << p;
         EXPECT_EQ(keys[p * kv_dim + i], key_of(layer, p, i)) << "gathered, layer " << layer << " position " << p;
@@ -86,6 +100,6 @@ TEST(KVCache, WrittenRowsReadBackThroughBlocksAndGather) {
   }
   // The other sequence's blocks were never written.
   cache.layer_blocks(0, other, view);
-  for (const float* k : view.keys)
-    for (int i = 0; i < block_size * kv_dim; ++i) EXPECT_EQ(k[i], 0.0f);
+  for (std::size_t b = 0; b < view.blocks(); ++b)
+    for (int i = 0; i < block_size * kv_dim; ++i) EXPECT_EQ(f16 ? view.keys_f16[b][i] : view.keys[b][i], 0.0f);
 }

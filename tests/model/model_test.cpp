@@ -205,6 +205,48 @@ TEST_P(Architectures, OutputWeightsFormatOfTheLmHead) {
   EXPECT_NE(logits("bf16", "auto"), logits("bf16", "int8"));
 }
 
+// An f16 KV cache rounds K and V to half precision. With f32 weights the logits stay within
+// that rounding of the f32 cache's (the gathered path); with packed weights (the fused kernels)
+// each layer's activations are rounded or quantized again, which amplifies any change, so there
+// the f16 cache must move the logits less than the weight format itself does. The greedy tokens
+// are the same. Bad type names are refused by name.
+TEST_P(Architectures, HalfPrecisionKvCacheStaysCloseToF32) {
+  const fs::path dir = make_tiny(GetParam());
+  const auto prompt = ids(40, 7);  // past two 16-position blocks
+  std::vector<float> f32_weights;
+  for (const std::string weights : {"auto", "bf16", "q4"}) {
+    LoadOptions o;
+    o.weights = weights;
+    auto model = Model::load(dir.string(), o);
+    auto logits = [&](KVType type) {
+      KVCache cache(model->config(), 64, 16, type);
+      EXPECT_EQ(cache.bytes_per_token(), kv_bytes_per_token(model->config(), type == KVType::F16 ? 2 : 4));
+      SequenceKV s;
+      EXPECT_TRUE(s.reserve(cache, static_cast<int>(prompt.size())));
+      BatchEntry e{prompt, &s, true};
+      return model->forward(std::span<const BatchEntry>(&e, 1), cache);
+    };
+    const auto f32 = logits(KVType::F32), f16 = logits(KVType::F16);
+    EXPECT_GT(max_diff(f32, f16), 0.0f) << weights << ": the rounding shows";
+    if (weights == "auto") {
+      f32_weights = f32;
+      float scale = 0;
+      for (float v : f32) scale = std::max(scale, std::fabs(v));
+      EXPECT_LT(max_diff(f32, f16), 5e-3f * scale);
+    } else {
+      EXPECT_LT(max_diff(f32, f16), max_diff(f32, f32_weights)) << weights;
+    }
+    GenerateOptions g;
+    g.max_new_tokens = 12;
+    g.ignore_eos = true;
+    const auto tokens32 = generate_greedy(*model, prompt, g).tokens;
+    g.kv_type = KVType::F16;
+    EXPECT_EQ(generate_greedy(*model, prompt, g).tokens, tokens32) << weights;
+  }
+  EXPECT_EQ(parse_kv_type("f16"), KVType::F16);
+  EXPECT_THROW(parse_kv_type("bf16"), Error);
+}
+
 TEST(OutputWeights, ResolvesAutoAndRejectsUnknownNames) {
   auto of = [](const std::string& weights, const std::string& output) {
     LoadOptions o;

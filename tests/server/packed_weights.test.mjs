@@ -12,9 +12,9 @@ const prompts = ['Tell me about apple', 'Tell me about river', 'Tell me about vi
 
 // Asynchronous, as generateCli in helpers.mjs: a synchronous call blocks the event loop past the
 // server's 5 s keep-alive timeout when the CLI is slow (ASan), and the next request meets a dead socket.
-async function generate(ids, maxNewTokens, weights) {
+async function generate(ids, maxNewTokens, weights, extra = []) {
   const { stdout } = await promisify(execFile)(CLI, ['generate', MODEL, '--prompt-ids', ids.join(','), '--max-new-tokens',
-    String(maxNewTokens), '--ignore-eos', '--weights', weights, '--json'], { encoding: 'utf8' });
+    String(maxNewTokens), '--ignore-eos', '--weights', weights, '--json', ...extra], { encoding: 'utf8' });
   return JSON.parse(stdout.trim().split('\n').pop()).tokens;
 }
 
@@ -50,3 +50,23 @@ for (const weights of ['bf16', 'int8', 'q4']) {
     }
   });
 }
+
+// --kv-type f16: the server's cache holds K/V in half precision. /server_info names the type,
+// HTTP greedy equals `inferlab generate --kv-type f16`, and concurrent streams equal sequential ones.
+test('--kv-type f16: HTTP greedy equals generate --kv-type f16, concurrent equals sequential', async () => {
+  const server = await startServer(['--weights', 'q4', '--max-batch', '8', '--kv-type', 'f16']);
+  try {
+    const info = await (await fetch(`${server.base}/server_info`)).json();
+    assert.equal(info.flags.kv_type, 'f16');
+    const ids = await Promise.all(prompts.map((prompt) => tokenize(server.base, { prompt })));
+    const cli = await generate(ids[0], 16, 'q4', ['--kv-type', 'f16']);
+    const detok = await postJson(server.base, '/detokenize', { tokens: cli });
+    assert.equal(await completionIds(server.base, ids[0], 16), detok.json.prompt, 'HTTP vs generate --kv-type f16');
+    const sequential = [];
+    for (const p of ids) sequential.push(await completionIds(server.base, p, 20));
+    const concurrent = await Promise.all(ids.map((p) => completionIds(server.base, p, 20)));
+    for (let i = 0; i < ids.length; i++) assert.equal(concurrent[i], sequential[i], `f16 cache: stream ${i}`);
+  } finally {
+    await server.stop();
+  }
+});

@@ -6,6 +6,7 @@
 
 #include "inferlab/util/error.h"
 #include "inferlab/tensor/fast/attention.h"
+#include "inferlab/tensor/float16.h"
 #include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/thread_pool.h"
 
@@ -28,12 +29,14 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
   // (AVX2) at a time, so 12 and 16 need two or more slices and 7 and 12 a narrower last one.
   const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8},
                         {8, 2, 128, 16}, {2, 2, 80, 64}, {12, 1, 64, 16}, {32, 2, 16, 32}};
+  for (const bool f16 : {false, true})  // the cache's elements: f32, or f16 widened as they load
   for (const Case& c : cases) {
     std::mt19937 rng(c.head_dim);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     const int kv_dim = c.kv_heads * c.head_dim;
     // Two sequences of 70 and 33 positions in blocks of their own, as plain memory (no KVCache).
     std::vector<std::vector<float>> storage;  // a vector moved in keeps its buffer: the views stay valid
+    std::vector<std::vector<uint16_t>> storage_f16;
     auto blocks_for = [&](int positions) {
       KVBlocks view;
       view.block_size = c.block_size;
@@ -41,6 +44,16 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
         std::vector<float> keys(static_cast<std::size_t>(c.block_size) * kv_dim), values(keys.size());
         for (auto& k : keys) k = dist(rng) * 2;  // wide scores exercise the running max
         for (auto& v : values) v = dist(rng);
+        if (f16) {  // 16 elements of padding, as KVCache has: AVX2 reads past a block's last key row
+          for (auto* block : {&keys, &values}) {
+            std::vector<uint16_t> half(block->size() + 16);
+            for (std::size_t i = 0; i < block->size(); ++i) half[i] = f32_to_f16((*block)[i]);
+            storage_f16.push_back(std::move(half));
+          }
+          view.keys_f16.push_back(storage_f16[storage_f16.size() - 2].data());
+          view.values_f16.push_back(storage_f16.back().data());
+          continue;
+        }
         storage.push_back(std::move(keys));
         view.keys.push_back(storage.back().data());
         storage.push_back(std::move(values));
@@ -66,8 +79,11 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
     // A window of one position: the output is that position's value vector.
     for (int h = 0; h < c.heads; ++h) {
       const int kvh = h / (c.heads / c.kv_heads);
-      const float* v = kva.values[17 / c.block_size] + static_cast<std::size_t>(17 % c.block_size) * kv_dim + kvh * c.head_dim;
-      for (int d = 0; d < c.head_dim; ++d) ASSERT_NEAR(expected[(rows.size() - 1) * q_dim + h * c.head_dim + d], v[d], 1e-6);
+      for (int d = 0; d < c.head_dim; ++d) {
+        const std::size_t at = value_offset(c.kv_heads, c.head_dim, kvh, d, 17 % c.block_size);
+        const float v = f16 ? f16_to_f32(kva.values_f16[17 / c.block_size][at]) : kva.values[17 / c.block_size][at];
+        ASSERT_NEAR(expected[(rows.size() - 1) * q_dim + h * c.head_dim + d], v, 1e-6);
+      }
     }
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
       set_isa_limit(isa);
@@ -76,7 +92,7 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
         std::vector<float> out(q.size(), NAN);
         causal_attention(q.data(), q_dim, out.data(), q_dim, rows, shape);
         for (std::size_t i = 0; i < out.size(); ++i)
-          ASSERT_NEAR(out[i], expected[i], 2e-5) << "heads " << c.heads << "/" << c.kv_heads << " dim " << c.head_dim
+          ASSERT_NEAR(out[i], expected[i], 2e-5) << (f16 ? "f16 " : "f32 ") << "heads " << c.heads << "/" << c.kv_heads << " dim " << c.head_dim
                                                  << " isa " << isa_name(active_isa()) << " threads " << threads << " at " << i;
       }
     }

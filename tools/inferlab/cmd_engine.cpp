@@ -69,6 +69,7 @@ struct GenerateArgs {
   int threads = 0;
   std::string dump_logits;
   SpeculativeOptions speculative;
+  KVType kv_type = KVType::F32;
 };
 
 void run_generate(const GenerateArgs& args) {
@@ -111,6 +112,7 @@ void run_generate(const GenerateArgs& args) {
   options.use_cache = !args.no_cache;
   options.ignore_eos = args.ignore_eos;
   options.speculative = args.speculative;
+  options.kv_type = args.kv_type;
   if (dump.is_open())
     options.on_step_logits = [&](std::span<const float> row) {
       dump.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
@@ -297,6 +299,7 @@ Registrar reg([](CLI::App& app) {
   g->add_option("--dump-logits", gen->dump_logits,
                 "Write float32 logits: every prompt position, then each step's row ([rows][vocab], raw little-endian)");
   add_speculative_options(*g, gen->speculative);
+  add_kv_type_option(*g, gen->kv_type);
   g->callback([gen] { run_generate(*gen); });
 
   auto kv = std::make_shared<KvSizeArgs>();

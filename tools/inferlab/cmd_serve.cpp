@@ -98,6 +98,7 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--kv-tokens", args->kv_tokens, "KV cache capacity in tokens (default: max-batch contexts, capped near 1 GiB)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
+  inferlab::cli::add_kv_type_option(*cmd, args->server.scheduler.kv_type);
   cmd->add_option("--block-size", args->server.scheduler.block_size, "KV positions per block")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--step-tokens", args->server.scheduler.step_token_budget, "Prompt tokens computed per step (chunked prefill)")

@@ -47,6 +47,7 @@ Registrar reg_speed([](CLI::App& app) {
   e->add_option("model", engine->model, "Model folder or HF repo id in the local cache")->required();
   e->add_option("-p,--n-prompt", engine->prompt, "Prompt tokens processed in one forward (0: skip pp)")->capture_default_str();
   e->add_option("-n,--n-gen", engine->gen, "Tokens generated one at a time (0: skip tg)")->capture_default_str();
+  add_kv_type_option(*e, engine->kv_type);
   e->add_option("-d,--n-depth", engine->depth,
                 "Positions already in the KV cache when each pp / tg run starts (filled untimed): decode at a long context")
       ->capture_default_str();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "inferlab/generation/speculative_decoding.h"
+#include "inferlab/model/kv_cache.h"
 #include "inferlab/util/error.h"
 
 namespace inferlab::cli {
@@ -57,6 +58,16 @@ inline void add_speculative_options(CLI::App& cmd, SpeculativeOptions& o) {
   cmd.add_option("--draft-max", o.draft_max, "Speculative: tokens drafted per step")->capture_default_str()->check(CLI::Range(1, 64));
   cmd.add_option("--ngram-max", o.ngram_max, "Speculative: longest suffix looked up")->capture_default_str()->check(CLI::Range(1, 64));
   cmd.add_option("--ngram-min", o.ngram_min, "Speculative: shortest suffix looked up")->capture_default_str()->check(CLI::Range(1, 64));
+}
+
+// --kv-type, the same on serve, generate and bench engine.
+inline void add_kv_type_option(CLI::App& cmd, KVType& type) {
+  cmd.add_option_function<std::string>(
+         "--kv-type", [&type](const std::string& name) { type = parse_kv_type(name); },
+         "KV cache elements: f32, or f16 (half the memory and of what decode at a long context reads; "
+         "K and V rounded to half precision)")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->default_str(kv_type_name(type));
 }
 
 }  // namespace inferlab::cli

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/model/kv_cache.h"
+
 namespace inferlab::bench {
 
 struct EngineBenchOptions {
   std::string model;  // folder or HF repo id in the local cache
   int prompt = 512, gen = 128;  // 0 skips pp / tg
   int depth = 0;                 // positions in the KV cache before each pp / tg run (not timed)
+  KVType kv_type = KVType::F32;  // the cache's elements
   int threads = 0, repeats = 5;
   std::string weights = "auto";
   std::string output_weights = "auto";  // LoadOptions::output_weights

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "inferlab/generation/speculative_decoding.h"
+#include "inferlab/model/kv_cache.h"
 #include "inferlab/model/model.h"
 
 namespace inferlab {
@@ -24,6 +25,7 @@ struct GenerateOptions {
   // Prompt-lookup drafts verified in one pass each (with the cache only); the tokens are the
   // same as without, the steps fewer when drafts are accepted.
   SpeculativeOptions speculative;
+  KVType kv_type = KVType::F32;  // the cache's elements
 };
 
 struct GenerateResult {

@@ -33,6 +33,7 @@ struct SchedulerOptions {
   int max_batch = 32;              // sequences running at once
   std::size_t kv_tokens = 0;       // KV cache capacity in tokens; 0: default_kv_tokens()
   int block_size = 16;             // KV positions per block (also the prefix-caching granularity)
+  KVType kv_type = KVType::F32;    // the cache's elements
   int step_token_budget = 512;     // prompt tokens per step beyond decode (chunked prefill)
   int max_waiting = 1024;          // queued requests beyond this are refused (OverloadedError)
   bool prefix_caching = true;
@@ -40,8 +41,8 @@ struct SchedulerOptions {
 };
 
 // The KV capacity used when none is given: enough for max_batch full contexts, capped near 1 GiB
-// (but always at least one full context).
-std::size_t default_kv_tokens(const ModelConfig& config, int max_batch);
+// (but always at least one full context); f16 elements fit twice the tokens in that budget.
+std::size_t default_kv_tokens(const ModelConfig& config, int max_batch, KVType type = KVType::F32);
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;

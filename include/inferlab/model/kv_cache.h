@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "inferlab/tensor/fast/attention.h"
@@ -20,10 +21,19 @@ std::size_t kv_bytes_per_token(int layers, int kv_heads, int head_dim, std::size
 // The same for a model's shape, with the cache's fp32 elements unless told otherwise.
 std::size_t kv_bytes_per_token(const ModelConfig& config, std::size_t bytes_per_element = sizeof(float));
 
+// What the cache stores K and V in: f32, or f16 (IEEE half, rounded to nearest even as they are
+// written; llama.cpp's default) for half the memory and half the bytes a decode step at a long
+// context reads, at the cost of that rounding.
+enum class KVType { F32, F16 };
+KVType parse_kv_type(const std::string& name);  // "f32" or "f16"; else an Error naming both
+const char* kv_type_name(KVType type);
+std::size_t kv_element_bytes(KVType type);
+
 class KVCache {
  public:
   // capacity_tokens is rounded up to whole blocks; memory is allocated once, here.
-  KVCache(const ModelConfig& config, std::size_t capacity_tokens, int block_size = 16);
+  KVCache(const ModelConfig& config, std::size_t capacity_tokens, int block_size = 16, KVType type = KVType::F32);
+  KVType type() const { return type_; }
 
   int block_size() const { return block_size_; }
   int num_blocks() const { return num_blocks_; }
@@ -52,9 +62,17 @@ class KVCache {
   // laid out as fast::KVBlocks says (keys transposed).
   std::size_t block_offset(int layer, int block) const;
 
+  template <typename E>
+  E* pool(std::vector<std::byte>& bytes) const { return reinterpret_cast<E*>(bytes.data()); }
+  template <typename E>
+  const E* pool(const std::vector<std::byte>& bytes) const { return reinterpret_cast<const E*>(bytes.data()); }
+
   int layers_, kv_heads_, head_dim_, block_size_, num_blocks_;
-  std::size_t block_stride_;  // floats per (layer, block) for K or for V
-  std::vector<float> keys_, values_;
+  KVType type_;
+  std::size_t block_stride_;  // elements per (layer, block) for K or for V
+  // Element type_ each, and 64 bytes beyond the last block: the AVX2 kernel's f16 loads of a
+  // block's last key row read up to 14 bytes past it (attention.cpp).
+  std::vector<std::byte> keys_, values_;
   std::vector<int> refcount_;
   std::vector<int> free_list_;
 };

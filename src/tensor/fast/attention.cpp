@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "inferlab/util/error.h"
+#include "inferlab/tensor/float16.h"
 #include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/thread_pool.h"
 #include "tensor/fast/simd_math.h"
@@ -32,18 +33,37 @@ struct Task {
 // line by line as the kernels read the current chunk's (null: none). The cache's blocks are apart
 // in memory, where the hardware prefetchers stop: decode at 1,024-4,096 cached positions read K/V
 // at ~10 GB/s on a Zen 5 without it, ~18-21 GB/s with it (1 block ahead; 2 or 3 were no better).
+template <typename E>
 struct Ahead {
-  const float* keys = nullptr;
-  const float* values = nullptr;
+  const E* keys = nullptr;
+  const E* values = nullptr;
   int value_stride = 0;
 };
-inline void prefetch_line(const float* p) { __builtin_prefetch(p, 0, 3); }
+inline void prefetch_line(const void* p) { __builtin_prefetch(p, 0, 3); }
+
+// A block's keys and values in the cache's element type E: float, or uint16_t for f16.
+template <typename E>
+const E* key_block(const KVBlocks& kv, int b);
+template <>
+inline const float* key_block<float>(const KVBlocks& kv, int b) { return kv.keys[b]; }
+template <>
+inline const uint16_t* key_block<uint16_t>(const KVBlocks& kv, int b) { return kv.keys_f16[b]; }
+template <typename E>
+const E* value_block(const KVBlocks& kv, int b);
+template <>
+inline const float* value_block<float>(const KVBlocks& kv, int b) { return kv.values[b]; }
+template <>
+inline const uint16_t* value_block<uint16_t>(const KVBlocks& kv, int b) { return kv.values_f16[b]; }
+inline float widen(float x) { return x; }
+inline float widen(uint16_t x) { return f16_to_f32(x); }
 
 // The first chunk of the block after the one holding position j0, for kv head h (or the block of
 // j0 again at the row's last block: a prefetch of lines already there).
-inline Ahead next_block_ahead(const AttentionRow& r, int j0, int h, int kv_heads, int hd) {
+template <typename E>
+Ahead<E> next_block_ahead(const AttentionRow& r, int j0, int h, int kv_heads, int hd) {
   const int bs = r.kv->block_size, b = std::min(j0 / bs + 1, r.position / bs);
-  return {r.kv->keys[b] + key_offset(bs, hd, h, 0, 0), r.kv->values[b] + value_offset(kv_heads, hd, h, 0, 0), kv_heads * hd};
+  return {key_block<E>(*r.kv, b) + key_offset(bs, hd, h, 0, 0), value_block<E>(*r.kv, b) + value_offset(kv_heads, hd, h, 0, 0),
+          kv_heads * hd};
 }
 
 constexpr int kMaxHeadDim = 256;
@@ -74,6 +94,7 @@ struct OnlineSoftmax {
 };
 
 // One (row, kv head): its group of query heads, online softmax over blocks of positions.
+template <typename E>
 void attend_scalar(const Task& t, int row, int kv_head) {
   const AttentionShape& s = t.shape;
   const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd, bs = t.rows[row].kv->block_size;
@@ -83,15 +104,15 @@ void attend_scalar(const Task& t, int row, int kv_head) {
   // From the window's first position (mid-block, maybe) to the row's own, block by block.
   for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
     const int skip = j0 % bs, n = std::min(bs - skip, r.position + 1 - j0);
-    const float* keys = r.kv->keys[j0 / bs] + key_offset(bs, hd, kv_head, 0, skip);  // row d at d * bs
-    const float* values = r.kv->values[j0 / bs] + value_offset(s.kv_heads, hd, kv_head, 0, skip);
+    const E* keys = key_block<E>(*r.kv, j0 / bs) + key_offset(bs, hd, kv_head, 0, skip);  // row d at d * bs
+    const E* values = value_block<E>(*r.kv, j0 / bs) + value_offset(s.kv_heads, hd, kv_head, 0, skip);
     for (int g = 0; g < group; ++g) {
       const int h = kv_head * group + g;
       const float* q = t.q + row * t.q_stride + h * hd;
       float block_max = -std::numeric_limits<float>::infinity();
       for (int i = 0; i < n; ++i) {
         float dot = 0;
-        for (int d = 0; d < hd; ++d) dot += q[d] * keys[d * bs + i];
+        for (int d = 0; d < hd; ++d) dot += q[d] * widen(keys[d * bs + i]);
         scores[i] = dot * s.scale;
         block_max = std::max(block_max, scores[i]);
       }
@@ -103,7 +124,7 @@ void attend_scalar(const Task& t, int row, int kv_head) {
       for (int i = 0; i < n; ++i) {
         const float e = std::exp(scores[i] - new_max);
         sum += e;
-        for (int d = 0; d < hd; ++d) a[d] += e * values[i * kv_dim + d];
+        for (int d = 0; d < hd; ++d) a[d] += e * widen(values[i * kv_dim + d]);
       }
       running_sum[g] = running_sum[g] * correction + sum;
       running_max[g] = new_max;
@@ -124,6 +145,12 @@ INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 #pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
 
+// 16 elements widened to f32: all of them, or those in `valid` (the rest 0, never read).
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load16(const float* p, __mmask16 valid) { return _mm512_maskz_loadu_ps(valid, p); }
+inline __m512 load16(const uint16_t* p, __mmask16 valid) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, p)); }
+
 // One chunk of up to 16 positions for S query heads g0.. of a kv head, AVX-512. Scores: keys are
 // stored transposed (KVBlocks), so row d of the chunk holds dimension d of its 16 positions and
 // a head's 16 scores are hd FMAs, two chains per head (even and odd d), each key row loaded once
@@ -133,16 +160,16 @@ namespace {
 // the softmax, then the values, each head's K/V reloaded from L1): Qwen2.5-0.5B's 24 layers at
 // 1,024 cached positions took 2.3 ms per token against 1.1 ms now, at 1 thread on a Zen 5
 // (docs/speed.md, "Decode at a depth").
-template <int S>
-void attend_chunk_avx512(OnlineSoftmax& st, int g0, const float* q, int hd, float scale, const float* keys, int bs,
-                         const float* const value[16], int n, Ahead ahead) {
+template <typename E, int S>
+void attend_chunk_avx512(OnlineSoftmax& st, int g0, const float* q, int hd, float scale, const E* keys, int bs,
+                         const E* const value[16], int n, Ahead<E> ahead) {
   const __mmask16 valid = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
   __m512 even[S], odd[S];
   #pragma GCC unroll 8
   for (int h = 0; h < S; ++h) even[h] = odd[h] = _mm512_setzero_ps();
   for (int d = 0; d < hd; d += 2) {  // masked loads: a partial chunk never reads past its block's row
     if (ahead.keys) prefetch_line(ahead.keys + d * bs), prefetch_line(ahead.keys + (d + 1) * bs);
-    const __m512 k0 = _mm512_maskz_loadu_ps(valid, keys + d * bs), k1 = _mm512_maskz_loadu_ps(valid, keys + (d + 1) * bs);
+    const __m512 k0 = load16(keys + d * bs, valid), k1 = load16(keys + (d + 1) * bs, valid);
     #pragma GCC unroll 8
     for (int h = 0; h < S; ++h) {
       even[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d]), k0, even[h]);
@@ -164,10 +191,10 @@ void attend_chunk_avx512(OnlineSoftmax& st, int g0, const float* q, int hd, floa
     #pragma GCC unroll 8
     for (int h = 0; h < S; ++h)
       even[h] = _mm512_mul_ps(_mm512_load_ps(st.acc[g0 + h] + v), _mm512_set1_ps(st.correction[g0 + h])), odd[h] = _mm512_setzero_ps();
-    if (ahead.values)
+    if (ahead.values && v * sizeof(E) % 64 == 0)  // once per line
       for (int i = 0; i < 16; ++i) prefetch_line(ahead.values + i * ahead.value_stride + v);
     for (int i = 0; i < n; i += 2) {  // i + 1 == n reads position n - 1 with a zero weight
-      const __m512 v0 = _mm512_loadu_ps(value[i] + v), v1 = _mm512_loadu_ps(value[i + 1] + v);
+      const __m512 v0 = load16(value[i] + v), v1 = load16(value[i + 1] + v);
       #pragma GCC unroll 8
       for (int h = 0; h < S; ++h) {
         even[h] = _mm512_fmadd_ps(_mm512_set1_ps(st.weight[g0 + h][i]), v0, even[h]);
@@ -179,13 +206,16 @@ void attend_chunk_avx512(OnlineSoftmax& st, int g0, const float* q, int hd, floa
   }
 }
 
-using ChunkFn = void (*)(OnlineSoftmax&, int, const float*, int, float, const float*, int, const float* const[16], int, Ahead);
-constexpr ChunkFn kChunkAvx512[8] = {attend_chunk_avx512<1>, attend_chunk_avx512<2>, attend_chunk_avx512<3>,
-                                     attend_chunk_avx512<4>, attend_chunk_avx512<5>, attend_chunk_avx512<6>,
-                                     attend_chunk_avx512<7>, attend_chunk_avx512<8>};
+template <typename E>
+using ChunkFn = void (*)(OnlineSoftmax&, int, const float*, int, float, const E*, int, const E* const[16], int, Ahead<E>);
+template <typename E>
+constexpr ChunkFn<E> kChunkAvx512[8] = {attend_chunk_avx512<E, 1>, attend_chunk_avx512<E, 2>, attend_chunk_avx512<E, 3>,
+                                        attend_chunk_avx512<E, 4>, attend_chunk_avx512<E, 5>, attend_chunk_avx512<E, 6>,
+                                        attend_chunk_avx512<E, 7>, attend_chunk_avx512<E, 8>};
 
 // As attend_scalar, in chunks of 16 positions (a block's, or fewer at its ends), the group's query
 // heads 8 at a time (the accumulators of 8 heads fill 16 of the 32 vector registers).
+template <typename E>
 void attend_avx512(const Task& t, int row, int kv_head) {
   const AttentionShape& s = t.shape;
   const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
@@ -196,20 +226,21 @@ void attend_avx512(const Task& t, int row, int kv_head) {
   st.reset(group, hd);
   for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
     const int skip = j0 % bs;  // positions before the window's first, in its first block
-    const float* keys_base = r.kv->keys[j0 / bs] + key_offset(bs, hd, kv_head, 0, skip);
-    const float* values_base = r.kv->values[j0 / bs] + value_offset(s.kv_heads, hd, kv_head, 0, skip);
+    const E* keys_base = key_block<E>(*r.kv, j0 / bs) + key_offset(bs, hd, kv_head, 0, skip);
+    const E* values_base = value_block<E>(*r.kv, j0 / bs) + value_offset(s.kv_heads, hd, kv_head, 0, skip);
     const int block_n = std::min(bs - skip, r.position + 1 - j0);
-    const Ahead next_block = next_block_ahead(r, j0, kv_head, s.kv_heads, hd);
+    const Ahead<E> next_block = next_block_ahead<E>(r, j0, kv_head, s.kv_heads, hd);
     for (int c0 = 0; c0 < block_n; c0 += 16) {
       const int n = std::min(16, block_n - c0);
-      const float* value[16];
+      const E* value[16];
       #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i) value[i] = values_base + static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
-      const Ahead ahead = c0 + 16 >= block_n ? next_block
-                                             : Ahead{keys_base + c0 + 16, values_base + static_cast<std::size_t>(c0 + 16) * kv_dim, kv_dim};
+      const Ahead<E> ahead = c0 + 16 >= block_n
+                                 ? next_block
+                                 : Ahead<E>{keys_base + c0 + 16, values_base + static_cast<std::size_t>(c0 + 16) * kv_dim, kv_dim};
       for (int g = 0; g < group; g += 8) {
         const int heads = std::min(8, group - g);
-        kChunkAvx512[heads - 1](st, g, q + g * hd, hd, s.scale, keys_base + c0, bs, value, n, g == 0 ? ahead : Ahead{});
+        kChunkAvx512<E>[heads - 1](st, g, q + g * hd, hd, s.scale, keys_base + c0, bs, value, n, g == 0 ? ahead : Ahead<E>{});
       }
     }
   }
@@ -224,21 +255,29 @@ void attend_avx512(const Task& t, int row, int kv_head) {
 #pragma GCC diagnostic pop
 INFERLAB_TARGET_END
 
-INFERLAB_TARGET_BEGIN("avx2,fma")
+INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
 namespace {
+
+// 8 elements widened to f32. The masked forms leave lanes past n to the caller's mask: AVX2 has
+// no masked 16-bit load, so an f16 row reads up to 7 elements past the chunk (KVCache pads its
+// pools for the last row).
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const float* p, __m256i valid) { return _mm256_maskload_ps(p, valid); }
+inline __m256 load8(const uint16_t* p, __m256i) { return load8(p); }
 
 // attend_chunk_avx512 on 8 lanes: chunks of 8 positions, up to 4 query heads at once (their
 // accumulators fill 8 of the 16 ymm registers).
-template <int S>
-void attend_chunk_avx2(OnlineSoftmax& st, int g0, const float* q, int hd, float scale, const float* keys, int bs,
-                       const float* const value[8], int n, Ahead ahead) {
+template <typename E, int S>
+void attend_chunk_avx2(OnlineSoftmax& st, int g0, const float* q, int hd, float scale, const E* keys, int bs,
+                       const E* const value[8], int n, Ahead<E> ahead) {
   const __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   __m256 even[S], odd[S];
   #pragma GCC unroll 4
   for (int h = 0; h < S; ++h) even[h] = odd[h] = _mm256_setzero_ps();
   for (int d = 0; d < hd; d += 2) {
     if (ahead.keys) prefetch_line(ahead.keys + d * bs), prefetch_line(ahead.keys + (d + 1) * bs);
-    const __m256 k0 = _mm256_maskload_ps(keys + d * bs, valid), k1 = _mm256_maskload_ps(keys + (d + 1) * bs, valid);
+    const __m256 k0 = load8(keys + d * bs, valid), k1 = load8(keys + (d + 1) * bs, valid);
     #pragma GCC unroll 4
     for (int h = 0; h < S; ++h) {
       even[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * hd + d]), k0, even[h]);
@@ -260,10 +299,10 @@ void attend_chunk_avx2(OnlineSoftmax& st, int g0, const float* q, int hd, float 
     #pragma GCC unroll 4
     for (int h = 0; h < S; ++h)
       even[h] = _mm256_mul_ps(_mm256_load_ps(st.acc[g0 + h] + v), _mm256_set1_ps(st.correction[g0 + h])), odd[h] = _mm256_setzero_ps();
-    if (ahead.values && v % 16 == 0)  // once per line
+    if (ahead.values && v * sizeof(E) % 64 == 0)  // once per line
       for (int i = 0; i < 8; ++i) prefetch_line(ahead.values + i * ahead.value_stride + v);
     for (int i = 0; i < n; i += 2) {  // i + 1 == n reads position n - 1 with a zero weight
-      const __m256 v0 = _mm256_loadu_ps(value[i] + v), v1 = _mm256_loadu_ps(value[i + 1] + v);
+      const __m256 v0 = load8(value[i] + v), v1 = load8(value[i + 1] + v);
       #pragma GCC unroll 4
       for (int h = 0; h < S; ++h) {
         even[h] = _mm256_fmadd_ps(_mm256_set1_ps(st.weight[g0 + h][i]), v0, even[h]);
@@ -275,9 +314,11 @@ void attend_chunk_avx2(OnlineSoftmax& st, int g0, const float* q, int hd, float 
   }
 }
 
-constexpr void (*kChunkAvx2[4])(OnlineSoftmax&, int, const float*, int, float, const float*, int, const float* const[8], int, Ahead) = {
-    attend_chunk_avx2<1>, attend_chunk_avx2<2>, attend_chunk_avx2<3>, attend_chunk_avx2<4>};
+template <typename E>
+constexpr void (*kChunkAvx2[4])(OnlineSoftmax&, int, const float*, int, float, const E*, int, const E* const[8], int, Ahead<E>) = {
+    attend_chunk_avx2<E, 1>, attend_chunk_avx2<E, 2>, attend_chunk_avx2<E, 3>, attend_chunk_avx2<E, 4>};
 
+template <typename E>
 void attend_avx2(const Task& t, int row, int kv_head) {
   const AttentionShape& s = t.shape;
   const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
@@ -288,20 +329,21 @@ void attend_avx2(const Task& t, int row, int kv_head) {
   st.reset(group, hd);
   for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
     const int skip = j0 % bs;
-    const float* keys_base = r.kv->keys[j0 / bs] + key_offset(bs, hd, kv_head, 0, skip);
-    const float* values_base = r.kv->values[j0 / bs] + value_offset(s.kv_heads, hd, kv_head, 0, skip);
+    const E* keys_base = key_block<E>(*r.kv, j0 / bs) + key_offset(bs, hd, kv_head, 0, skip);
+    const E* values_base = value_block<E>(*r.kv, j0 / bs) + value_offset(s.kv_heads, hd, kv_head, 0, skip);
     const int block_n = std::min(bs - skip, r.position + 1 - j0);
-    const Ahead next_block = next_block_ahead(r, j0, kv_head, s.kv_heads, hd);
+    const Ahead<E> next_block = next_block_ahead<E>(r, j0, kv_head, s.kv_heads, hd);
     for (int c0 = 0; c0 < block_n; c0 += 8) {
       const int n = std::min(8, block_n - c0);
-      const float* value[8];
+      const E* value[8];
       #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) value[i] = values_base + static_cast<std::size_t>(c0 + std::min(i, n - 1)) * kv_dim;
-      const Ahead ahead = c0 + 8 >= block_n ? next_block
-                                            : Ahead{keys_base + c0 + 8, values_base + static_cast<std::size_t>(c0 + 8) * kv_dim, kv_dim};
+      const Ahead<E> ahead = c0 + 8 >= block_n
+                                 ? next_block
+                                 : Ahead<E>{keys_base + c0 + 8, values_base + static_cast<std::size_t>(c0 + 8) * kv_dim, kv_dim};
       for (int g = 0; g < group; g += 4) {
         const int heads = std::min(4, group - g);
-        kChunkAvx2[heads - 1](st, g, q + g * hd, hd, s.scale, keys_base + c0, bs, value, n, g == 0 ? ahead : Ahead{});
+        kChunkAvx2<E>[heads - 1](st, g, q + g * hd, hd, s.scale, keys_base + c0, bs, value, n, g == 0 ? ahead : Ahead<E>{});
       }
     }
   }
@@ -321,8 +363,9 @@ void check(std::span<const AttentionRow> rows, const AttentionShape& s) {
     fail("attention: {} heads over {} kv heads of dim {} is not a valid shape", s.heads, s.kv_heads, s.head_dim);
   for (const auto& r : rows) {
     if (!r.kv || r.kv->block_size <= 0) fail("attention: a row without KV blocks");
-    if (r.position < 0 || static_cast<std::size_t>(r.position / r.kv->block_size) >= r.kv->keys.size())
-      fail("attention: position {} has no KV block in its sequence ({} blocks)", r.position, r.kv->keys.size());
+    if (r.position < 0 || static_cast<std::size_t>(r.position / r.kv->block_size) >= r.kv->blocks())
+      fail("attention: position {} has no KV block in its sequence ({} blocks)", r.position, r.kv->blocks());
+    if (r.kv->f16() != rows.front().kv->f16()) fail("attention: rows over f32 and f16 caches in one call");
     if (r.first < 0 || r.first > r.position)
       fail("attention: window start {} is outside positions 0..{}", r.first, r.position);
   }
@@ -334,11 +377,12 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
   check(rows, shape);
   const Task task{q, q_stride, out, out_stride, rows, shape};
   const int group = shape.heads / shape.kv_heads;
-  void (*attend)(const Task&, int, int) = attend_scalar;
+  const bool f16 = !rows.empty() && rows.front().kv->f16();
+  void (*attend)(const Task&, int, int) = f16 ? attend_scalar<uint16_t> : attend_scalar<float>;
   if (active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
-    attend = attend_avx512;
+    attend = f16 ? attend_avx512<uint16_t> : attend_avx512<float>;
   else if (active_isa() >= Isa::Avx2 && shape.head_dim % 8 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
-    attend = attend_avx2;
+    attend = f16 ? attend_avx2<uint16_t> : attend_avx2<float>;
   const int tasks = static_cast<int>(rows.size()) * shape.kv_heads;
   ThreadPool& pool = kernel_pool();
   if (pool.size() == 1 || tasks == 1) {
@@ -353,6 +397,10 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
 void causal_attention_reference(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
                                 std::span<const AttentionRow> rows, const AttentionShape& s) {
   check(rows, s);
+  auto key = [](const KVBlocks& kv, int b, std::size_t at) { return kv.f16() ? f16_to_f32(kv.keys_f16[b][at]) : kv.keys[b][at]; };
+  auto value = [](const KVBlocks& kv, int b, std::size_t at) {
+    return kv.f16() ? f16_to_f32(kv.values_f16[b][at]) : kv.values[b][at];
+  };
   const int hd = s.head_dim, group = s.heads / s.kv_heads;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const AttentionRow& row = rows[r];
@@ -362,9 +410,8 @@ void causal_attention_reference(const float* q, std::size_t q_stride, float* out
       std::vector<double> scores(row.position + 1, 0.0);
       double max = -INFINITY;
       for (int j = row.first; j <= row.position; ++j) {
-        const float* k = row.kv->keys[j / bs];
         double dot = 0;
-        for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[r * q_stride + h * hd + d]) * k[key_offset(bs, hd, kvh, d, j % bs)];
+        for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[r * q_stride + h * hd + d]) * key(*row.kv, j / bs, key_offset(bs, hd, kvh, d, j % bs));
         scores[j] = dot * s.scale;
         max = std::max(max, scores[j]);
       }
@@ -373,7 +420,7 @@ void causal_attention_reference(const float* q, std::size_t q_stride, float* out
       for (int d = 0; d < hd; ++d) {
         double o = 0;
         for (int j = row.first; j <= row.position; ++j)
-          o += scores[j] * row.kv->values[j / bs][value_offset(s.kv_heads, hd, kvh, d, j % bs)];
+          o += scores[j] * value(*row.kv, j / bs, value_offset(s.kv_heads, hd, kvh, d, j % bs));
         out[r * out_stride + h * hd + d] = static_cast<float>(o / sum);
       }
     }

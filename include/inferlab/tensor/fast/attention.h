@@ -3,6 +3,7 @@
 // score row. Threaded over (row, kv head); each kv head's query group shares its K/V loads (GQA).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -14,9 +15,15 @@ namespace inferlab::fast {
 // one vector, so a head's scores for 16 positions are one FMA per dimension, with no reduction
 // across lanes. The kernels only read it; the model layer's KVCache::layer_blocks fills it
 // (reusing the vectors' storage).
+// A cache of f16 elements (IEEE half bits) fills keys_f16 / values_f16 instead, in the same
+// layout; the kernels widen them to f32 as they load them.
 struct KVBlocks {
   std::vector<const float*> keys, values;
+  std::vector<const uint16_t*> keys_f16, values_f16;
   int block_size = 0;
+
+  bool f16() const { return !keys_f16.empty(); }
+  std::size_t blocks() const { return f16() ? keys_f16.size() : keys.size(); }
 };
 
 // Offsets within a block of position p (p % block_size): element d of kv head h.
