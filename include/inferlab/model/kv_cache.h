@@ -58,7 +58,7 @@ class KVCache {
   void gather(int layer, const SequenceKV& seq, int positions, float* keys, float* values) const;
 
  private:
-  // Offset of one (layer, block) in keys_ / values_: block_size * kv_heads * head_dim floats each,
+  // Offset of one (layer, block) in keys_ / values_, in elements: block_size * kv_heads * head_dim each,
   // laid out as fast::KVBlocks says (keys transposed).
   std::size_t block_offset(int layer, int block) const;
 
