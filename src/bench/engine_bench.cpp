@@ -211,7 +211,7 @@ std::string engine_bench_text(const EngineBench& b) {
     text += fmt::format("\n{}: {:.1f} MB of weights per token, {:.1f} GB/s", t.name, b.decode_weight_bytes / 1e6,
                         t.mean_ts * b.decode_weight_bytes / 1e9);
     if (t.n_depth > 0)  // not in the share below, which is the weights' (the measure of decode)
-      text += fmt::format(" (and {:.1f} MB of K/V per token, {:.1f} GB/s)", t.kv_bytes_per_token / 1e6,
+      text += fmt::format(" (and {:.2f} MB of K/V per token, {:.2f} GB/s)", t.kv_bytes_per_token / 1e6,
                           t.mean_ts * t.kv_bytes_per_token / 1e9);
     if (!t.bandwidth_share.empty()) {
       const auto [low, high] = std::minmax_element(t.bandwidth_share.begin(), t.bandwidth_share.end());
