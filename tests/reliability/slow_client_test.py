@@ -14,8 +14,11 @@ unsent bytes that stop changing while the engine keeps generating tokens.
 """
 import http.client
 import json
+import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 
@@ -24,6 +27,22 @@ from serve_helper import Server
 from checks import check, failures
 
 TIMEOUT_S = 8
+# The slow client's answer must outlast TIMEOUT_S on any machine: the random demo model writes
+# 3,500 tokens in under 2 s on a Zen 5, so it runs on a copy of the model with a 32,768-position
+# context and asks for 30,000 (about 20 s there, far more under ASan).
+SLOW_MAX_TOKENS = 30000
+
+
+def long_context_copy(model, into):
+    """The model folder copied with max_position_embeddings raised to 32,768 (RoPE: the weights
+    do not change)."""
+    copy = os.path.join(into, "model")
+    shutil.copytree(model, copy)
+    path = os.path.join(copy, "config.json")
+    config = json.load(open(path))
+    config["max_position_embeddings"] = 32768
+    json.dump(config, open(path, "w"))
+    return copy
 PROMPTS = ["Write a haiku about rivers", "List three prime numbers", "What is a tokenizer?"]
 
 
@@ -85,7 +104,15 @@ def stream_chat(port, prompt, seed, result):
 
 def main():
     cli, model = sys.argv[1], sys.argv[2]
-    # A fixed 16 KiB send buffer: the OS would autotune it past all 3500 tokens (~700 kB of SSE).
+    workdir = tempfile.mkdtemp(prefix="inferlab-slow-client-")
+    try:
+        run(cli, long_context_copy(model, workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(cli, model):
+    # A fixed 16 KiB send buffer: the OS would autotune it past the whole answer (megabytes of SSE).
     with Server(cli, model, ["--slow-client-timeout", str(TIMEOUT_S), "--send-buffer-bytes", "16384",
                              "--max-batch", "8"]) as server:
         port, base = server.port, server.base
@@ -103,7 +130,7 @@ def main():
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.connect(("127.0.0.1", port))
         slow_port = slow.getsockname()[1]
-        body = json.dumps({"messages": [{"role": "user", "content": "Tell me everything"}], "max_tokens": 3500,
+        body = json.dumps({"messages": [{"role": "user", "content": "Tell me everything"}], "max_tokens": SLOW_MAX_TOKENS,
                            "ignore_eos": True, "temperature": 0, "stream": True}).encode()
         slow.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
@@ -182,7 +209,7 @@ def main():
             pass
         slow.close()
         check(received.startswith(b"HTTP/1.1 200") and b"data: [DONE]" not in received
-              and received.count(b"chat.completion.chunk") < 3500,
+              and received.count(b"chat.completion.chunk") < SLOW_MAX_TOKENS,
               f"the slow client got a cut-off stream ({received.count(b'chat.completion.chunk')} chunks, no [DONE])")
         status, _, _ = request(base, "POST", "/v1/chat/completions",
                                {"messages": [{"role": "user", "content": PROMPTS[0]}], "max_tokens": 24, "temperature": 0})
