@@ -1,11 +1,9 @@
 #include "inferlab/model/kv_cache.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "inferlab/util/error.h"
 #include "inferlab/model/config.h"
-#include "inferlab/tensor/float16.h"
 
 namespace inferlab {
 
@@ -89,21 +87,36 @@ std::size_t KVCache::block_offset(int layer, int block) const {
   return (static_cast<std::size_t>(layer) * num_blocks_ + block) * block_stride_;
 }
 
+namespace {
+
+// One position's key and value rows (kv_dim floats each) into a block of E elements: the value
+// row as it is, the keys transposed (fast::KVBlocks: element i of the row goes to row i, column p).
+template <typename E>
+void store_position(E* block_keys, E* value_row, const float* key, const float* value, std::size_t kv_dim, int bs, int p) {
+  for (std::size_t i = 0; i < kv_dim; ++i) value_row[i] = fast::kv_from_f32<E>(value[i]);
+  for (std::size_t i = 0; i < kv_dim; ++i) block_keys[i * bs + p] = fast::kv_from_f32<E>(key[i]);
+}
+
+// The first `count` positions of a block back as f32 rows, the keys transposed back.
+template <typename E>
+void load_positions(const E* block_keys, const E* block_values, float* key_rows, float* value_rows, std::size_t kv_dim,
+                    int bs, int count) {
+  for (std::size_t i = 0; i < count * kv_dim; ++i) value_rows[i] = fast::kv_to_f32(block_values[i]);
+  for (int p = 0; p < count; ++p)
+    for (std::size_t i = 0; i < kv_dim; ++i) key_rows[p * kv_dim + i] = fast::kv_to_f32(block_keys[i * bs + p]);
+}
+
+}  // namespace
+
 void KVCache::write(int layer, const SequenceKV& seq, int position, const float* key, const float* value) {
   const std::size_t kv_dim = static_cast<std::size_t>(kv_heads_) * head_dim_;
   const std::size_t block = block_offset(layer, seq.blocks[position / block_size_]);
   const int p = position % block_size_;
   const std::size_t row = block + fast::value_offset(kv_heads_, head_dim_, 0, 0, p);
-  // Keys transposed (fast::KVBlocks): element i of the row goes to row i of the block.
-  if (type_ == KVType::F16) {
-    uint16_t* values = pool<uint16_t>(values_) + row;
-    uint16_t* keys = pool<uint16_t>(keys_) + block;
-    for (std::size_t i = 0; i < kv_dim; ++i) values[i] = f32_to_f16(value[i]), keys[i * block_size_ + p] = f32_to_f16(key[i]);
-    return;
-  }
-  std::memcpy(pool<float>(values_) + row, value, sizeof(float) * kv_dim);
-  float* keys = pool<float>(keys_) + block;
-  for (std::size_t i = 0; i < kv_dim; ++i) keys[i * block_size_ + p] = key[i];
+  if (type_ == KVType::F16)
+    store_position(pool<uint16_t>(keys_) + block, pool<uint16_t>(values_) + row, key, value, kv_dim, block_size_, p);
+  else
+    store_position(pool<float>(keys_) + block, pool<float>(values_) + row, key, value, kv_dim, block_size_, p);
 }
 
 void KVCache::layer_blocks(int layer, const SequenceKV& seq, fast::KVBlocks& view) const {
@@ -129,20 +142,12 @@ void KVCache::gather(int layer, const SequenceKV& seq, int positions, float* key
   for (int b = 0; b * block_size_ < positions; ++b) {
     const int count = std::min(block_size_, positions - b * block_size_);
     const std::size_t from = block_offset(layer, seq.blocks[b]);
-    float* key_rows = keys + b * block_stride_;  // transposed back to rows
+    float* key_rows = keys + b * block_stride_;
     float* value_rows = values + b * block_stride_;
-    if (type_ == KVType::F16) {
-      const uint16_t* block_keys = pool<uint16_t>(keys_) + from;
-      const uint16_t* block_values = pool<uint16_t>(values_) + from;
-      for (std::size_t i = 0; i < count * kv_dim; ++i) value_rows[i] = f16_to_f32(block_values[i]);
-      for (int p = 0; p < count; ++p)
-        for (std::size_t i = 0; i < kv_dim; ++i) key_rows[p * kv_dim + i] = f16_to_f32(block_keys[i * block_size_ + p]);
-      continue;
-    }
-    std::memcpy(value_rows, pool<float>(values_) + from, sizeof(float) * count * kv_dim);
-    const float* block_keys = pool<float>(keys_) + from;
-    for (int p = 0; p < count; ++p)
-      for (std::size_t i = 0; i < kv_dim; ++i) key_rows[p * kv_dim + i] = block_keys[i * block_size_ + p];
+    if (type_ == KVType::F16)
+      load_positions(pool<uint16_t>(keys_) + from, pool<uint16_t>(values_) + from, key_rows, value_rows, kv_dim, block_size_, count);
+    else
+      load_positions(pool<float>(keys_) + from, pool<float>(values_) + from, key_rows, value_rows, kv_dim, block_size_, count);
   }
 }
 

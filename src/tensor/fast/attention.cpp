@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <utility>
 #include <cmath>
 #include <limits>
@@ -54,8 +53,6 @@ template <>
 inline const float* value_block<float>(const KVBlocks& kv, int b) { return kv.values[b]; }
 template <>
 inline const uint16_t* value_block<uint16_t>(const KVBlocks& kv, int b) { return kv.values_f16[b]; }
-inline float widen(float x) { return x; }
-inline float widen(uint16_t x) { return f16_to_f32(x); }
 
 // The first chunk of the block after the one holding position j0, for kv head h (or the block of
 // j0 again at the row's last block: a prefetch of lines already there).
@@ -170,7 +167,7 @@ void attend_row_scalar(const Task& t, int row, int kv_head) {
       float block_max = -std::numeric_limits<float>::infinity();
       for (int i = 0; i < n; ++i) {
         float dot = 0;
-        for (int d = 0; d < hd; ++d) dot += q[d] * widen(keys[d * bs + i]);
+        for (int d = 0; d < hd; ++d) dot += q[d] * kv_to_f32(keys[d * bs + i]);
         scores[i] = dot * s.scale;
         block_max = std::max(block_max, scores[i]);
       }
@@ -182,7 +179,7 @@ void attend_row_scalar(const Task& t, int row, int kv_head) {
       for (int i = 0; i < n; ++i) {
         const float e = std::exp(scores[i] - new_max);
         sum += e;
-        for (int d = 0; d < hd; ++d) a[d] += e * widen(values[i * kv_dim + d]);
+        for (int d = 0; d < hd; ++d) a[d] += e * kv_to_f32(values[i * kv_dim + d]);
       }
       running_sum[g] = running_sum[g] * correction + sum;
       running_max[g] = new_max;

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "inferlab/tensor/float16.h"
+
 namespace inferlab::fast {
 
 // One layer's K/V of one sequence as plain memory, block by block in position order: block i
@@ -25,6 +27,17 @@ struct KVBlocks {
   bool f16() const { return !keys_f16.empty(); }
   std::size_t blocks() const { return f16() ? keys_f16.size() : keys.size(); }
 };
+
+// A cache element as f32, and an f32 value as a cache element (f16: IEEE half bits, rounded to
+// nearest even).
+inline float kv_to_f32(float x) { return x; }
+inline float kv_to_f32(uint16_t x) { return f16_to_f32(x); }
+template <typename E>
+E kv_from_f32(float x);
+template <>
+inline float kv_from_f32<float>(float x) { return x; }
+template <>
+inline uint16_t kv_from_f32<uint16_t>(float x) { return f32_to_f16(x); }
 
 // Offsets within a block of position p (p % block_size): element d of kv head h.
 inline std::size_t key_offset(int block_size, int head_dim, int h, int d, int p) {
