@@ -21,7 +21,8 @@ struct Case {
 
 // The fused online-softmax kernel (every instruction set, 1 and 2 threads) against a two-pass
 // float64 softmax, for GQA and plain heads, head dims on and off the SIMD width, positions that
-// end mid-block and on block edges, blocks larger than one vector of scores, and sliding windows.
+// end mid-block and on block edges, blocks larger than one vector of scores, sliding windows, and
+// rows long enough to be split into parts.
 // The blocks hold keys transposed (KVBlocks); random values make the layout's contents arbitrary,
 // and the reference reads them through key_offset as the kernels must.
 TEST(Attention, FusedKernelMatchesTwoPassReference) {
@@ -61,10 +62,15 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
       }
       return view;
     };
-    const KVBlocks kva = blocks_for(70), kvb = blocks_for(33);
+    const KVBlocks kva = blocks_for(70), kvb = blocks_for(33), kvc = blocks_for(1100);
     std::vector<AttentionRow> rows;
     for (int p : {0, 1, 15, 16, 17, 31, 32, 69}) rows.push_back({&kva, p});
     for (int p : {0, 7, 32}) rows.push_back({&kvb, p});
+    // Rows past 512 positions, split into parts of 512 merged at the end: on a part's edge, prompt
+    // rows (one task) across it, the far end, windows across parts and within the second.
+    for (int p : {511, 512, 1099, 509, 510, 511, 512, 513}) rows.push_back({&kvc, p});
+    rows.push_back({&kvc, 1099, 300});
+    rows.push_back({&kvc, 1050, 600});
     // Sliding windows (Mistral): starting mid-block, on a block edge, at the row itself.
     rows.push_back({&kva, 69, 50});
     rows.push_back({&kva, 40, 16});
@@ -72,6 +78,7 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
     rows.push_back({&kva, 17, 17});
     const int q_dim = c.heads * c.head_dim;
     std::vector<float> q(rows.size() * q_dim);
+    ASSERT_EQ(rows.back().first, 17);  // the single-position window checked below
     for (auto& v : q) v = dist(rng);
     const AttentionShape shape{c.heads, c.kv_heads, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
     std::vector<float> expected(q.size());
@@ -98,6 +105,58 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
     }
     set_isa_limit(Isa::Avx512);
   }
+  set_threads(0);
+}
+
+// A long row's parts are fixed by its own positions: the row alone, beside other rows (a decode
+// batch, a prompt) and on 1 or 2 threads gives the same bits, on every instruction set.
+TEST(Attention, SplitRowsGiveTheSameBitsAloneInABatchAndOnAnyThreads) {
+  const int heads = 14, kv_heads = 2, hd = 64, bs = 16, kv_dim = kv_heads * hd;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<std::vector<float>> storage;
+  auto blocks_for = [&](int positions) {
+    KVBlocks view;
+    view.block_size = bs;
+    for (int b = 0; b * bs < positions; ++b) {
+      for (int i = 0; i < 2; ++i) {
+        std::vector<float> block(static_cast<std::size_t>(bs) * kv_dim);
+        for (auto& x : block) x = dist(rng);
+        storage.push_back(std::move(block));
+      }
+      view.keys.push_back(storage[storage.size() - 2].data());
+      view.values.push_back(storage.back().data());
+    }
+    return view;
+  };
+  const KVBlocks long_seq = blocks_for(2000), other = blocks_for(600);
+  const AttentionShape shape{heads, kv_heads, hd, 0.125f};
+  const int q_dim = heads * hd;
+  std::vector<float> q_long(q_dim);
+  for (auto& x : q_long) x = dist(rng);
+  // The batch: prompt rows of another sequence, the long row, a short decode row.
+  std::vector<AttentionRow> batch = {{&other, 597}, {&other, 598}, {&other, 599}, {&long_seq, 1999}, {&other, 20}};
+  std::vector<float> q_batch(batch.size() * q_dim);
+  for (auto& x : q_batch) x = dist(rng);
+  std::copy(q_long.begin(), q_long.end(), q_batch.begin() + 3 * q_dim);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_isa_limit(isa);
+    std::vector<float> alone_1(q_dim);
+    set_threads(1);
+    const AttentionRow row{&long_seq, 1999};
+    causal_attention(q_long.data(), q_dim, alone_1.data(), q_dim, std::span(&row, 1), shape);
+    for (int threads : {1, 2}) {
+      set_threads(threads);
+      std::vector<float> alone(q_dim), in_batch(q_batch.size());
+      causal_attention(q_long.data(), q_dim, alone.data(), q_dim, std::span(&row, 1), shape);
+      causal_attention(q_batch.data(), q_dim, in_batch.data(), q_dim, batch, shape);
+      for (int i = 0; i < q_dim; ++i) {
+        ASSERT_EQ(alone[i], alone_1[i]) << "isa " << isa_name(active_isa()) << " threads " << threads << " at " << i;
+        ASSERT_EQ(in_batch[3 * q_dim + i], alone_1[i]) << "isa " << isa_name(active_isa()) << " threads " << threads << " at " << i;
+      }
+    }
+  }
+  set_isa_limit(Isa::Avx512);
   set_threads(0);
 }
 

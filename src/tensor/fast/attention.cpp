@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <utility>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -19,6 +18,22 @@ namespace inferlab::fast {
 
 namespace {
 
+// A row's cached positions are split into parts of kPartPositions (whole blocks), each part a task
+// of its own, the parts' softmax states merged at the end (as in flash-decoding). A decode row
+// otherwise makes only kv_heads tasks (2 for Qwen2.5-0.5B), one core each, however many cores
+// there are. Parts depend only on the row's own positions, never on the batch or the thread
+// count, so neither changes a row's result.
+constexpr int kPartPositions = 512;
+int part_positions(int block_size) { return std::max(1, kPartPositions / block_size) * block_size; }
+
+// A row's parts: the first one's index (position / part length) and how many it spans. A row of
+// one part writes its output directly; a row of several writes each part's state to `partials`
+// from slot `slot` on (one slot per part), and merge_parts combines them.
+struct RowParts {
+  int first = 0, count = 1;
+  std::size_t slot = 0;
+};
+
 struct Task {
   const float* q;
   std::size_t q_stride;
@@ -26,7 +41,47 @@ struct Task {
   std::size_t out_stride;
   std::span<const AttentionRow> rows;
   AttentionShape shape;
+  std::span<const RowParts> parts;  // per row
+  float* partials = nullptr;        // per slot and query head: the head_dim sums, the max, the sum
 };
+
+// Query head g of kv head `kv_head`, of row `row`, over the positions of part `part`: the weighted
+// sum of values scaled by exp(-max), the max score and the sum of exp(score - max).
+void finish_part(const Task& t, int row, int kv_head, int part, int g, const float* acc, float max, float sum) {
+  const int hd = t.shape.head_dim, head = kv_head * (t.shape.heads / t.shape.kv_heads) + g;
+  const RowParts& rp = t.parts[row];
+  if (rp.count == 1) {
+    float* o = t.out + row * t.out_stride + head * hd;
+    const float inv = 1.0f / sum;
+    for (int d = 0; d < hd; ++d) o[d] = acc[d] * inv;
+    return;
+  }
+  float* slot = t.partials + ((rp.slot + (part - rp.first)) * t.shape.heads + head) * (hd + 2);
+  std::copy_n(acc, hd, slot);
+  slot[hd] = max, slot[hd + 1] = sum;
+}
+
+// The parts of a row of several, in order: each rescaled to the largest max.
+void merge_parts(const Task& t, int row) {
+  const int hd = t.shape.head_dim;
+  const RowParts& rp = t.parts[row];
+  for (int head = 0; head < t.shape.heads; ++head) {
+    auto slot = [&](int i) { return t.partials + ((rp.slot + i) * t.shape.heads + head) * (hd + 2); };
+    float max = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < rp.count; ++i) max = std::max(max, slot(i)[hd]);
+    float* o = t.out + row * t.out_stride + head * hd;
+    std::fill_n(o, hd, 0.0f);
+    float sum = 0;
+    for (int i = 0; i < rp.count; ++i) {
+      const float* part = slot(i);
+      const float w = std::exp(part[hd] - max);
+      sum += part[hd + 1] * w;
+      for (int d = 0; d < hd; ++d) o[d] += part[d] * w;
+    }
+    const float inv = 1.0f / sum;
+    for (int d = 0; d < hd; ++d) o[d] *= inv;
+  }
+}
 
 // The next chunk's keys (rows block_size apart) and values (rows value_stride apart), prefetched
 // line by line as the kernels read the current chunk's (null: none). The cache's blocks are apart
@@ -55,11 +110,11 @@ template <>
 inline const uint16_t* value_block<uint16_t>(const KVBlocks& kv, int b) { return kv.values_f16[b]; }
 
 // The first chunk of the block after the one holding position j0, for kv head h (or the block of
-// j0 again at the row's last block: a prefetch of lines already there).
+// j0 again at the last block before position `end`: a prefetch of lines already there).
 template <typename E>
-Ahead<E> next_block_ahead(const AttentionRow& r, int j0, int h, int kv_heads, int hd) {
-  const int bs = r.kv->block_size, b = std::min(j0 / bs + 1, r.position / bs);
-  return {key_block<E>(*r.kv, b) + key_offset(bs, hd, h, 0, 0), value_block<E>(*r.kv, b) + value_offset(kv_heads, hd, h, 0, 0),
+Ahead<E> next_block_ahead(const KVBlocks& kv, int j0, int end, int h, int kv_heads, int hd) {
+  const int bs = kv.block_size, b = std::min(j0 / bs + 1, end / bs);
+  return {key_block<E>(kv, b) + key_offset(bs, hd, h, 0, 0), value_block<E>(kv, b) + value_offset(kv_heads, hd, h, 0, 0),
           kv_heads * hd};
 }
 
@@ -103,24 +158,26 @@ using ChunkFn = void (*)(OnlineSoftmax&, int g0, const float* q, int hd, float s
 // beside it.
 constexpr int kRowsPerTask = 4;
 
-// Rows row0 .. row0 + rows - 1 (one row, or consecutive positions with no window), kv head h, in
-// chunks of `lanes` positions (a block's, or fewer at its ends), the group's query heads
-// `max_heads` at a time through `chunk`.
+// Rows row0 .. row0 + rows - 1 (one row, or consecutive positions with no window), kv head h,
+// the positions of part `part`, in chunks of `lanes` positions (a block's, or fewer at its ends),
+// the group's query heads `max_heads` at a time through `chunk`.
 template <typename E>
-void attend_rows(const Task& t, int row0, int rows, int kv_head, int lanes, int max_heads, const ChunkFn<E>* chunk) {
+void attend_rows(const Task& t, int row0, int rows, int kv_head, int part, int lanes, int max_heads, const ChunkFn<E>* chunk) {
   const AttentionShape& s = t.shape;
   const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd;
   const AttentionRow& first = t.rows[row0];
   const AttentionRow& last = t.rows[row0 + rows - 1];  // the furthest position
-  const int bs = first.kv->block_size;
+  const int bs = first.kv->block_size, part_len = part_positions(bs);
+  const int begin = std::max(first.first, part * part_len), end = std::min(last.position, (part + 1) * part_len - 1);
   OnlineSoftmax st[kRowsPerTask];
   for (int k = 0; k < rows; ++k) st[k].reset(group, hd);
-  for (int j0 = first.first; j0 <= last.position; j0 = (j0 / bs + 1) * bs) {
+  for (int j0 = begin; j0 <= end; j0 = (j0 / bs + 1) * bs) {
     const int skip = j0 % bs;  // positions before the window's first, in its first block
     const E* keys_base = key_block<E>(*first.kv, j0 / bs) + key_offset(bs, hd, kv_head, 0, skip);
     const E* values_base = value_block<E>(*first.kv, j0 / bs) + value_offset(s.kv_heads, hd, kv_head, 0, skip);
-    const int block_n = std::min(bs - skip, last.position + 1 - j0);
-    const Ahead<E> next_block = next_block_ahead<E>(last, j0, kv_head, s.kv_heads, hd);
+    const int block_n = std::min(bs - skip, end + 1 - j0);
+    // Past the part's end too: with one thread, the next task of this kv head is the next part.
+    const Ahead<E> next_block = next_block_ahead<E>(*first.kv, j0, last.position, kv_head, s.kv_heads, hd);
     for (int c0 = 0; c0 < block_n; c0 += lanes) {
       const Ahead<E> ahead = c0 + lanes >= block_n
                                  ? next_block
@@ -141,24 +198,24 @@ void attend_rows(const Task& t, int row0, int rows, int kv_head, int lanes, int 
     }
   }
   for (int k = 0; k < rows; ++k)
-    for (int g = 0; g < group; ++g) {
-      float* o = t.out + (row0 + k) * t.out_stride + (kv_head * group + g) * hd;
-      const float inv = 1.0f / st[k].running_sum[g];
-      for (int d = 0; d < hd; ++d) o[d] = st[k].acc[g][d] * inv;
-    }
+    if (t.rows[row0 + k].position >= begin)  // the row reaches this part
+      for (int g = 0; g < group; ++g) finish_part(t, row0 + k, kv_head, part, g, st[k].acc[g], st[k].running_max[g], st[k].running_sum[g]);
 }
 
-// One (row, kv head): its group of query heads, online softmax over blocks of positions.
+// One (row, kv head, part): its group of query heads, online softmax over blocks of positions.
 template <typename E>
-void attend_row_scalar(const Task& t, int row, int kv_head) {
+void attend_row_scalar(const Task& t, int row, int kv_head, int part) {
   const AttentionShape& s = t.shape;
   const int hd = s.head_dim, group = s.heads / s.kv_heads, kv_dim = s.kv_heads * hd, bs = t.rows[row].kv->block_size;
   const AttentionRow& r = t.rows[row];
+  const int part_len = part_positions(bs);
+  const int begin = std::max(r.first, part * part_len), end = std::min(r.position, (part + 1) * part_len - 1);
+  if (begin > end) return;  // a row of a group that does not reach this part
   std::vector<float> acc(static_cast<std::size_t>(group) * hd, 0.0f), scores(bs);
   std::vector<float> running_max(group, -std::numeric_limits<float>::infinity()), running_sum(group, 0.0f);
-  // From the window's first position (mid-block, maybe) to the row's own, block by block.
-  for (int j0 = r.first; j0 <= r.position; j0 = (j0 / bs + 1) * bs) {
-    const int skip = j0 % bs, n = std::min(bs - skip, r.position + 1 - j0);
+  // From the part's first position (mid-block, maybe, in a window) to its last, block by block.
+  for (int j0 = begin; j0 <= end; j0 = (j0 / bs + 1) * bs) {
+    const int skip = j0 % bs, n = std::min(bs - skip, end + 1 - j0);
     const E* keys = key_block<E>(*r.kv, j0 / bs) + key_offset(bs, hd, kv_head, 0, skip);  // row d at d * bs
     const E* values = value_block<E>(*r.kv, j0 / bs) + value_offset(s.kv_heads, hd, kv_head, 0, skip);
     for (int g = 0; g < group; ++g) {
@@ -185,15 +242,12 @@ void attend_row_scalar(const Task& t, int row, int kv_head) {
       running_max[g] = new_max;
     }
   }
-  for (int g = 0; g < group; ++g) {
-    float* o = t.out + row * t.out_stride + (kv_head * group + g) * hd;
-    const float inv = 1.0f / running_sum[g];
-    for (int d = 0; d < hd; ++d) o[d] = acc[static_cast<std::size_t>(g) * hd + d] * inv;
-  }
+  for (int g = 0; g < group; ++g)
+    finish_part(t, row, kv_head, part, g, &acc[static_cast<std::size_t>(g) * hd], running_max[g], running_sum[g]);
 }
 template <typename E>
-void attend_scalar(const Task& t, int row0, int rows, int kv_head) {
-  for (int k = 0; k < rows; ++k) attend_row_scalar<E>(t, row0 + k, kv_head);
+void attend_scalar(const Task& t, int row0, int rows, int kv_head, int part) {
+  for (int k = 0; k < rows; ++k) attend_row_scalar<E>(t, row0 + k, kv_head, part);
 }
 
 }  // namespace
@@ -342,12 +396,12 @@ INFERLAB_TARGET_END
 
 namespace {
 template <typename E>
-void attend_avx512(const Task& t, int row0, int rows, int kv_head) {
-  attend_rows<E>(t, row0, rows, kv_head, 16, 8, kChunkAvx512<E>);
+void attend_avx512(const Task& t, int row0, int rows, int kv_head, int part) {
+  attend_rows<E>(t, row0, rows, kv_head, part, 16, 8, kChunkAvx512<E>);
 }
 template <typename E>
-void attend_avx2(const Task& t, int row0, int rows, int kv_head) {
-  attend_rows<E>(t, row0, rows, kv_head, 8, 4, kChunkAvx2<E>);
+void attend_avx2(const Task& t, int row0, int rows, int kv_head, int part) {
+  attend_rows<E>(t, row0, rows, kv_head, part, 8, 4, kChunkAvx2<E>);
 }
 
 void check(std::span<const AttentionRow> rows, const AttentionShape& s) {
@@ -367,39 +421,57 @@ void check(std::span<const AttentionRow> rows, const AttentionShape& s) {
 void causal_attention(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,
                       std::span<const AttentionRow> rows, const AttentionShape& shape) {
   check(rows, shape);
-  const Task task{q, q_stride, out, out_stride, rows, shape};
+  // Each row's parts, and slots for the partial states of rows of several.
+  std::vector<RowParts> parts(rows.size());
+  std::size_t slots = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const int part_len = part_positions(rows[r].kv->block_size);
+    parts[r].first = rows[r].first / part_len;
+    parts[r].count = rows[r].position / part_len - parts[r].first + 1;
+    if (parts[r].count > 1) parts[r].slot = slots, slots += static_cast<std::size_t>(parts[r].count);
+  }
+  // Per calling thread (the server may run several engines), as matmul's prepared input.
+  thread_local std::vector<float> partials;
+  partials.resize(slots * shape.heads * (shape.head_dim + 2));
+  const Task task{q, q_stride, out, out_stride, rows, shape, parts, partials.data()};
   const int group = shape.heads / shape.kv_heads;
   const bool f16 = !rows.empty() && rows.front().kv->f16();
-  using AttendFn = void (*)(const Task&, int row0, int rows, int kv_head);
+  using AttendFn = void (*)(const Task&, int row0, int rows, int kv_head, int part);
   AttendFn attend = f16 ? attend_scalar<uint16_t> : attend_scalar<float>;
   if (active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
     attend = f16 ? attend_avx512<uint16_t> : attend_avx512<float>;
   else if (active_isa() >= Isa::Avx2 && shape.head_dim % 8 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
     attend = f16 ? attend_avx2<uint16_t> : attend_avx2<float>;
-  // Tasks: (row group, kv head), a row group being up to kRowsPerTask consecutive positions of one
-  // sequence without a window (a prompt's rows), else one row.
-  std::vector<std::pair<int, int>> groups;  // first row, rows
+  // Tasks: (row group, part, kv head), a row group being up to kRowsPerTask consecutive positions
+  // of one sequence without a window (a prompt's rows), else one row; its parts are those of its
+  // last row (the earlier rows reach fewer).
+  struct GroupPart {
+    int row0, rows, part;
+  };
+  std::vector<GroupPart> units;
   for (std::size_t r = 0; r < rows.size();) {
     std::size_t n = 1;
     while (n < kRowsPerTask && r + n < rows.size() && rows[r + n].kv == rows[r].kv && rows[r].first == 0 &&
            rows[r + n].first == 0 && rows[r + n].position == rows[r + n - 1].position + 1)
       ++n;
-    groups.emplace_back(static_cast<int>(r), static_cast<int>(n));
+    const RowParts& last = parts[r + n - 1];
+    for (int p = parts[r].first; p < last.first + last.count; ++p)
+      units.push_back({static_cast<int>(r), static_cast<int>(n), p});
     r += n;
   }
-  const int tasks = static_cast<int>(groups.size()) * shape.kv_heads;
+  const int tasks = static_cast<int>(units.size()) * shape.kv_heads;
   auto run = [&](int64_t i) {
-    const auto [row0, count] = groups[static_cast<std::size_t>(i / shape.kv_heads)];
-    attend(task, row0, count, static_cast<int>(i % shape.kv_heads));
+    const GroupPart& u = units[static_cast<std::size_t>(i / shape.kv_heads)];
+    attend(task, u.row0, u.rows, static_cast<int>(i % shape.kv_heads), u.part);
   };
   ThreadPool& pool = kernel_pool();
-  if (pool.size() == 1 || tasks == 1) {
+  if (pool.size() == 1 || tasks == 1)
     for (int i = 0; i < tasks; ++i) run(i);
-    return;
-  }
-  // Claimed one task at a time: later rows of a causal prompt see more positions, and a thread the
-  // OS delays leaves its share to the others.
-  pool.run_chunks(tasks, run);
+  else  // claimed one task at a time: later rows of a causal prompt see more positions, and a
+        // thread the OS delays leaves its share to the others
+    pool.run_chunks(tasks, run);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    if (parts[r].count > 1) merge_parts(task, static_cast<int>(r));
 }
 
 void causal_attention_reference(const float* q, std::size_t q_stride, float* out, std::size_t out_stride,

@@ -1,6 +1,7 @@
 // Causal attention over the paged KV cache, fused: scores, an online (streaming) softmax and the
 // weighted sum of values in one pass per block of cached positions, never materialising the
-// score row. Threaded over (row, kv head); each kv head's query group shares its K/V loads (GQA).
+// score row. Threaded over (row, kv head, part of 512 positions), the parts of a long row merged
+// at the end; each kv head's query group shares its K/V loads (GQA).
 #pragma once
 #include <cstddef>
 #include <cstdint>
