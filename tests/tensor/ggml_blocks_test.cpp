@@ -1,5 +1,5 @@
 // GGUF block types: the decoder against blocks built by hand from the format description, exact
-// repacking (Q8_0, Q4_0) and conversion back to blocks, and the blocks kernel on every instruction
+// repacking (Q8_0, Q5_0, Q4_0) and conversion back to blocks, and the blocks kernel on every instruction
 // set (bit-identical to the scalar path, rows independent of the batch, float64 reference).
 #include <gtest/gtest.h>
 
@@ -59,7 +59,8 @@ struct IsaGuard {
   ~IsaGuard() { set_isa_limit(Isa::Avx512); }
 };
 
-const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_0, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
+// Those that stay blocks (Q8_0, Q5_0 and Q4_0 move to the int8 / q4 panels).
+const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
 
 }  // namespace
 
@@ -113,8 +114,8 @@ TEST(GgmlBlocks, Q5_0AndQ6KDecodeAsTheFormatDescribes) {
   for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.5f * static_cast<float>(e / 16 - 8) * static_cast<float>(code(e) - 32)) << e;
 }
 
-TEST(GgmlBlocks, Q8_0AndQ4_0RepackWithoutChangingAValue) {
-  for (uint32_t type : {kGgmlQ8_0, kGgmlQ4_0}) {
+TEST(GgmlBlocks, Q8_0Q5_0AndQ4_0RepackWithoutChangingAValue) {
+  for (uint32_t type : {kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0}) {
     const int out = 37, in = 96;
     auto rows = random_rows(type, out, in, 1);
     if (type == kGgmlQ8_0)  // ggml never writes the code -128
@@ -122,15 +123,23 @@ TEST(GgmlBlocks, Q8_0AndQ4_0RepackWithoutChangingAValue) {
         for (int j = 0; j < 32; ++j)
           if (rows[b + 2 + j] == 0x80) rows[b + 2 + j] = 0x81;
     const PackedMatrix m = PackedMatrix::from_ggml(rows.data(), type, out, in);
-    EXPECT_EQ(m.format(), type == kGgmlQ8_0 ? WeightFormat::Q8 : WeightFormat::Q4);
-    std::vector<float> expected(in), got(in);
+    EXPECT_EQ(m.format(), type == kGgmlQ4_0 ? WeightFormat::Q4 : WeightFormat::Q8);
+    std::vector<float> expected(in), got(in), back_values(in);
     const PackedMatrix back = m.to_blocks();
     for (int r = 0; r < out; ++r) {
       dequantize_ggml_row(type, rows.data() + r * ggml_row_bytes(type, in), in, expected.data());
       m.dequantize_row(r, got.data());
       ASSERT_EQ(got, expected) << ggml_type_name(type) << " row " << r;
+      // Back to blocks: the same bytes (Q5_0 comes back as the Q8_0 blocks of the same values).
       uint32_t t;
-      ASSERT_EQ(std::memcmp(back.block_row(r, t), rows.data() + r * ggml_row_bytes(type, in), ggml_row_bytes(type, in)), 0);
+      const uint8_t* block_row = back.block_row(r, t);
+      if (type == kGgmlQ5_0) {
+        ASSERT_EQ(t, kGgmlQ8_0);
+        dequantize_ggml_row(t, block_row, in, back_values.data());
+        ASSERT_EQ(back_values, expected) << "row " << r;
+        continue;
+      }
+      ASSERT_EQ(std::memcmp(block_row, rows.data() + r * ggml_row_bytes(type, in), ggml_row_bytes(type, in)), 0);
       ASSERT_EQ(t, type);
     }
   }

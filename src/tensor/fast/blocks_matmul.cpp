@@ -1,5 +1,5 @@
 // The blocks format (packed.h): GGUF rows of ggml blocks packed as they are stored, or repacked
-// without changing a value into the int8 / q4 panels (Q8_0, Q4_0); its kernel; and the exact
+// without changing a value into the int8 / q4 panels (Q8_0 and Q5_0, Q4_0); its kernel; and the exact
 // conversion of every format to blocks, so that a GGUF mix of types can be fused (q|k|v, gate|up).
 #include <algorithm>
 #include <cmath>
@@ -45,7 +45,12 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   if (ggml_type == kGgmlBF16) return from_bf16(reinterpret_cast<const uint16_t*>(rows), out, in, WeightFormat::BF16);
   // Q8_0's code -128 has no place in the int8 panels (q + 128 must stay below the q8 kernels'
   // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
-  const bool repack = ggml_type == kGgmlQ4_0 || (ggml_type == kGgmlQ8_0 && !q8_0_has_code_minus_128(rows, out, in));
+  // Q5_0 (d * (q - 16), q of 5 bits) is an int8 code and an fp16 scale per 32 weights, as Q8_0:
+  // its weights move to the int8 panels unchanged (8.5 bits per weight instead of 5.5, read by the
+  // VNNI kernels instead of dequantized to fp32 on every call: the Q4_K_M mixes of models whose
+  // rows are not whole 256-weight super-blocks are mostly Q5_0).
+  const bool repack = ggml_type == kGgmlQ4_0 || ggml_type == kGgmlQ5_0 ||
+                      (ggml_type == kGgmlQ8_0 && !q8_0_has_code_minus_128(rows, out, in));
   PackedMatrix m;
   m.out_ = out;
   m.in_ = in;
@@ -58,7 +63,8 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
     m.segments_.push_back({out, ggml_type, row_bytes, 0});
     return m;
   }
-  const bool q8 = ggml_type == kGgmlQ8_0;
+  const bool q8 = ggml_type != kGgmlQ4_0, q5 = ggml_type == kGgmlQ5_0;
+  const int block_bytes = static_cast<int>(ggml_block(ggml_type)->bytes);
   m.format_ = q8 ? WeightFormat::Q8 : WeightFormat::Q4;
   m.in_padded_ = in;  // a whole number of 32-weight blocks
   const int blocks = in / kBlock;
@@ -69,14 +75,24 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
       uint8_t* panel = m.data_.data() + p * m.panel_bytes_;
       for (int r = 0; r < kPanel && p * kPanel + r < out; ++r) {
         const uint8_t* src = rows + static_cast<std::size_t>(p * kPanel + r) * row_bytes;
-        for (int b = 0; b < blocks; ++b, src += q8 ? 34 : 18) {
+        for (int b = 0; b < blocks; ++b, src += block_bytes) {
           std::memcpy(&scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r], src, 2);
-          // Q8_0: d, 32 int8 codes -> q + 128. Q4_0: d, 16 bytes whose low nibble is weight j and
-          // high nibble weight j + 16 — exactly the q4 panel's byte for the pair (j, j + 16).
-          if (q8)
+          // Q8_0: d, 32 int8 codes -> q + 128. Q5_0: d, 32 fifth bits, 16 bytes of nibbles as
+          // Q4_0's -> (q - 16) + 128. Q4_0: d, 16 bytes whose low nibble is weight j and high
+          // nibble weight j + 16 — exactly the q4 panel's byte for the pair (j, j + 16).
+          if (q5) {
+            uint32_t fifth;
+            std::memcpy(&fifth, src + 2, 4);
+            for (int j = 0; j < 16; ++j) {
+              const int lo = (src[6 + j] & 0x0f) | (((fifth >> j) & 1) << 4), hi = (src[6 + j] >> 4) | (((fifth >> (j + 16)) & 1) << 4);
+              panel[q8_offset(b, r, j)] = static_cast<uint8_t>(lo - 16 + 128);
+              panel[q8_offset(b, r, j + 16)] = static_cast<uint8_t>(hi - 16 + 128);
+            }
+          } else if (q8) {
             for (int kk = 0; kk < 32; ++kk) panel[q8_offset(b, r, kk)] = static_cast<uint8_t>(static_cast<int8_t>(src[2 + kk]) + 128);
-          else
+          } else {
             for (int j = 0; j < 16; ++j) panel[q4_offset(b, r, j)] = src[2 + j];
+          }
         }
       }
     }
