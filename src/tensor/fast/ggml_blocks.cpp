@@ -8,10 +8,14 @@
 #pragma GCC optimize("tree-vectorize")
 #endif
 
+#include <immintrin.h>
+
 #include <cstring>
 
+#include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/float16.h"
 #include "inferlab/util/error.h"
+#include "tensor/fast/isa_target.h"
 
 namespace inferlab::fast {
 namespace {
@@ -111,22 +115,136 @@ void q6_k_block(const uint8_t* b, float* y) {  // ql[128], qh[64], scales[16] in
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   const float d = half(b + 208);
-  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8, y += 128) {
-    for (int l = 0; l < 32; ++l) {
-      const int is = l / 16;
-      const int q1 = ((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32;
-      const int q2 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
-      y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-      y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-      y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+  // Each half of 128 weights: four quarters of 32, quarter c's low 4 bits in the low (c = 0, 1) or
+  // high (c = 2, 3) nibbles of ql[32 * (c % 2) ..], its top 2 bits at bit 2c of qh; each run of 16
+  // weights has its own scale. One loop per run of 16 (the scale fixed) lets the compiler
+  // vectorize it; the values are those of the format's per-element loop, (d * sc) * q.
+  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8, y += 128)
+    for (int c = 0; c < 4; ++c)
+      for (int run = 0; run < 2; ++run) {
+        const float scale = d * static_cast<float>(sc[run + 2 * c]);
+        const uint8_t* low = ql + 32 * (c % 2) + 16 * run;
+        const uint8_t* top = qh + 16 * run;
+        const int shift = c < 2 ? 0 : 4;
+        float* out = y + 32 * c + 16 * run;
+        for (int l = 0; l < 16; ++l)
+          out[l] = scale * static_cast<float>((((low[l] >> shift) & 0x0f) | (((top[l] >> (2 * c)) & 3) << 4)) - 32);
+      }
+}
+
+}  // namespace
+
+// Q4_K and Q6_K, the K-quants of most Q4_K_M files, 16 weights per instruction instead of the
+// compiler's baseline SSE2 (on the Qwen2.5-0.5B-shaped Q4_K_M file these two were 50 % of a
+// decode step at 1 thread on a Zen 5). The same operations in the same order as the loops above —
+// the code widened exactly to float, one multiply, for Q4_K one subtraction — so every
+// instruction set gives the same values. (Were the compiler to fuse Q4_K's multiply and
+// subtraction, nothing would change: (d * sc) * q has at most 11 + 6 + 4 significant bits, exact
+// in a float.)
+INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx2,f16c")
+// GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+namespace {
+
+inline float half_avx512(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
+
+inline void store16_avx512(float* y, __m128i codes, float scale, int minus, float min) {
+  const __m512 q = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(codes), _mm512_set1_epi32(minus)));
+  _mm512_storeu_ps(y, _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min)));
+}
+
+void q4_k_block_avx512(const uint8_t* b, float* y) {
+  const float d = half_avx512(b), dmin = half_avx512(b + 2);
+  const uint8_t* q = b + 16;
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {
+    uint8_t sc, m;
+    scale_min_k4(2 * chunk, b + 4, sc, m);
+    const float d1 = d * sc, m1 = dmin * m;
+    scale_min_k4(2 * chunk + 1, b + 4, sc, m);
+    const float d2 = d * sc, m2 = dmin * m;
+    for (int h = 0; h < 2; ++h) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * h));
+      store16_avx512(y + 16 * h, _mm_and_si128(raw, low4), d1, 0, m1);
+      store16_avx512(y + 32 + 16 * h, _mm_and_si128(_mm_srli_epi16(raw, 4), low4), d2, 0, m2);
     }
   }
 }
 
+void q6_k_block_avx512(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = half_avx512(b + 208);
+  const __m128i low4 = _mm_set1_epi8(0x0f), two = _mm_set1_epi8(0x03);
+  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8, y += 128)
+    for (int c = 0; c < 4; ++c)
+      for (int run = 0; run < 2; ++run) {
+        __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ql + 32 * (c % 2) + 16 * run));
+        if (c >= 2) low = _mm_srli_epi16(low, 4);
+        const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
+                                                        _mm_cvtsi32_si128(2 * c)), two);
+        const __m128i codes = _mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4));
+        store16_avx512(y + 32 * c + 16 * run, codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f);
+      }
+}
+
 }  // namespace
+INFERLAB_TARGET_END
+
+INFERLAB_TARGET_BEGIN("avx2,f16c")
+namespace {
+
+inline float half_avx2(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
+
+inline void store16_avx2(float* y, __m128i codes, float scale, int minus, float min) {
+  const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(min);
+  const __m256i sub = _mm256_set1_epi32(minus);
+  const __m256 q0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(codes), sub));
+  const __m256 q1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8)), sub));
+  _mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(vs, q0), vm));
+  _mm256_storeu_ps(y + 8, _mm256_sub_ps(_mm256_mul_ps(vs, q1), vm));
+}
+
+void q4_k_block_avx2(const uint8_t* b, float* y) {
+  const float d = half_avx2(b), dmin = half_avx2(b + 2);
+  const uint8_t* q = b + 16;
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {
+    uint8_t sc, m;
+    scale_min_k4(2 * chunk, b + 4, sc, m);
+    const float d1 = d * sc, m1 = dmin * m;
+    scale_min_k4(2 * chunk + 1, b + 4, sc, m);
+    const float d2 = d * sc, m2 = dmin * m;
+    for (int h = 0; h < 2; ++h) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * h));
+      store16_avx2(y + 16 * h, _mm_and_si128(raw, low4), d1, 0, m1);
+      store16_avx2(y + 32 + 16 * h, _mm_and_si128(_mm_srli_epi16(raw, 4), low4), d2, 0, m2);
+    }
+  }
+}
+
+void q6_k_block_avx2(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = half_avx2(b + 208);
+  const __m128i low4 = _mm_set1_epi8(0x0f), two = _mm_set1_epi8(0x03);
+  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8, y += 128)
+    for (int c = 0; c < 4; ++c)
+      for (int run = 0; run < 2; ++run) {
+        __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ql + 32 * (c % 2) + 16 * run));
+        if (c >= 2) low = _mm_srli_epi16(low, 4);
+        const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
+                                                        _mm_cvtsi32_si128(2 * c)), two);
+        const __m128i codes = _mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4));
+        store16_avx2(y + 32 * c + 16 * run, codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f);
+      }
+}
+
+}  // namespace
+INFERLAB_TARGET_END
 
 const char* ggml_type_name(uint32_t type) {
   static const char* const names[] = {
@@ -167,6 +285,7 @@ std::size_t ggml_row_bytes(uint32_t type, int64_t n) {
 void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* dst) {
   using BlockFn = void (*)(const uint8_t*, float*);
   BlockFn fn = nullptr;
+  const Isa isa = active_isa();
   switch (type) {
     case kGgmlF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); return;
     case kGgmlF16: for (int64_t i = 0; i < n; ++i) dst[i] = half(src + 2 * i); return;
@@ -176,9 +295,9 @@ void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* ds
     case kGgmlQ5_0: fn = q5_0_block; break;
     case kGgmlQ5_1: fn = q5_1_block; break;
     case kGgmlQ8_0: fn = q8_0_block; break;
-    case kGgmlQ4_K: fn = q4_k_block; break;
+    case kGgmlQ4_K: fn = isa == Isa::Avx512 ? q4_k_block_avx512 : isa == Isa::Avx2 ? q4_k_block_avx2 : q4_k_block; break;
     case kGgmlQ5_K: fn = q5_k_block; break;
-    case kGgmlQ6_K: fn = q6_k_block; break;
+    case kGgmlQ6_K: fn = isa == Isa::Avx512 ? q6_k_block_avx512 : isa == Isa::Avx2 ? q6_k_block_avx2 : q6_k_block; break;
     default: ggml_row_bytes(type, n);  // throws the "not supported" error
   }
   const GgmlBlock block = *ggml_block(type);

@@ -361,15 +361,28 @@ void q8_row_avx2(const float* src, int in, int blocks, int8_t* dst, float* scale
   }
 }
 
-// The blocks format's 16 lanes as two ymm halves: lanes 0-7 and 8-15, each an fma per element.
-void dot16_avx2(const float* w, const float* x, int n, float* acc) {
-  __m256 lo = _mm256_loadu_ps(acc), hi = _mm256_loadu_ps(acc + 8);
+// The blocks format's 16 lanes as two ymm halves per weight row: lanes 0-7 and 8-15, each an fma
+// per element.
+template <int R>
+void dot16_rows_avx2(const float* w, std::size_t w_stride, const float* x, int n, float* acc) {
+  __m256 lo[R], hi[R];
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) lo[i] = _mm256_loadu_ps(acc + 16 * i), hi[i] = _mm256_loadu_ps(acc + 16 * i + 8);
   for (int k = 0; k < n; k += 16) {
-    lo = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(x + k), lo);
-    hi = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 8), _mm256_loadu_ps(x + k + 8), hi);
+    const __m256 x_lo = _mm256_loadu_ps(x + k), x_hi = _mm256_loadu_ps(x + k + 8);
+    #pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      lo[i] = _mm256_fmadd_ps(_mm256_loadu_ps(w + i * w_stride + k), x_lo, lo[i]);
+      hi[i] = _mm256_fmadd_ps(_mm256_loadu_ps(w + i * w_stride + k + 8), x_hi, hi[i]);
+    }
   }
-  _mm256_storeu_ps(acc, lo);
-  _mm256_storeu_ps(acc + 8, hi);
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(acc + 16 * i, lo[i]), _mm256_storeu_ps(acc + 16 * i + 8, hi[i]);
+}
+void dot16_avx2(const float* w, std::size_t w_stride, int rows, const float* x, int n, float* acc) {
+  static constexpr void (*fn[4])(const float*, std::size_t, const float*, int, float*) = {
+      dot16_rows_avx2<1>, dot16_rows_avx2<2>, dot16_rows_avx2<3>, dot16_rows_avx2<4>};
+  fn[rows - 1](w, w_stride, x, n, acc);
 }
 
 }  // namespace

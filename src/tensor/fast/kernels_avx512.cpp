@@ -328,11 +328,24 @@ void q8_row_avx512(const float* src, int in, int blocks, int8_t* dst, float* sca
   }
 }
 
-// The blocks format's 16 lanes in one zmm: an fma per element.
-void dot16_avx512(const float* w, const float* x, int n, float* acc) {
-  __m512 sum = _mm512_loadu_ps(acc);
-  for (int k = 0; k < n; k += 16) sum = _mm512_fmadd_ps(_mm512_loadu_ps(w + k), _mm512_loadu_ps(x + k), sum);
-  _mm512_storeu_ps(acc, sum);
+// The blocks format's 16 lanes in one zmm per weight row: an fma per element.
+template <int R>
+void dot16_rows_avx512(const float* w, std::size_t w_stride, const float* x, int n, float* acc) {
+  __m512 sum[R];
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) sum[i] = _mm512_loadu_ps(acc + 16 * i);
+  for (int k = 0; k < n; k += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + k);
+    #pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) sum[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + i * w_stride + k), xv, sum[i]);
+  }
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(acc + 16 * i, sum[i]);
+}
+void dot16_avx512(const float* w, std::size_t w_stride, int rows, const float* x, int n, float* acc) {
+  static constexpr void (*fn[4])(const float*, std::size_t, const float*, int, float*) = {
+      dot16_rows_avx512<1>, dot16_rows_avx512<2>, dot16_rows_avx512<3>, dot16_rows_avx512<4>};
+  fn[rows - 1](w, w_stride, x, n, acc);
 }
 
 }  // namespace

@@ -46,9 +46,11 @@ using PanelKernel = void (*)(const KernelArgs& args, int panel_begin, int panel_
 using Bf16RowFn = void (*)(const float* src, int in, int in_padded, uint16_t* dst);
 using Q8RowFn = void (*)(const float* src, int in, int blocks, int8_t* dst, float* scale, int32_t* sum);
 
-// acc[j] = fma(w[k], x[k], acc[j]) for every k = j (mod 16) below n (a multiple of 16), k in
-// order: one lane per j, the same arithmetic on every instruction set (blocks format).
-using Dot16Fn = void (*)(const float* w, const float* x, int n, float* acc);
+// For each of `rows` (1-4) weight rows w + i * w_stride: acc[i * 16 + j] = fma(w[k], x[k],
+// acc[i * 16 + j]) for every k = j (mod 16) below n (a multiple of 16), k in order: one lane per
+// j, the same arithmetic on every instruction set and for any `rows` (blocks format). Several rows
+// at once are independent FMA chains: one row alone waits on each FMA's latency.
+using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int rows, const float* x, int n, float* acc);
 
 struct KernelTable {
   PanelKernel bf16, q8, q4;
