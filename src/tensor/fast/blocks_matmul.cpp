@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/ggml_blocks.h"
 #include "inferlab/tensor/fast/packed.h"
 #include "inferlab/tensor/fast/thread_pool.h"
@@ -195,8 +196,31 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
   const int in = w.in(), out = w.out(), n16 = in / 16 * 16;
   thread_local std::vector<float> panel;  // per thread: the kernel pool's workers run chunks at once
   panel.resize(static_cast<std::size_t>(kPanel) * in);
+  const Isa isa = active_isa();
+  // Reduces a row's 16 lanes (in a fixed tree) and writes its output.
+  auto finish = [&](int row, int col, float* acc) {
+    for (int half = 8; half > 0; half /= 2)
+      for (int j = 0; j < half; ++j) acc[j] += acc[j + half];
+    a.y[static_cast<std::size_t>(row) * out + col] = acc[0] + (a.bias ? a.bias[col] : 0.0f);
+  };
   for (int p = panel_begin; p < panel_end; ++p) {
     const int rows_here = std::min(kPanel, out - p * kPanel);
+    // One activation row (a decode step) over a panel of one type with a fused dot: each weight
+    // row straight from its bytes, the same bits as below without writing 16 rows of fp32 out and
+    // reading them back. (Several activation rows share one dequantization below instead.)
+    uint32_t first_type, last_type;
+    w.block_row(p * kPanel, first_type);
+    w.block_row(p * kPanel + rows_here - 1, last_type);
+    const GgmlRowDotFn fused = a.rows == 1 && first_type == last_type && n16 == in ? ggml_row_dot(first_type, isa) : nullptr;
+    if (fused) {
+      for (int r = 0; r < rows_here; ++r) {
+        uint32_t type;
+        float acc[16] = {};
+        fused(w.block_row(p * kPanel + r, type), a.x, in, acc);
+        finish(0, p * kPanel + r, acc);
+      }
+      continue;
+    }
     for (int r = 0; r < rows_here; ++r) {
       uint32_t type;
       const uint8_t* src = w.block_row(p * kPanel + r, type);
@@ -219,10 +243,7 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
         for (int i = 0; i < count; ++i) {
           const float* wr = w0 + static_cast<std::size_t>(i) * in;
           for (int k = n16; k < in; ++k) acc[i][k % 16] = std::fma(wr[k], x[k], acc[i][k % 16]);
-          for (int half = 8; half > 0; half /= 2)
-            for (int j = 0; j < half; ++j) acc[i][j] += acc[i][j + half];
-          const int col = p * kPanel + r0 + i;
-          a.y[static_cast<std::size_t>(row) * out + col] = acc[i][0] + (a.bias ? a.bias[col] : 0.0f);
+          finish(row, p * kPanel + r0 + i, acc[i]);
         }
       }
     }

@@ -16,6 +16,7 @@
 #include "inferlab/tensor/float16.h"
 #include "inferlab/util/error.h"
 #include "tensor/fast/isa_target.h"
+#include "tensor/fast/kernels_internal.h"
 
 namespace inferlab::fast {
 namespace {
@@ -141,7 +142,7 @@ void q6_k_block(const uint8_t* b, float* y) {  // ql[128], qh[64], scales[16] in
 // instruction set gives the same values. (Were the compiler to fuse Q4_K's multiply and
 // subtraction, nothing would change: (d * sc) * q has at most 11 + 6 + 4 significant bits, exact
 // in a float.)
-INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx2,f16c")
+INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -149,36 +150,41 @@ namespace {
 
 inline float half_avx512(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
 
-inline void store16_avx512(float* y, __m128i codes, float scale, int minus, float min) {
+// 16 weights: scale * (code - minus) - min.
+inline __m512 weights16_avx512(__m128i codes, float scale, int minus, float min) {
   const __m512 q = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(codes), _mm512_set1_epi32(minus)));
-  _mm512_storeu_ps(y, _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min)));
+  return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min));
 }
 
-void q4_k_block_avx512(const uint8_t* b, float* y) {
+// A block's weights, 16 at a time in order: sink(offset in the block, the 16 weights).
+template <class Sink>
+inline void q4_k_runs_avx512(const uint8_t* b, Sink&& sink) {
   const float d = half_avx512(b), dmin = half_avx512(b + 2);
   const uint8_t* q = b + 16;
   const __m128i low4 = _mm_set1_epi8(0x0f);
-  for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
     uint8_t sc, m;
     scale_min_k4(2 * chunk, b + 4, sc, m);
     const float d1 = d * sc, m1 = dmin * m;
     scale_min_k4(2 * chunk + 1, b + 4, sc, m);
     const float d2 = d * sc, m2 = dmin * m;
-    for (int h = 0; h < 2; ++h) {
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * h));
-      store16_avx512(y + 16 * h, _mm_and_si128(raw, low4), d1, 0, m1);
-      store16_avx512(y + 32 + 16 * h, _mm_and_si128(_mm_srli_epi16(raw, 4), low4), d2, 0, m2);
-    }
+    const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
+    sink(64 * chunk, weights16_avx512(_mm_and_si128(raw0, low4), d1, 0, m1));
+    sink(64 * chunk + 16, weights16_avx512(_mm_and_si128(raw1, low4), d1, 0, m1));
+    sink(64 * chunk + 32, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, 0, m2));
+    sink(64 * chunk + 48, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, 0, m2));
   }
 }
 
-void q6_k_block_avx512(const uint8_t* b, float* y) {
+template <class Sink>
+inline void q6_k_runs_avx512(const uint8_t* b, Sink&& sink) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   const float d = half_avx512(b + 208);
   const __m128i low4 = _mm_set1_epi8(0x0f), two = _mm_set1_epi8(0x03);
-  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8, y += 128)
+  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8)
     for (int c = 0; c < 4; ++c)
       for (int run = 0; run < 2; ++run) {
         __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ql + 32 * (c % 2) + 16 * run));
@@ -186,52 +192,80 @@ void q6_k_block_avx512(const uint8_t* b, float* y) {
         const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
                                                         _mm_cvtsi32_si128(2 * c)), two);
         const __m128i codes = _mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4));
-        store16_avx512(y + 32 * c + 16 * run, codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f);
+        sink(128 * half_block + 32 * c + 16 * run, weights16_avx512(codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f));
       }
+}
+
+void q4_k_block_avx512(const uint8_t* b, float* y) {
+  q4_k_runs_avx512(b, [&](int at, __m512 w) { _mm512_storeu_ps(y + at, w); });
+}
+void q6_k_block_avx512(const uint8_t* b, float* y) {
+  q6_k_runs_avx512(b, [&](int at, __m512 w) { _mm512_storeu_ps(y + at, w); });
+}
+
+// The row's dot product with x as the blocks kernel's dot16 takes it after dequantization (lane
+// j: fma over k = j mod 16, k in order), without writing the weights out.
+void q4_k_dot_avx512(const uint8_t* row, const float* x, int n, float* acc16) {
+  __m512 acc = _mm512_loadu_ps(acc16);
+  for (int k = 0; k < n; k += 256, row += 144)
+    q4_k_runs_avx512(row, [&](int at, __m512 w) { acc = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + k + at), acc); });
+  _mm512_storeu_ps(acc16, acc);
+}
+void q6_k_dot_avx512(const uint8_t* row, const float* x, int n, float* acc16) {
+  __m512 acc = _mm512_loadu_ps(acc16);
+  for (int k = 0; k < n; k += 256, row += 210)
+    q6_k_runs_avx512(row, [&](int at, __m512 w) { acc = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + k + at), acc); });
+  _mm512_storeu_ps(acc16, acc);
 }
 
 }  // namespace
 INFERLAB_TARGET_END
 
-INFERLAB_TARGET_BEGIN("avx2,f16c")
+INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
 namespace {
 
 inline float half_avx2(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
 
-inline void store16_avx2(float* y, __m128i codes, float scale, int minus, float min) {
+// 16 weights as two halves of 8: scale * (code - minus) - min.
+struct Weights16 {
+  __m256 lo, hi;
+};
+inline Weights16 weights16_avx2(__m128i codes, float scale, int minus, float min) {
   const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(min);
   const __m256i sub = _mm256_set1_epi32(minus);
   const __m256 q0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(codes), sub));
   const __m256 q1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8)), sub));
-  _mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(vs, q0), vm));
-  _mm256_storeu_ps(y + 8, _mm256_sub_ps(_mm256_mul_ps(vs, q1), vm));
+  return {_mm256_sub_ps(_mm256_mul_ps(vs, q0), vm), _mm256_sub_ps(_mm256_mul_ps(vs, q1), vm)};
 }
 
-void q4_k_block_avx2(const uint8_t* b, float* y) {
+template <class Sink>
+inline void q4_k_runs_avx2(const uint8_t* b, Sink&& sink) {
   const float d = half_avx2(b), dmin = half_avx2(b + 2);
   const uint8_t* q = b + 16;
   const __m128i low4 = _mm_set1_epi8(0x0f);
-  for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
     uint8_t sc, m;
     scale_min_k4(2 * chunk, b + 4, sc, m);
     const float d1 = d * sc, m1 = dmin * m;
     scale_min_k4(2 * chunk + 1, b + 4, sc, m);
     const float d2 = d * sc, m2 = dmin * m;
-    for (int h = 0; h < 2; ++h) {
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * h));
-      store16_avx2(y + 16 * h, _mm_and_si128(raw, low4), d1, 0, m1);
-      store16_avx2(y + 32 + 16 * h, _mm_and_si128(_mm_srli_epi16(raw, 4), low4), d2, 0, m2);
-    }
+    const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
+    sink(64 * chunk, weights16_avx2(_mm_and_si128(raw0, low4), d1, 0, m1));
+    sink(64 * chunk + 16, weights16_avx2(_mm_and_si128(raw1, low4), d1, 0, m1));
+    sink(64 * chunk + 32, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, 0, m2));
+    sink(64 * chunk + 48, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, 0, m2));
   }
 }
 
-void q6_k_block_avx2(const uint8_t* b, float* y) {
+template <class Sink>
+inline void q6_k_runs_avx2(const uint8_t* b, Sink&& sink) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   const float d = half_avx2(b + 208);
   const __m128i low4 = _mm_set1_epi8(0x0f), two = _mm_set1_epi8(0x03);
-  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8, y += 128)
+  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8)
     for (int c = 0; c < 4; ++c)
       for (int run = 0; run < 2; ++run) {
         __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ql + 32 * (c % 2) + 16 * run));
@@ -239,8 +273,35 @@ void q6_k_block_avx2(const uint8_t* b, float* y) {
         const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
                                                         _mm_cvtsi32_si128(2 * c)), two);
         const __m128i codes = _mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4));
-        store16_avx2(y + 32 * c + 16 * run, codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f);
+        sink(128 * half_block + 32 * c + 16 * run, weights16_avx2(codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f));
       }
+}
+
+void q4_k_block_avx2(const uint8_t* b, float* y) {
+  q4_k_runs_avx2(b, [&](int at, Weights16 w) { _mm256_storeu_ps(y + at, w.lo), _mm256_storeu_ps(y + at + 8, w.hi); });
+}
+void q6_k_block_avx2(const uint8_t* b, float* y) {
+  q6_k_runs_avx2(b, [&](int at, Weights16 w) { _mm256_storeu_ps(y + at, w.lo), _mm256_storeu_ps(y + at + 8, w.hi); });
+}
+
+// As dot16_avx2 after dequantization: lanes 0-7 in lo, 8-15 in hi.
+void q4_k_dot_avx2(const uint8_t* row, const float* x, int n, float* acc16) {
+  __m256 lo = _mm256_loadu_ps(acc16), hi = _mm256_loadu_ps(acc16 + 8);
+  for (int k = 0; k < n; k += 256, row += 144)
+    q4_k_runs_avx2(row, [&](int at, Weights16 w) {
+      lo = _mm256_fmadd_ps(w.lo, _mm256_loadu_ps(x + k + at), lo);
+      hi = _mm256_fmadd_ps(w.hi, _mm256_loadu_ps(x + k + at + 8), hi);
+    });
+  _mm256_storeu_ps(acc16, lo), _mm256_storeu_ps(acc16 + 8, hi);
+}
+void q6_k_dot_avx2(const uint8_t* row, const float* x, int n, float* acc16) {
+  __m256 lo = _mm256_loadu_ps(acc16), hi = _mm256_loadu_ps(acc16 + 8);
+  for (int k = 0; k < n; k += 256, row += 210)
+    q6_k_runs_avx2(row, [&](int at, Weights16 w) {
+      lo = _mm256_fmadd_ps(w.lo, _mm256_loadu_ps(x + k + at), lo);
+      hi = _mm256_fmadd_ps(w.hi, _mm256_loadu_ps(x + k + at + 8), hi);
+    });
+  _mm256_storeu_ps(acc16, lo), _mm256_storeu_ps(acc16 + 8, hi);
 }
 
 }  // namespace
@@ -304,5 +365,15 @@ void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* ds
   if (n % block.elements != 0) ggml_row_bytes(type, n);
   for (int64_t b = 0; b < n / block.elements; ++b) fn(src + b * block.bytes, dst + b * block.elements);
 }
+
+namespace detail {
+GgmlRowDotFn ggml_row_dot(uint32_t type, Isa isa) {
+  switch (type) {
+    case kGgmlQ4_K: return isa == Isa::Avx512 ? q4_k_dot_avx512 : isa == Isa::Avx2 ? q4_k_dot_avx2 : nullptr;
+    case kGgmlQ6_K: return isa == Isa::Avx512 ? q6_k_dot_avx512 : isa == Isa::Avx2 ? q6_k_dot_avx2 : nullptr;
+    default: return nullptr;
+  }
+}
+}  // namespace detail
 
 }  // namespace inferlab::fast

@@ -1,5 +1,6 @@
 // Between the dispatcher (matmul.cpp) and the per-instruction-set kernel files.
 #pragma once
+#include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/packed.h"
 
 namespace inferlab::fast::detail {
@@ -62,6 +63,12 @@ struct KernelTable {
 
 // The blocks format's kernel over panels [panel_begin, panel_end), with this table's dot16.
 void blocks_kernel(const KernelArgs& args, int panel_begin, int panel_end, Dot16Fn dot16);
+
+// One weight row of `type` blocks (n weights) dotted with x straight from its bytes: acc16 as
+// dot16 leaves it after dequantize_ggml_row, the same bits, without writing the weights out
+// (ggml_blocks.cpp). Null where `isa` has none for `type`.
+using GgmlRowDotFn = void (*)(const uint8_t* row, const float* x, int n, float* acc16);
+GgmlRowDotFn ggml_row_dot(uint32_t type, Isa isa);
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();
