@@ -31,7 +31,7 @@ float half(const uint8_t* p) { return f16_to_f32(u16(p)); }
 // Q4_K / Q5_K: 8 sub-blocks of 32, each a 6-bit scale and a 6-bit min packed into 12 bytes:
 // bytes 0-3 hold scales 0-3 (low 6 bits), 4-7 mins 0-3, 8-11 the low nibbles of scales/mins 4-7,
 // whose top 2 bits are the high bits of bytes 0-3 (scales) and 4-7 (mins).
-void scale_min_k4(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
+inline void scale_min_k4(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
   if (j < 4) {
     sc = q[j] & 63;
     m = q[j + 4] & 63;
@@ -150,10 +150,14 @@ namespace {
 
 inline float half_avx512(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
 
-// 16 weights: scale * (code - minus) - min.
-inline __m512 weights16_avx512(__m128i codes, float scale, int minus, float min) {
-  const __m512 q = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(codes), _mm512_set1_epi32(minus)));
+// 16 weights: scale * code - min (codes unsigned), or scale * code (codes signed: Q6_K, its
+// offset of 32 taken off in bytes).
+inline __m512 weights16_avx512(__m128i codes, float scale, float min) {
+  const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(codes));
   return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min));
+}
+inline __m512 signed_weights16_avx512(__m128i codes, float scale) {
+  return _mm512_mul_ps(_mm512_set1_ps(scale), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)));
 }
 
 // A block's weights, 16 at a time in order: sink(offset in the block, the 16 weights).
@@ -170,10 +174,10 @@ inline void q4_k_runs_avx512(const uint8_t* b, Sink&& sink) {
     const float d2 = d * sc, m2 = dmin * m;
     const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
-    sink(64 * chunk, weights16_avx512(_mm_and_si128(raw0, low4), d1, 0, m1));
-    sink(64 * chunk + 16, weights16_avx512(_mm_and_si128(raw1, low4), d1, 0, m1));
-    sink(64 * chunk + 32, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, 0, m2));
-    sink(64 * chunk + 48, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, 0, m2));
+    sink(64 * chunk, weights16_avx512(_mm_and_si128(raw0, low4), d1, m1));
+    sink(64 * chunk + 16, weights16_avx512(_mm_and_si128(raw1, low4), d1, m1));
+    sink(64 * chunk + 32, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, m2));
+    sink(64 * chunk + 48, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, m2));
   }
 }
 
@@ -191,8 +195,8 @@ inline void q6_k_runs_avx512(const uint8_t* b, Sink&& sink) {
         if (c >= 2) low = _mm_srli_epi16(low, 4);
         const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
                                                         _mm_cvtsi32_si128(2 * c)), two);
-        const __m128i codes = _mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4));
-        sink(128 * half_block + 32 * c + 16 * run, weights16_avx512(codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f));
+        const __m128i codes = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4)), _mm_set1_epi8(32));
+        sink(128 * half_block + 32 * c + 16 * run, signed_weights16_avx512(codes, d * static_cast<float>(sc[run + 2 * c])));
       }
 }
 
@@ -226,16 +230,20 @@ namespace {
 
 inline float half_avx2(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
 
-// 16 weights as two halves of 8: scale * (code - minus) - min.
+// 16 weights as two halves of 8, as weights16_avx512 / signed_weights16_avx512.
 struct Weights16 {
   __m256 lo, hi;
 };
-inline Weights16 weights16_avx2(__m128i codes, float scale, int minus, float min) {
+inline Weights16 weights16_avx2(__m128i codes, float scale, float min) {
   const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(min);
-  const __m256i sub = _mm256_set1_epi32(minus);
-  const __m256 q0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(codes), sub));
-  const __m256 q1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8)), sub));
+  const __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
+  const __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8)));
   return {_mm256_sub_ps(_mm256_mul_ps(vs, q0), vm), _mm256_sub_ps(_mm256_mul_ps(vs, q1), vm)};
+}
+inline Weights16 signed_weights16_avx2(__m128i codes, float scale) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  return {_mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes))),
+          _mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8))))};
 }
 
 template <class Sink>
@@ -251,10 +259,10 @@ inline void q4_k_runs_avx2(const uint8_t* b, Sink&& sink) {
     const float d2 = d * sc, m2 = dmin * m;
     const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
-    sink(64 * chunk, weights16_avx2(_mm_and_si128(raw0, low4), d1, 0, m1));
-    sink(64 * chunk + 16, weights16_avx2(_mm_and_si128(raw1, low4), d1, 0, m1));
-    sink(64 * chunk + 32, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, 0, m2));
-    sink(64 * chunk + 48, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, 0, m2));
+    sink(64 * chunk, weights16_avx2(_mm_and_si128(raw0, low4), d1, m1));
+    sink(64 * chunk + 16, weights16_avx2(_mm_and_si128(raw1, low4), d1, m1));
+    sink(64 * chunk + 32, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, m2));
+    sink(64 * chunk + 48, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, m2));
   }
 }
 
@@ -272,8 +280,8 @@ inline void q6_k_runs_avx2(const uint8_t* b, Sink&& sink) {
         if (c >= 2) low = _mm_srli_epi16(low, 4);
         const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
                                                         _mm_cvtsi32_si128(2 * c)), two);
-        const __m128i codes = _mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4));
-        sink(128 * half_block + 32 * c + 16 * run, weights16_avx2(codes, d * static_cast<float>(sc[run + 2 * c]), 32, 0.0f));
+        const __m128i codes = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4)), _mm_set1_epi8(32));
+        sink(128 * half_block + 32 * c + 16 * run, signed_weights16_avx2(codes, d * static_cast<float>(sc[run + 2 * c])));
       }
 }
 
