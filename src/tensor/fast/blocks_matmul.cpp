@@ -1,6 +1,8 @@
 // The blocks format (packed.h): GGUF rows of ggml blocks packed as they are stored, or repacked
 // without changing a value into the int8 / q4 panels (Q8_0 and Q5_0, Q4_0); its kernel; and the exact
 // conversion of every format to blocks, so that a GGUF mix of types can be fused (q|k|v, gate|up).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -197,11 +199,14 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
   thread_local std::vector<float> panel;  // per thread: the kernel pool's workers run chunks at once
   panel.resize(static_cast<std::size_t>(kPanel) * in);
   const Isa isa = active_isa();
-  // Reduces a row's 16 lanes (in a fixed tree) and writes its output.
-  auto finish = [&](int row, int col, float* acc) {
-    for (int half = 8; half > 0; half /= 2)
-      for (int j = 0; j < half; ++j) acc[j] += acc[j + half];
-    a.y[static_cast<std::size_t>(row) * out + col] = acc[0] + (a.bias ? a.bias[col] : 0.0f);
+  // Reduces a row's 16 lanes in a fixed tree (lane j + lane j + 8, then + 4, + 2, + 1; four
+  // lanes at a time, SSE being in every x86-64 CPU) and writes its output.
+  auto finish = [&](int row, int col, const float* acc) {
+    const __m128 eight = _mm_add_ps(_mm_add_ps(_mm_loadu_ps(acc), _mm_loadu_ps(acc + 8)),
+                                    _mm_add_ps(_mm_loadu_ps(acc + 4), _mm_loadu_ps(acc + 12)));
+    const __m128 two = _mm_add_ps(eight, _mm_movehl_ps(eight, eight));
+    const float sum = _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+    a.y[static_cast<std::size_t>(row) * out + col] = sum + (a.bias ? a.bias[col] : 0.0f);
   };
   for (int p = panel_begin; p < panel_end; ++p) {
     const int rows_here = std::min(kPanel, out - p * kPanel);
@@ -227,24 +232,31 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
       dequantize_ggml_row(type, src, in, panel.data() + static_cast<std::size_t>(r) * in);
     }
     // Each (activation row, weight row) pair is one 16-lane dot product in a fixed order: the
-    // result does not depend on the batch, nor on the instruction set. Weight rows go 4 at a time
-    // through dot16 (independent chains, each row's arithmetic unchanged).
-    for (int row = 0; row < a.rows; ++row) {
-      const float* x = a.x + static_cast<std::size_t>(row) * in;
+    // result does not depend on the batch, nor on the instruction set. Tiles of up to 4
+    // activation rows x 4 weight rows go through dot16 (independent chains sharing their loads,
+    // each pair's arithmetic unchanged).
+    for (int row0 = 0; row0 < a.rows; row0 += 4) {
+      const int x_rows = std::min(4, a.rows - row0);
+      const float* x0 = a.x + static_cast<std::size_t>(row0) * in;
       for (int r0 = 0; r0 < rows_here; r0 += 4) {
-        const int count = std::min(4, rows_here - r0);
+        const int w_rows = std::min(4, rows_here - r0);
         const float* w0 = panel.data() + static_cast<std::size_t>(r0) * in;
-        float acc[4][16] = {};
-        if (dot16) dot16(w0, in, count, x, n16, acc[0]);
+        float acc[4][4][16];
+        if (dot16) dot16(w0, in, w_rows, x0, in, x_rows, n16, acc[0][0]);
         else
-          for (int i = 0; i < count; ++i)
-            for (int k = 0; k < n16; k += 16)
-              for (int j = 0; j < 16; ++j) acc[i][j] = std::fma(w0[i * in + k + j], x[k + j], acc[i][j]);
-        for (int i = 0; i < count; ++i) {
-          const float* wr = w0 + static_cast<std::size_t>(i) * in;
-          for (int k = n16; k < in; ++k) acc[i][k % 16] = std::fma(wr[k], x[k], acc[i][k % 16]);
-          finish(row, p * kPanel + r0 + i, acc[i]);
-        }
+          for (int xa = 0; xa < x_rows; ++xa)
+            for (int i = 0; i < w_rows; ++i) {
+              std::fill_n(acc[xa][i], 16, 0.0f);
+              for (int k = 0; k < n16; k += 16)
+                for (int j = 0; j < 16; ++j) acc[xa][i][j] = std::fma(w0[i * in + k + j], x0[xa * in + k + j], acc[xa][i][j]);
+            }
+        for (int xa = 0; xa < x_rows; ++xa)
+          for (int i = 0; i < w_rows; ++i) {
+            const float* wr = w0 + static_cast<std::size_t>(i) * in;
+            const float* x = x0 + static_cast<std::size_t>(xa) * in;
+            for (int k = n16; k < in; ++k) acc[xa][i][k % 16] = std::fma(wr[k], x[k], acc[xa][i][k % 16]);
+            finish(row0 + xa, p * kPanel + r0 + i, acc[xa][i]);
+          }
       }
     }
   }

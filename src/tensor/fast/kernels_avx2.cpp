@@ -367,7 +367,7 @@ template <int R>
 void dot16_rows_avx2(const float* w, std::size_t w_stride, const float* x, int n, float* acc) {
   __m256 lo[R], hi[R];
   #pragma GCC unroll 4
-  for (int i = 0; i < R; ++i) lo[i] = _mm256_loadu_ps(acc + 16 * i), hi[i] = _mm256_loadu_ps(acc + 16 * i + 8);
+  for (int i = 0; i < R; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
   for (int k = 0; k < n; k += 16) {
     const __m256 x_lo = _mm256_loadu_ps(x + k), x_hi = _mm256_loadu_ps(x + k + 8);
     #pragma GCC unroll 4
@@ -379,10 +379,12 @@ void dot16_rows_avx2(const float* w, std::size_t w_stride, const float* x, int n
   #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) _mm256_storeu_ps(acc + 16 * i, lo[i]), _mm256_storeu_ps(acc + 16 * i + 8, hi[i]);
 }
-void dot16_avx2(const float* w, std::size_t w_stride, int rows, const float* x, int n, float* acc) {
+// (16 ymm registers: one activation row at a time.)
+void dot16_avx2(const float* w, std::size_t w_stride, int w_rows, const float* x, std::size_t x_stride, int x_rows, int n,
+                float* acc) {
   static constexpr void (*fn[4])(const float*, std::size_t, const float*, int, float*) = {
       dot16_rows_avx2<1>, dot16_rows_avx2<2>, dot16_rows_avx2<3>, dot16_rows_avx2<4>};
-  fn[rows - 1](w, w_stride, x, n, acc);
+  for (int a = 0; a < x_rows; ++a) fn[w_rows - 1](w, w_stride, x + a * x_stride, n, acc + a * 64);
 }
 
 }  // namespace

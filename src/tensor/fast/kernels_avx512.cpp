@@ -328,24 +328,38 @@ void q8_row_avx512(const float* src, int in, int blocks, int8_t* dst, float* sca
   }
 }
 
-// The blocks format's 16 lanes in one zmm per weight row: an fma per element.
-template <int R>
-void dot16_rows_avx512(const float* w, std::size_t w_stride, const float* x, int n, float* acc) {
-  __m512 sum[R];
+// The blocks format's 16 lanes in one zmm per (activation row, weight row): an fma per element.
+template <int XR, int WR>
+void dot16_tile_avx512(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, int n, float* acc) {
+  __m512 sum[XR][WR];
   #pragma GCC unroll 4
-  for (int i = 0; i < R; ++i) sum[i] = _mm512_loadu_ps(acc + 16 * i);
-  for (int k = 0; k < n; k += 16) {
-    const __m512 xv = _mm512_loadu_ps(x + k);
+  for (int a = 0; a < XR; ++a)
     #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) sum[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + i * w_stride + k), xv, sum[i]);
+    for (int i = 0; i < WR; ++i) sum[a][i] = _mm512_setzero_ps();
+  for (int k = 0; k < n; k += 16) {
+    __m512 wv[WR];
+    #pragma GCC unroll 4
+    for (int i = 0; i < WR; ++i) wv[i] = _mm512_loadu_ps(w + i * w_stride + k);
+    #pragma GCC unroll 4
+    for (int a = 0; a < XR; ++a) {
+      const __m512 xv = _mm512_loadu_ps(x + a * x_stride + k);
+      #pragma GCC unroll 4
+      for (int i = 0; i < WR; ++i) sum[a][i] = _mm512_fmadd_ps(wv[i], xv, sum[a][i]);
+    }
   }
   #pragma GCC unroll 4
-  for (int i = 0; i < R; ++i) _mm512_storeu_ps(acc + 16 * i, sum[i]);
+  for (int a = 0; a < XR; ++a)
+    #pragma GCC unroll 4
+    for (int i = 0; i < WR; ++i) _mm512_storeu_ps(acc + (a * 4 + i) * 16, sum[a][i]);
 }
-void dot16_avx512(const float* w, std::size_t w_stride, int rows, const float* x, int n, float* acc) {
-  static constexpr void (*fn[4])(const float*, std::size_t, const float*, int, float*) = {
-      dot16_rows_avx512<1>, dot16_rows_avx512<2>, dot16_rows_avx512<3>, dot16_rows_avx512<4>};
-  fn[rows - 1](w, w_stride, x, n, acc);
+template <int XR>
+using TileRow = std::array<void (*)(const float*, std::size_t, const float*, std::size_t, int, float*), 4>;
+template <int XR>
+constexpr TileRow<XR> tile_row{dot16_tile_avx512<XR, 1>, dot16_tile_avx512<XR, 2>, dot16_tile_avx512<XR, 3>, dot16_tile_avx512<XR, 4>};
+void dot16_avx512(const float* w, std::size_t w_stride, int w_rows, const float* x, std::size_t x_stride, int x_rows, int n,
+                  float* acc) {
+  static constexpr std::array<TileRow<1>, 4> table{tile_row<1>, tile_row<2>, tile_row<3>, tile_row<4>};
+  table[x_rows - 1][w_rows - 1](w, w_stride, x, x_stride, n, acc);
 }
 
 }  // namespace

@@ -47,11 +47,13 @@ using PanelKernel = void (*)(const KernelArgs& args, int panel_begin, int panel_
 using Bf16RowFn = void (*)(const float* src, int in, int in_padded, uint16_t* dst);
 using Q8RowFn = void (*)(const float* src, int in, int blocks, int8_t* dst, float* scale, int32_t* sum);
 
-// For each of `rows` (1-4) weight rows w + i * w_stride: acc[i * 16 + j] = fma(w[k], x[k],
-// acc[i * 16 + j]) for every k = j (mod 16) below n (a multiple of 16), k in order: one lane per
-// j, the same arithmetic on every instruction set and for any `rows` (blocks format). Several rows
-// at once are independent FMA chains: one row alone waits on each FMA's latency.
-using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int rows, const float* x, int n, float* acc);
+// For each of `x_rows` (1-4) activation rows x + a * x_stride and `w_rows` (1-4) weight rows
+// w + i * w_stride: acc[(a * 4 + i) * 16 + j] = fma(w[k], x[k], that), from 0, for every k = j
+// (mod 16) below n (a multiple of 16), k in order: one lane per j, the same arithmetic on every
+// instruction set and for any tile (blocks format). A tile's pairs are independent FMA chains
+// that share their loads: one pair alone waits on each FMA's latency.
+using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int w_rows, const float* x, std::size_t x_stride, int x_rows,
+                         int n, float* acc);
 
 struct KernelTable {
   PanelKernel bf16, q8, q4;
