@@ -1,8 +1,10 @@
 // GGUF block types: the decoder against blocks built by hand from the format description, exact
 // repacking (Q8_0, Q5_0, Q4_0) and conversion back to blocks, and the blocks kernel on every instruction
-// set (bit-identical to the scalar path, rows independent of the batch, float64 reference).
+// set (bit-identical to the scalar path, rows independent of the batch, float64 reference; Q4_K and
+// Q6_K on int8 activations).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -184,14 +186,27 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
       std::vector<float> y_scalar(static_cast<std::size_t>(rows) * out);
       set_isa_limit(Isa::Scalar);
       matmul(x.data(), rows, w, bias.data(), y_scalar.data());
+      // Q4_K and Q6_K rows take the activations quantized to int8 per 32 (integer dot products, as
+      // llama.cpp's K-quant kernels): the reference uses those values; the other types fp32.
+      std::vector<float> x_seen = x;
+      if (type == kGgmlQ4_K || type == kGgmlQ6_K) {
+        PreparedInput prepared;
+        prepare_input(x.data(), rows, in, w, prepared);
+        for (std::size_t k = 0; k < x_seen.size(); ++k)
+          x_seen[k] = static_cast<float>(prepared.q8[k]) * prepared.scale[k / 32];
+        double moved = 0;  // the quantization must actually be there (and small)
+        for (std::size_t k = 0; k < x.size(); ++k) moved = std::max(moved, std::fabs(static_cast<double>(x_seen[k]) - x[k]));
+        ASSERT_GT(moved, 0.0);
+        ASSERT_LT(moved, 0.05);
+      }
       std::vector<float> wrow(in);
       for (int o = 0; o < out; ++o) {
         w.dequantize_row(o, wrow.data());
         for (int r = 0; r < rows; ++r) {
           double acc = bias[o], mag = std::fabs(bias[o]);
           for (int k = 0; k < in; ++k) {
-            acc += static_cast<double>(wrow[k]) * x[static_cast<std::size_t>(r) * in + k];
-            mag += std::fabs(static_cast<double>(wrow[k]) * x[static_cast<std::size_t>(r) * in + k]);
+            acc += static_cast<double>(wrow[k]) * x_seen[static_cast<std::size_t>(r) * in + k];
+            mag += std::fabs(static_cast<double>(wrow[k]) * x_seen[static_cast<std::size_t>(r) * in + k]);
           }
           ASSERT_NEAR(y_scalar[static_cast<std::size_t>(r) * out + o], acc, 2e-6 * mag + 1e-6) << ggml_type_name(type);
         }

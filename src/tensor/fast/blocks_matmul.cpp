@@ -210,27 +210,35 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
   };
   for (int p = panel_begin; p < panel_end; ++p) {
     const int rows_here = std::min(kPanel, out - p * kPanel);
-    // One activation row (a decode step) over a panel of one type with a fused dot: each weight
-    // row straight from its bytes, the same bits as below without writing 16 rows of fp32 out and
-    // reading them back. (Several activation rows share one dequantization below instead.)
-    uint32_t first_type, last_type;
-    w.block_row(p * kPanel, first_type);
-    w.block_row(p * kPanel + rows_here - 1, last_type);
-    const GgmlRowDotFn fused = a.rows == 1 && first_type == last_type && n16 == in ? ggml_row_dot(first_type, isa) : nullptr;
-    if (fused) {
-      for (int r = 0; r < rows_here; ++r) {
-        uint32_t type;
-        float acc[16] = {};
-        fused(w.block_row(p * kPanel + r, type), a.x, in, acc);
-        finish(0, p * kPanel + r, acc);
-      }
-      continue;
-    }
+    // Rows of a type with an integer dot (Q4_K, Q6_K): each (activation row, weight row) one
+    // ggml_int_row_dot on the int8 activations; the other rows dequantized to fp32 below.
+    const uint8_t* src[kPanel];
+    GgmlIntDotFn int_dot[kPanel];
+    int int_rows = 0;
     for (int r = 0; r < rows_here; ++r) {
       uint32_t type;
-      const uint8_t* src = w.block_row(p * kPanel + r, type);
-      dequantize_ggml_row(type, src, in, panel.data() + static_cast<std::size_t>(r) * in);
+      src[r] = w.block_row(p * kPanel + r, type);
+      int_dot[r] = ggml_int_row_dot(type, isa);
+      if (int_dot[r]) {
+        if (!a.in) fail("blocks kernel: a {} row without int8 activations (matmul prepares them)", ggml_type_name(type));
+        ++int_rows;
+      } else {
+        dequantize_ggml_row(type, src[r], in, panel.data() + static_cast<std::size_t>(r) * in);
+      }
     }
+    for (int row0 = 0; int_rows > 0 && row0 < a.rows; row0 += 4) {  // 4 activation rows per weight decode
+      const std::size_t blocks = a.in->blocks;
+      const IntDotRows x{a.in->q8.data() + row0 * static_cast<std::size_t>(a.in->in_padded), a.in->scale.data() + row0 * blocks,
+                         a.in->sum.data() + row0 * blocks, static_cast<std::size_t>(a.in->in_padded), blocks, std::min(4, a.rows - row0)};
+      for (int r = 0; r < rows_here; ++r) {
+        if (!int_dot[r]) continue;
+        float dots[4];
+        int_dot[r](src[r], x, in, dots);
+        const int col = p * kPanel + r;
+        for (int i = 0; i < x.rows; ++i) a.y[static_cast<std::size_t>(row0 + i) * out + col] = dots[i] + (a.bias ? a.bias[col] : 0.0f);
+      }
+    }
+    if (int_rows == rows_here) continue;
     // Each (activation row, weight row) pair is one 16-lane dot product in a fixed order: the
     // result does not depend on the batch, nor on the instruction set. Tiles of up to 4
     // activation rows x 4 weight rows go through dot16 (independent chains sharing their loads,
@@ -252,6 +260,7 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
             }
         for (int xa = 0; xa < x_rows; ++xa)
           for (int i = 0; i < w_rows; ++i) {
+            if (int_dot[r0 + i]) continue;  // done above (its panel row holds nothing)
             const float* wr = w0 + static_cast<std::size_t>(i) * in;
             const float* x = x0 + static_cast<std::size_t>(xa) * in;
             for (int k = n16; k < in; ++k) acc[xa][i][k % 16] = std::fma(wr[k], x[k], acc[xa][i][k % 16]);
@@ -260,6 +269,13 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
       }
     }
   }
+}
+
+bool has_int_dot_rows(const PackedMatrix& w) {
+  if (w.format() != WeightFormat::Blocks) return false;
+  for (const PackedMatrix::Segment& segment : w.segments())
+    if (ggml_int_row_dot(segment.type, Isa::Scalar)) return true;
+  return false;
 }
 
 }  // namespace detail

@@ -16,7 +16,6 @@
 #include "inferlab/tensor/float16.h"
 #include "inferlab/util/error.h"
 #include "tensor/fast/isa_target.h"
-#include "tensor/fast/kernels_internal.h"
 
 namespace inferlab::fast {
 namespace {
@@ -27,19 +26,6 @@ uint16_t u16(const uint8_t* p) {
   return v;
 }
 float half(const uint8_t* p) { return f16_to_f32(u16(p)); }
-
-// Q4_K / Q5_K: 8 sub-blocks of 32, each a 6-bit scale and a 6-bit min packed into 12 bytes:
-// bytes 0-3 hold scales 0-3 (low 6 bits), 4-7 mins 0-3, 8-11 the low nibbles of scales/mins 4-7,
-// whose top 2 bits are the high bits of bytes 0-3 (scales) and 4-7 (mins).
-inline void scale_min_k4(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-    m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
 
 void q4_0_block(const uint8_t* b, float* y) {  // d, qs[16]: low nibbles 0-15, high nibbles 16-31
   const float d = half(b);
@@ -87,9 +73,9 @@ void q4_k_block(const uint8_t* b, float* y) {  // d, dmin, scales[12], qs[128]
   const uint8_t* q = b + 16;
   for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {  // 64 weights: two sub-blocks
     uint8_t sc, m;
-    scale_min_k4(2 * chunk, scales, sc, m);
+    ggml_k4_scale_min(2 * chunk, scales, sc, m);
     const float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(2 * chunk + 1, scales, sc, m);
+    ggml_k4_scale_min(2 * chunk + 1, scales, sc, m);
     const float d2 = d * sc, m2 = dmin * m;
     for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>(q[l] & 0x0f) - m1;
     for (int l = 0; l < 32; ++l) y[32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
@@ -102,9 +88,9 @@ void q5_k_block(const uint8_t* b, float* y) {  // d, dmin, scales[12], qh[32], q
   const uint8_t* q = b + 48;
   for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {
     uint8_t sc, m;
-    scale_min_k4(2 * chunk, scales, sc, m);
+    ggml_k4_scale_min(2 * chunk, scales, sc, m);
     const float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(2 * chunk + 1, scales, sc, m);
+    ggml_k4_scale_min(2 * chunk + 1, scales, sc, m);
     const float d2 = d * sc, m2 = dmin * m;
     const uint8_t u1 = static_cast<uint8_t>(1u << (2 * chunk)), u2 = static_cast<uint8_t>(2u << (2 * chunk));
     for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>((q[l] & 0x0f) + (qh[l] & u1 ? 16 : 0)) - m1;
@@ -168,9 +154,9 @@ inline void q4_k_runs_avx512(const uint8_t* b, Sink&& sink) {
   const __m128i low4 = _mm_set1_epi8(0x0f);
   for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
     uint8_t sc, m;
-    scale_min_k4(2 * chunk, b + 4, sc, m);
+    ggml_k4_scale_min(2 * chunk, b + 4, sc, m);
     const float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(2 * chunk + 1, b + 4, sc, m);
+    ggml_k4_scale_min(2 * chunk + 1, b + 4, sc, m);
     const float d2 = d * sc, m2 = dmin * m;
     const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
@@ -207,21 +193,6 @@ void q6_k_block_avx512(const uint8_t* b, float* y) {
   q6_k_runs_avx512(b, [&](int at, __m512 w) { _mm512_storeu_ps(y + at, w); });
 }
 
-// The row's dot product with x as the blocks kernel's dot16 takes it after dequantization (lane
-// j: fma over k = j mod 16, k in order), without writing the weights out.
-void q4_k_dot_avx512(const uint8_t* row, const float* x, int n, float* acc16) {
-  __m512 acc = _mm512_loadu_ps(acc16);
-  for (int k = 0; k < n; k += 256, row += 144)
-    q4_k_runs_avx512(row, [&](int at, __m512 w) { acc = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + k + at), acc); });
-  _mm512_storeu_ps(acc16, acc);
-}
-void q6_k_dot_avx512(const uint8_t* row, const float* x, int n, float* acc16) {
-  __m512 acc = _mm512_loadu_ps(acc16);
-  for (int k = 0; k < n; k += 256, row += 210)
-    q6_k_runs_avx512(row, [&](int at, __m512 w) { acc = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + k + at), acc); });
-  _mm512_storeu_ps(acc16, acc);
-}
-
 }  // namespace
 INFERLAB_TARGET_END
 
@@ -253,9 +224,9 @@ inline void q4_k_runs_avx2(const uint8_t* b, Sink&& sink) {
   const __m128i low4 = _mm_set1_epi8(0x0f);
   for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
     uint8_t sc, m;
-    scale_min_k4(2 * chunk, b + 4, sc, m);
+    ggml_k4_scale_min(2 * chunk, b + 4, sc, m);
     const float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(2 * chunk + 1, b + 4, sc, m);
+    ggml_k4_scale_min(2 * chunk + 1, b + 4, sc, m);
     const float d2 = d * sc, m2 = dmin * m;
     const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
@@ -290,26 +261,6 @@ void q4_k_block_avx2(const uint8_t* b, float* y) {
 }
 void q6_k_block_avx2(const uint8_t* b, float* y) {
   q6_k_runs_avx2(b, [&](int at, Weights16 w) { _mm256_storeu_ps(y + at, w.lo), _mm256_storeu_ps(y + at + 8, w.hi); });
-}
-
-// As dot16_avx2 after dequantization: lanes 0-7 in lo, 8-15 in hi.
-void q4_k_dot_avx2(const uint8_t* row, const float* x, int n, float* acc16) {
-  __m256 lo = _mm256_loadu_ps(acc16), hi = _mm256_loadu_ps(acc16 + 8);
-  for (int k = 0; k < n; k += 256, row += 144)
-    q4_k_runs_avx2(row, [&](int at, Weights16 w) {
-      lo = _mm256_fmadd_ps(w.lo, _mm256_loadu_ps(x + k + at), lo);
-      hi = _mm256_fmadd_ps(w.hi, _mm256_loadu_ps(x + k + at + 8), hi);
-    });
-  _mm256_storeu_ps(acc16, lo), _mm256_storeu_ps(acc16 + 8, hi);
-}
-void q6_k_dot_avx2(const uint8_t* row, const float* x, int n, float* acc16) {
-  __m256 lo = _mm256_loadu_ps(acc16), hi = _mm256_loadu_ps(acc16 + 8);
-  for (int k = 0; k < n; k += 256, row += 210)
-    q6_k_runs_avx2(row, [&](int at, Weights16 w) {
-      lo = _mm256_fmadd_ps(w.lo, _mm256_loadu_ps(x + k + at), lo);
-      hi = _mm256_fmadd_ps(w.hi, _mm256_loadu_ps(x + k + at + 8), hi);
-    });
-  _mm256_storeu_ps(acc16, lo), _mm256_storeu_ps(acc16 + 8, hi);
 }
 
 }  // namespace
@@ -373,15 +324,5 @@ void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* ds
   if (n % block.elements != 0) ggml_row_bytes(type, n);
   for (int64_t b = 0; b < n / block.elements; ++b) fn(src + b * block.bytes, dst + b * block.elements);
 }
-
-namespace detail {
-GgmlRowDotFn ggml_row_dot(uint32_t type, Isa isa) {
-  switch (type) {
-    case kGgmlQ4_K: return isa == Isa::Avx512 ? q4_k_dot_avx512 : isa == Isa::Avx2 ? q4_k_dot_avx2 : nullptr;
-    case kGgmlQ6_K: return isa == Isa::Avx512 ? q6_k_dot_avx512 : isa == Isa::Avx2 ? q6_k_dot_avx2 : nullptr;
-    default: return nullptr;
-  }
-}
-}  // namespace detail
 
 }  // namespace inferlab::fast

@@ -66,11 +66,23 @@ struct KernelTable {
 // The blocks format's kernel over panels [panel_begin, panel_end), with this table's dot16.
 void blocks_kernel(const KernelArgs& args, int panel_begin, int panel_end, Dot16Fn dot16);
 
-// One weight row of `type` blocks (n weights) dotted with x straight from its bytes: acc16 as
-// dot16 leaves it after dequantize_ggml_row, the same bits, without writing the weights out
-// (ggml_blocks.cpp). Null where `isa` has none for `type`.
-using GgmlRowDotFn = void (*)(const uint8_t* row, const float* x, int n, float* acc16);
-GgmlRowDotFn ggml_row_dot(uint32_t type, Isa isa);
+// Up to 4 activation rows quantized to int8 per 32 (PreparedInput's q8 / scale / sum, row a at
+// q8 + a * q8_stride and scale / sum + a * blocks_stride).
+struct IntDotRows {
+  const int8_t* q8;
+  const float* scale;
+  const int32_t* sum;
+  std::size_t q8_stride, blocks_stride;
+  int rows;
+};
+// One weight row of `type` blocks (n weights) dotted with each of those rows in integer dot
+// products (kquant_dot.cpp), out[a] for row a: the same value on every instruction set and for any
+// number of rows. Null for the types without one (they are dequantized to fp32 and dotted with the
+// fp32 activations).
+using GgmlIntDotFn = void (*)(const uint8_t* row, const IntDotRows& x, int n, float* out);
+GgmlIntDotFn ggml_int_row_dot(uint32_t type, Isa isa);
+// Whether some rows of a blocks matrix take ggml_int_row_dot (matmul then prepares int8 rows).
+bool has_int_dot_rows(const PackedMatrix& w);
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();

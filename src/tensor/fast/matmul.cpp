@@ -62,8 +62,24 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
   if (isa == Isa::Scalar) return matmul_scalar(x, rows, w, bias, y);
 
   ThreadPool& pool = kernel_pool();
+  // Per calling thread (the server may run several engines); workers reach it through this
+  // reference, never by naming the thread_local (which would be their own, empty, instance).
+  thread_local PreparedInput scratch;
+  PreparedInput& prepared = scratch;
+  auto prepare = [&] {
+    detail::size_prepared(rows, w, prepared);
+    if (rows >= 16 && pool.size() > 1)
+      pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+        detail::prepare_rows(x, static_cast<int>(begin), static_cast<int>(end), w.in(), w, prepared, true);
+      });
+    else
+      detail::prepare_rows(x, 0, rows, w.in(), w, prepared, true);
+  };
   if (w.format() == WeightFormat::Blocks) {
-    const detail::KernelArgs args{nullptr, &w, bias, y, rows, x};
+    // Q4_K / Q6_K rows take int8 activations (kquant_dot.cpp); the other types the fp32 ones.
+    const bool int_rows = detail::has_int_dot_rows(w);
+    if (int_rows) prepare();
+    const detail::KernelArgs args{int_rows ? &prepared : nullptr, &w, bias, y, rows, x};
     const detail::Dot16Fn dot16 = kernels_for(isa).dot16;
     if (pool.size() == 1 || w.panels() < 2) return detail::blocks_kernel(args, 0, w.panels(), dot16);
     // About 16 chunks per thread: this kernel is bound by its dequantizing arithmetic, not by the
@@ -75,17 +91,7 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
       detail::blocks_kernel(args, begin, std::min(w.panels(), begin + per_chunk), dot16);
     });
   }
-  // Per calling thread (the server may run several engines); workers reach it through this
-  // reference, never by naming the thread_local (which would be their own, empty, instance).
-  thread_local PreparedInput scratch;
-  PreparedInput& prepared = scratch;
-  detail::size_prepared(rows, w, prepared);
-  if (rows >= 16 && pool.size() > 1)
-    pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
-      detail::prepare_rows(x, static_cast<int>(begin), static_cast<int>(end), w.in(), w, prepared, true);
-    });
-  else
-    detail::prepare_rows(x, 0, rows, w.in(), w, prepared, true);
+  prepare();
 
   const detail::KernelTable& table = kernels_for(isa);
   const detail::PanelKernel kernel =

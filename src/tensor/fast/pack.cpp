@@ -411,13 +411,13 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
   if (w.format() == WeightFormat::BF16) {
     prepared.bf16.resize(n);
     prepared.bf16_f32.resize(active_kernels().bf16_as_f32 ? n : 0);
-  } else if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
+  } else if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4 || has_int_dot_rows(w)) {
     prepared.blocks = w.blocks();
     prepared.q8.resize(n);
     prepared.scale.resize(static_cast<std::size_t>(rows) * w.blocks());
     prepared.sum.resize(static_cast<std::size_t>(rows) * w.blocks());
   } else {
-    fail("prepare_input: f32 and blocks weights take the activations as they are");
+    fail("prepare_input: f32 weights and blocks without Q4_K / Q6_K rows take the activations as they are");
   }
 }
 
@@ -553,7 +553,10 @@ void matmul_scalar(const float* x, int rows, const PackedMatrix& w, const float*
     return;
   }
   if (w.format() == WeightFormat::Blocks) {
-    const detail::KernelArgs args{nullptr, &w, bias, y, rows, x};
+    PreparedInput prepared;
+    const bool int_rows = detail::has_int_dot_rows(w);
+    if (int_rows) prepare_input(x, rows, w.in(), w, prepared);
+    const detail::KernelArgs args{int_rows ? &prepared : nullptr, &w, bias, y, rows, x};
     return detail::blocks_kernel(args, 0, w.panels(), nullptr);
   }
   PreparedInput prepared;

@@ -33,4 +33,17 @@ std::size_t ggml_row_bytes(uint32_t type, int64_t n);
 // src: one row of n weights in `type` (a supported type, n a multiple of its block) -> dst[n].
 void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* dst);
 
+// Q4_K / Q5_K: sub-block j's (0-7) 6-bit scale and min from a super-block's 12 packed bytes: bytes
+// 0-3 hold scales 0-3 (low 6 bits), 4-7 mins 0-3, 8-11 the low nibbles of scales / mins 4-7, whose
+// top 2 bits are the high bits of bytes 0-3 (scales) and 4-7 (mins).
+inline void ggml_k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
 }  // namespace inferlab::fast

@@ -1,0 +1,315 @@
+// Q4_K and Q6_K weight rows (GGUF K-quants, kept as stored in the blocks format) dotted with
+// activations quantized to int8 per 32 (PreparedInput's q8, scale and sum), in integer dot
+// products: vpdpbusd (AVX-512 VNNI), vpmaddubsw + vpmaddwd (AVX2), plain loops (scalar). Dequantizing
+// every weight to fp32 on every call left decode ~3x short of llama.cpp on a Q4_K_M file (which
+// quantizes activations too, to 8 bits per 256). Every instruction set computes the same values:
+//   lane L (0-15) of each 64 weights holds the exact int32 sum of code * x over weights 4L..4L+3;
+//   acc[L] = fma(float(that sum), scale of those weights' run * x scale of their 32-block, acc[L]);
+//   the result: acc's 16 lanes reduced in the blocks kernel's tree, minus (Q4_K) the mins' terms
+//   accumulated in order, fma(dmin * m * x scale, float(sum of x codes), mins).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "inferlab/tensor/fast/ggml_blocks.h"
+#include "inferlab/tensor/float16.h"
+#include "tensor/fast/isa_target.h"
+#include "tensor/fast/kernels_internal.h"
+
+namespace inferlab::fast::detail {
+namespace {
+
+float half_at(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return f16_to_f32(bits);
+}
+
+// The blocks kernel's reduction of 16 lanes: lane j + lane j + 8, then + 4, + 2, + 1.
+float reduce16(const float* acc) {
+  float t[8];
+  for (int j = 0; j < 8; ++j) t[j] = acc[j] + acc[j + 8];
+  for (int j = 0; j < 4; ++j) t[j] += t[j + 4];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+// Q4_K: 64 weights per chunk c, sub-block 2c (low nibbles, lanes 0-7) and 2c + 1 (high nibbles,
+// lanes 8-15); weight = (d * sc) * code - dmin * m, codes 0..15.
+float q4_k_dot_scalar_row(const uint8_t* w, const int8_t* xq, const float* xs, const int32_t* xsum, int n) {
+  float acc[16] = {}, mins = 0;
+  for (int s = 0; s < n / 256; ++s, w += 144, xq += 256, xs += 8, xsum += 8) {
+    const float d = half_at(w), dmin = half_at(w + 2);
+    for (int c = 0; c < 4; ++c)
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+        uint8_t sc, m;
+        ggml_k4_scale_min(j, w + 4, sc, m);
+        const float scale = (d * sc) * xs[j];
+        for (int lane = 0; lane < 8; ++lane) {
+          int32_t sum = 0;
+          for (int t = 0; t < 4; ++t) {
+            const uint8_t byte = w[16 + 32 * c + 4 * lane + t];
+            sum += (h ? byte >> 4 : byte & 0x0f) * xq[32 * j + 4 * lane + t];
+          }
+          acc[8 * h + lane] = std::fma(static_cast<float>(sum), scale, acc[8 * h + lane]);
+        }
+        mins = std::fma((dmin * m) * xs[j], static_cast<float>(xsum[j]), mins);
+      }
+  }
+  return reduce16(acc) - mins;
+}
+
+// Q6_K: 64 weights per group g (half h = g / 2, its quarters q0 = 2 * (g % 2) and q0 + 1), four
+// runs of 16 (lanes 4r..4r + 3, scale sc[8h + 2 * q0 + r]); weight = (d * sc) * (code - 32),
+// codes 0..63.
+float q6_k_dot_scalar_row(const uint8_t* w, const int8_t* xq, const float* xs, const int32_t*, int n) {
+  float acc[16] = {};
+  for (int s = 0; s < n / 256; ++s, w += 210, xq += 256, xs += 8) {
+    const uint8_t* ql = w;
+    const uint8_t* qh = w + 128;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
+    const float d = half_at(w + 208);
+    for (int g = 0; g < 4; ++g) {
+      const int h = g / 2, q0 = 2 * (g % 2);
+      for (int lane = 0; lane < 16; ++lane) {
+        int32_t sum = 0;
+        for (int t = 0; t < 4; ++t) {
+          const int o = 4 * lane + t, quarter = q0 + o / 32, e = o % 32;
+          const int low = (ql[64 * h + 32 * (quarter % 2) + e] >> (quarter >= 2 ? 4 : 0)) & 0x0f;
+          const int code = low | (((qh[32 * h + e] >> (2 * quarter)) & 3) << 4);
+          sum += (code - 32) * xq[64 * g + o];
+        }
+        const int run = lane / 4;
+        const float scale = (d * static_cast<float>(sc[8 * h + 2 * q0 + run])) * xs[2 * g + run / 2];
+        acc[lane] = std::fma(static_cast<float>(sum), scale, acc[lane]);
+      }
+    }
+  }
+  return reduce16(acc);
+}
+
+template <float (*Row)(const uint8_t*, const int8_t*, const float*, const int32_t*, int)>
+void rows_scalar(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  for (int a = 0; a < x.rows; ++a)
+    out[a] = Row(w, x.q8 + a * x.q8_stride, x.scale + a * x.blocks_stride, x.sum + a * x.blocks_stride, n);
+}
+
+}  // namespace
+
+INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+namespace {
+
+inline float half_f16c_avx512(const uint8_t* p) {  // exact, as f16_to_f32
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return _cvtsh_ss(bits);
+}
+// reduce16's tree on one zmm: lane j + lane j + 8, + 4, then (0 + 2) + (1 + 3).
+inline float reduce16_avx512(__m512 acc) {
+  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+
+// Up to 4 activation rows at once: the weights' codes are decoded once for all of them.
+template <int R>
+void q4_k_rows_avx512_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  __m512 acc[4];
+  float mins[4] = {};
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int s = 0; s < n / 256; ++s, w += 144) {
+    const float d = half_f16c_avx512(w), dmin = half_f16c_avx512(w + 2);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
+      const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(raw, low4)),
+                                               _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), 1);
+      uint8_t sc0, m0, sc1, m1;
+      ggml_k4_scale_min(2 * c, w + 4, sc0, m0);
+      ggml_k4_scale_min(2 * c + 1, w + 4, sc1, m1);
+      const float d0 = d * sc0, d1 = d * sc1, dm0 = dmin * m0, dm1 = dmin * m1;
+      const int j = 8 * s + 2 * c;  // the activations' 32-block of sub-block 2c
+      #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) {
+        const float* xs = x.scale + a * x.blocks_stride;
+        const int32_t* xsum = x.sum + a * x.blocks_stride;
+        const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(x.q8 + a * x.q8_stride + 32 * j));
+        const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(d0 * xs[j]), _mm256_set1_ps(d1 * xs[j + 1]), 1);
+        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[a]);
+        mins[a] = std::fma(dm0 * xs[j], static_cast<float>(xsum[j]), mins[a]);
+        mins[a] = std::fma(dm1 * xs[j + 1], static_cast<float>(xsum[j + 1]), mins[a]);
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) out[a] = reduce16_avx512(acc[a]) - mins[a];
+}
+
+template <int R>
+void q6_k_rows_avx512_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  __m512 acc[4];
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03), offset = _mm512_set1_epi8(32);
+  const __m512i run_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  for (int s = 0; s < n / 256; ++s, w += 210) {
+    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
+    const __m128 d = _mm_set1_ps(half_f16c_avx512(w + 208));
+    for (int g = 0; g < 4; ++g) {
+      const int h = g / 2, q0 = 2 * (g % 2);
+      __m512i low = _mm512_loadu_si512(w + 64 * h);  // quarters q0, q0 + 1: ql[0..31], ql[32..63]
+      if (q0 == 2) low = _mm512_srli_epi16(low, 4);
+      const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h));
+      const __m512i tops = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(top, 2 * q0)),
+                                              _mm256_srli_epi16(top, 2 * q0 + 2), 1);
+      const __m512i codes = _mm512_or_si512(_mm512_and_si512(low, low4), _mm512_slli_epi16(_mm512_and_si512(tops, two), 4));
+      int32_t four;
+      std::memcpy(&four, sc + 8 * h + 2 * q0, 4);
+      const __m128 run_scales = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_cvtsi32_si128(four))));  // exact
+      const int j = 8 * s + 2 * g;  // the activations' 32-block of quarter q0
+      #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) {
+        const float* xs = x.scale + a * x.blocks_stride;
+        const __m512i xv = _mm512_loadu_si512(x.q8 + a * x.q8_stride + 32 * j);
+        const __m512i sum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xv),
+                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xv));
+        const __m128 scales = _mm_mul_ps(run_scales, _mm_setr_ps(xs[j], xs[j], xs[j + 1], xs[j + 1]));
+        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(run_of_lane, _mm512_castps128_ps512(scales)), acc[a]);
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) out[a] = reduce16_avx512(acc[a]);
+}
+
+void q4_k_rows_avx512(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx512_t<1>, q4_k_rows_avx512_t<2>, q4_k_rows_avx512_t<3>, q4_k_rows_avx512_t<4>};
+  fn[x.rows - 1](w, x, n, out);
+}
+void q6_k_rows_avx512(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  static constexpr GgmlIntDotFn fn[4] = {q6_k_rows_avx512_t<1>, q6_k_rows_avx512_t<2>, q6_k_rows_avx512_t<3>, q6_k_rows_avx512_t<4>};
+  fn[x.rows - 1](w, x, n, out);
+}
+
+}  // namespace
+#pragma GCC diagnostic pop
+INFERLAB_TARGET_END
+
+INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
+namespace {
+
+// 8 lanes of exact int32 sums of 4 consecutive u8 * s8 products (no saturation: |2 * 63 * 127| fits
+// the 16-bit step).
+inline __m256i dot_u8s8(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+
+inline float half_f16c_avx2(const uint8_t* p) {  // exact, as f16_to_f32
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return _cvtsh_ss(bits);
+}
+// reduce16's tree on two ymm halves (lanes 0-7, 8-15).
+inline float reduce16_avx2(__m256 lo, __m256 hi) {
+  const __m256 eight = _mm256_add_ps(lo, hi);
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+
+template <int R>
+void q4_k_rows_avx2_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  __m256 acc_lo[4], acc_hi[4];
+  float mins[4] = {};
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) acc_lo[a] = acc_hi[a] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int s = 0; s < n / 256; ++s, w += 144) {
+    const float d = half_f16c_avx2(w), dmin = half_f16c_avx2(w + 2);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
+      const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      uint8_t sc0, m0, sc1, m1;
+      ggml_k4_scale_min(2 * c, w + 4, sc0, m0);
+      ggml_k4_scale_min(2 * c + 1, w + 4, sc1, m1);
+      const float d0 = d * sc0, d1 = d * sc1, dm0 = dmin * m0, dm1 = dmin * m1;
+      const int j = 8 * s + 2 * c;
+      #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) {
+        const float* xs = x.scale + a * x.blocks_stride;
+        const int32_t* xsum = x.sum + a * x.blocks_stride;
+        const int8_t* xq = x.q8 + a * x.q8_stride + 32 * j;
+        const __m256i sum_lo = dot_u8s8(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+        const __m256i sum_hi = dot_u8s8(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32)));
+        acc_lo[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lo), _mm256_set1_ps(d0 * xs[j]), acc_lo[a]);
+        acc_hi[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_hi), _mm256_set1_ps(d1 * xs[j + 1]), acc_hi[a]);
+        mins[a] = std::fma(dm0 * xs[j], static_cast<float>(xsum[j]), mins[a]);
+        mins[a] = std::fma(dm1 * xs[j + 1], static_cast<float>(xsum[j + 1]), mins[a]);
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) out[a] = reduce16_avx2(acc_lo[a], acc_hi[a]) - mins[a];
+}
+
+template <int R>
+void q6_k_rows_avx2_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  __m256 acc[4][2];
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) acc[a][0] = acc[a][1] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x03), offset = _mm256_set1_epi8(32);
+  for (int s = 0; s < n / 256; ++s, w += 210) {
+    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
+    const float d = half_f16c_avx2(w + 208);
+    for (int g = 0; g < 4; ++g) {
+      const int h = g / 2, q0 = 2 * (g % 2);
+      const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h));
+      for (int half = 0; half < 2; ++half) {  // quarter q0 + half: lanes 8 * half ..
+        const int quarter = q0 + half;
+        __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * h + 32 * (quarter % 2)));
+        if (quarter >= 2) low = _mm256_srli_epi16(low, 4);
+        const __m256i codes = _mm256_or_si256(_mm256_and_si256(low, low4),
+                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(top, 2 * quarter), two), 4));
+        const float r0 = d * static_cast<float>(sc[8 * h + 2 * q0 + 2 * half]);  // exact
+        const float r1 = d * static_cast<float>(sc[8 * h + 2 * q0 + 2 * half + 1]);
+        const int j = 8 * s + 2 * g + half;
+        #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) {
+          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q8 + a * x.q8_stride + 32 * j));
+          const __m256i sum = _mm256_sub_epi32(dot_u8s8(codes, xv), dot_u8s8(offset, xv));
+          const float x_scale = x.scale[a * x.blocks_stride + j];
+          acc[a][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set_m128(_mm_set1_ps(r1 * x_scale), _mm_set1_ps(r0 * x_scale)),
+                                         acc[a][half]);
+        }
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int a = 0; a < R; ++a) out[a] = reduce16_avx2(acc[a][0], acc[a][1]);
+}
+
+void q4_k_rows_avx2(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx2_t<1>, q4_k_rows_avx2_t<2>, q4_k_rows_avx2_t<3>, q4_k_rows_avx2_t<4>};
+  fn[x.rows - 1](w, x, n, out);
+}
+void q6_k_rows_avx2(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+  static constexpr GgmlIntDotFn fn[4] = {q6_k_rows_avx2_t<1>, q6_k_rows_avx2_t<2>, q6_k_rows_avx2_t<3>, q6_k_rows_avx2_t<4>};
+  fn[x.rows - 1](w, x, n, out);
+}
+
+}  // namespace
+INFERLAB_TARGET_END
+
+GgmlIntDotFn ggml_int_row_dot(uint32_t type, Isa isa) {
+  switch (type) {
+    case kGgmlQ4_K: return isa == Isa::Avx512 ? q4_k_rows_avx512 : isa == Isa::Avx2 ? q4_k_rows_avx2 : rows_scalar<q4_k_dot_scalar_row>;
+    case kGgmlQ6_K: return isa == Isa::Avx512 ? q6_k_rows_avx512 : isa == Isa::Avx2 ? q6_k_rows_avx2 : rows_scalar<q6_k_dot_scalar_row>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace inferlab::fast::detail
