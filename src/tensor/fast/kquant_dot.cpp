@@ -4,9 +4,12 @@
 // every weight to fp32 on every call left decode ~3x short of llama.cpp on a Q4_K_M file (which
 // quantizes activations too, to 8 bits per 256). Every instruction set computes the same values:
 //   lane L (0-15) of each 64 weights holds the exact int32 sum of code * x over weights 4L..4L+3;
-//   acc[L] = fma(float(that sum), scale of those weights' run * x scale of their 32-block, acc[L]);
-//   the result: acc's 16 lanes reduced in the blocks kernel's tree, minus (Q4_K) the mins' terms
-//   accumulated in order, fma(dmin * m * x scale, float(sum of x codes), mins).
+//   acc[L] = fma(float(that sum), (d * sc) * x scale, acc[L]), sc the scale of those weights'
+//   run (32 weights in Q4_K, 16 in Q6_K) and x scale that of their activations' 32-block;
+//   Q4_K's mins: per sub-block j (0-7) of every super-block, mins[j] = fma((dmin * m) * x scale,
+//   float(sum of the block's x codes), mins[j]);
+//   the result: acc's 16 lanes reduced in the blocks kernel's tree (reduce16), minus mins' 8 lanes
+//   reduced likewise (reduce8).
 #include <immintrin.h>
 
 #include <cmath>
@@ -34,30 +37,47 @@ float reduce16(const float* acc) {
   return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+float reduce8(const float* m) {
+  float t[4];
+  for (int j = 0; j < 4; ++j) t[j] = m[j] + m[j + 4];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+// Q4_K's 8 scales and 8 mins of a super-block from its 12 packed bytes (ggml_k4_scale_min's
+// layout), four at a time in 32-bit words: bytes j of the results are sub-blocks j and j + 4.
+struct K4ScalesMins {
+  uint32_t scales_low, scales_high, mins_low, mins_high;  // sub-blocks 0-3, 4-7
+};
+inline K4ScalesMins k4_scales_mins(const uint8_t* packed) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, packed, 4), std::memcpy(&w1, packed + 4, 4), std::memcpy(&w2, packed + 8, 4);
+  return {w0 & 0x3f3f3f3fu, (w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u), w1 & 0x3f3f3f3fu,
+          ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)};
+}
+
 // Q4_K: 64 weights per chunk c, sub-block 2c (low nibbles, lanes 0-7) and 2c + 1 (high nibbles,
 // lanes 8-15); weight = (d * sc) * code - dmin * m, codes 0..15.
 float q4_k_dot_scalar_row(const uint8_t* w, const int8_t* xq, const float* xs, const int32_t* xsum, int n) {
-  float acc[16] = {}, mins = 0;
+  float acc[16] = {}, mins[8] = {};
   for (int s = 0; s < n / 256; ++s, w += 144, xq += 256, xs += 8, xsum += 8) {
     const float d = half_at(w), dmin = half_at(w + 2);
-    for (int c = 0; c < 4; ++c)
-      for (int h = 0; h < 2; ++h) {
-        const int j = 2 * c + h;
-        uint8_t sc, m;
-        ggml_k4_scale_min(j, w + 4, sc, m);
-        const float scale = (d * sc) * xs[j];
-        for (int lane = 0; lane < 8; ++lane) {
-          int32_t sum = 0;
-          for (int t = 0; t < 4; ++t) {
-            const uint8_t byte = w[16 + 32 * c + 4 * lane + t];
-            sum += (h ? byte >> 4 : byte & 0x0f) * xq[32 * j + 4 * lane + t];
-          }
-          acc[8 * h + lane] = std::fma(static_cast<float>(sum), scale, acc[8 * h + lane]);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      ggml_k4_scale_min(j, w + 4, sc, m);
+      const float scale = (d * sc) * xs[j];
+      const int c = j / 2, h = j % 2;
+      for (int lane = 0; lane < 8; ++lane) {
+        int32_t sum = 0;
+        for (int t = 0; t < 4; ++t) {
+          const uint8_t byte = w[16 + 32 * c + 4 * lane + t];
+          sum += (h ? byte >> 4 : byte & 0x0f) * xq[32 * j + 4 * lane + t];
         }
-        mins = std::fma((dmin * m) * xs[j], static_cast<float>(xsum[j]), mins);
+        acc[8 * h + lane] = std::fma(static_cast<float>(sum), scale, acc[8 * h + lane]);
       }
+      mins[j] = std::fma((dmin * m) * xs[j], static_cast<float>(xsum[j]), mins[j]);
+    }
   }
-  return reduce16(acc) - mins;
+  return reduce16(acc) - reduce8(mins);
 }
 
 // Q6_K: 64 weights per group g (half h = g / 2, its quarters q0 = 2 * (g % 2) and q0 + 1), four
@@ -116,51 +136,80 @@ inline float reduce16_avx512(__m512 acc) {
   return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
 }
 
-// Up to 4 activation rows at once: the weights' codes are decoded once for all of them.
+// reduce8's tree on one ymm.
+inline float reduce8_avx512(__m256 m) {
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+// 8 bytes (sub-blocks 0-7) as floats.
+inline __m256 bytes8_avx512(uint32_t low, uint32_t high) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>((static_cast<uint64_t>(high) << 32) | low))));
+}
+
+// Up to 4 activation rows at once (R): the weights' codes and scales are decoded once for them.
 template <int R>
 void q4_k_rows_avx512_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  __m512 acc[4];
-  float mins[4] = {};
+  __m512 acc[R];
+  __m256 mins[R];
   #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
+  for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps(), mins[a] = _mm256_setzero_ps();
   const __m256i low4 = _mm256_set1_epi8(0x0f);
+  // Lanes 0-7 take sub-block 2c's scale, 8-15 sub-block 2c + 1's.
+  const __m512i pair[4] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                           _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
+                           _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5),
+                           _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
   for (int s = 0; s < n / 256; ++s, w += 144) {
-    const float d = half_f16c_avx512(w), dmin = half_f16c_avx512(w + 2);
+    const K4ScalesMins packed = k4_scales_mins(w + 4);
+    const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w)), bytes8_avx512(packed.scales_low, packed.scales_high));
+    const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w + 2)), bytes8_avx512(packed.mins_low, packed.mins_high));
+    __m512 scale[R];
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) {
+      const __m256 xs = _mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s);
+      scale[a] = _mm512_castps256_ps512(_mm256_mul_ps(d_sc, xs));
+      mins[a] = _mm256_fmadd_ps(_mm256_mul_ps(dmin_m, xs),
+                                _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + a * x.blocks_stride + 8 * s))),
+                                mins[a]);
+    }
+    #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
       const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(raw, low4)),
                                                _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), 1);
-      uint8_t sc0, m0, sc1, m1;
-      ggml_k4_scale_min(2 * c, w + 4, sc0, m0);
-      ggml_k4_scale_min(2 * c + 1, w + 4, sc1, m1);
-      const float d0 = d * sc0, d1 = d * sc1, dm0 = dmin * m0, dm1 = dmin * m1;
-      const int j = 8 * s + 2 * c;  // the activations' 32-block of sub-block 2c
       #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) {
-        const float* xs = x.scale + a * x.blocks_stride;
-        const int32_t* xsum = x.sum + a * x.blocks_stride;
-        const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(x.q8 + a * x.q8_stride + 32 * j));
-        const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(d0 * xs[j]), _mm256_set1_ps(d1 * xs[j + 1]), 1);
-        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[a]);
-        mins[a] = std::fma(dm0 * xs[j], static_cast<float>(xsum[j]), mins[a]);
-        mins[a] = std::fma(dm1 * xs[j + 1], static_cast<float>(xsum[j + 1]), mins[a]);
+      for (int a = 0; a < R; ++a) {
+        const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(x.q8 + a * x.q8_stride + 256 * s + 64 * c));
+        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(pair[c], scale[a]), acc[a]);
       }
     }
   }
   #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) out[a] = reduce16_avx512(acc[a]) - mins[a];
+  for (int a = 0; a < R; ++a) out[a] = reduce16_avx512(acc[a]) - reduce8_avx512(mins[a]);
 }
 
 template <int R>
 void q6_k_rows_avx512_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  __m512 acc[4];
+  __m512 acc[R];
   #pragma GCC unroll 4
   for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03), offset = _mm512_set1_epi8(32);
-  const __m512i run_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  // The 16 runs' activation blocks (2 runs per 32-block), and each group's 4 runs over 16 lanes.
+  const __m512i block_of_run = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  const __m512i runs[4] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                           _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7),
+                           _mm512_setr_epi32(8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11),
+                           _mm512_setr_epi32(12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15)};
   for (int s = 0; s < n / 256; ++s, w += 210) {
-    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
-    const __m128 d = _mm_set1_ps(half_f16c_avx512(w + 208));
+    // Run r's scale sc[r]: group g (quarters q0 = 2 * (g % 2), q0 + 1 of half g / 2) holds runs 4g..4g + 3.
+    const __m512 d_sc = _mm512_mul_ps(_mm512_set1_ps(half_f16c_avx512(w + 208)),
+                                      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)))));
+    __m512 scale[R];
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a)
+      scale[a] = _mm512_mul_ps(d_sc, _mm512_permutexvar_ps(block_of_run, _mm512_castps256_ps512(_mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s))));
+    #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       const int h = g / 2, q0 = 2 * (g % 2);
       __m512i low = _mm512_loadu_si512(w + 64 * h);  // quarters q0, q0 + 1: ql[0..31], ql[32..63]
@@ -169,18 +218,12 @@ void q6_k_rows_avx512_t(const uint8_t* w, const IntDotRows& x, int n, float* out
       const __m512i tops = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(top, 2 * q0)),
                                               _mm256_srli_epi16(top, 2 * q0 + 2), 1);
       const __m512i codes = _mm512_or_si512(_mm512_and_si512(low, low4), _mm512_slli_epi16(_mm512_and_si512(tops, two), 4));
-      int32_t four;
-      std::memcpy(&four, sc + 8 * h + 2 * q0, 4);
-      const __m128 run_scales = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_cvtsi32_si128(four))));  // exact
-      const int j = 8 * s + 2 * g;  // the activations' 32-block of quarter q0
       #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) {
-        const float* xs = x.scale + a * x.blocks_stride;
-        const __m512i xv = _mm512_loadu_si512(x.q8 + a * x.q8_stride + 32 * j);
+      for (int a = 0; a < R; ++a) {
+        const __m512i xv = _mm512_loadu_si512(x.q8 + a * x.q8_stride + 256 * s + 64 * g);
         const __m512i sum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xv),
                                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xv));
-        const __m128 scales = _mm_mul_ps(run_scales, _mm_setr_ps(xs[j], xs[j], xs[j + 1], xs[j + 1]));
-        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(run_of_lane, _mm512_castps128_ps512(scales)), acc[a]);
+        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(runs[g], scale[a]), acc[a]);
       }
     }
   }
@@ -221,39 +264,49 @@ inline float reduce16_avx2(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
 }
 
+inline float reduce8_avx2(__m256 m) {
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+inline __m256 bytes8_avx2(uint32_t low, uint32_t high) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>((static_cast<uint64_t>(high) << 32) | low))));
+}
+
 template <int R>
 void q4_k_rows_avx2_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  __m256 acc_lo[4], acc_hi[4];
-  float mins[4] = {};
+  __m256 acc_lo[R], acc_hi[R], mins[R];
   #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) acc_lo[a] = acc_hi[a] = _mm256_setzero_ps();
+  for (int a = 0; a < R; ++a) acc_lo[a] = acc_hi[a] = mins[a] = _mm256_setzero_ps();
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   for (int s = 0; s < n / 256; ++s, w += 144) {
-    const float d = half_f16c_avx2(w), dmin = half_f16c_avx2(w + 2);
+    const K4ScalesMins packed = k4_scales_mins(w + 4);
+    const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w)), bytes8_avx2(packed.scales_low, packed.scales_high));
+    const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w + 2)), bytes8_avx2(packed.mins_low, packed.mins_high));
+    alignas(32) float scale[R][8];
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) {
+      const __m256 xs = _mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s);
+      _mm256_store_ps(scale[a], _mm256_mul_ps(d_sc, xs));
+      mins[a] = _mm256_fmadd_ps(_mm256_mul_ps(dmin_m, xs),
+                                _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + a * x.blocks_stride + 8 * s))),
+                                mins[a]);
+    }
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
       const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-      uint8_t sc0, m0, sc1, m1;
-      ggml_k4_scale_min(2 * c, w + 4, sc0, m0);
-      ggml_k4_scale_min(2 * c + 1, w + 4, sc1, m1);
-      const float d0 = d * sc0, d1 = d * sc1, dm0 = dmin * m0, dm1 = dmin * m1;
-      const int j = 8 * s + 2 * c;
       #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) {
-        const float* xs = x.scale + a * x.blocks_stride;
-        const int32_t* xsum = x.sum + a * x.blocks_stride;
-        const int8_t* xq = x.q8 + a * x.q8_stride + 32 * j;
+      for (int a = 0; a < R; ++a) {
+        const int8_t* xq = x.q8 + a * x.q8_stride + 256 * s + 64 * c;
         const __m256i sum_lo = dot_u8s8(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
         const __m256i sum_hi = dot_u8s8(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32)));
-        acc_lo[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lo), _mm256_set1_ps(d0 * xs[j]), acc_lo[a]);
-        acc_hi[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_hi), _mm256_set1_ps(d1 * xs[j + 1]), acc_hi[a]);
-        mins[a] = std::fma(dm0 * xs[j], static_cast<float>(xsum[j]), mins[a]);
-        mins[a] = std::fma(dm1 * xs[j + 1], static_cast<float>(xsum[j + 1]), mins[a]);
+        acc_lo[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lo), _mm256_broadcast_ss(&scale[a][2 * c]), acc_lo[a]);
+        acc_hi[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_hi), _mm256_broadcast_ss(&scale[a][2 * c + 1]), acc_hi[a]);
       }
     }
   }
   #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) out[a] = reduce16_avx2(acc_lo[a], acc_hi[a]) - mins[a];
+  for (int a = 0; a < R; ++a) out[a] = reduce16_avx2(acc_lo[a], acc_hi[a]) - reduce8_avx2(mins[a]);
 }
 
 template <int R>
