@@ -168,6 +168,32 @@ TEST(GgmlBlocks, MixedFormatsFuseIntoBlocksExactly) {
       fused.dequantize_row(row, got.data());
       ASSERT_EQ(got, expected) << "fused row " << row;
     }
+  // The fused matmul: its panels mix Q4_K, Q8_0 and Q6_K rows (integer dots for the K-quants, the
+  // fp32 path for Q8_0's blocks). Each K-quant row gives the bits it gives in its own matrix; the
+  // Q8_0 rows their fp32 dot products.
+  IsaGuard guard;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist;
+  for (Isa isa : runnable_isas())
+    for (int rows : {1, 5}) {
+      set_isa_limit(isa);
+      std::vector<float> x(static_cast<std::size_t>(rows) * in);
+      for (auto& v : x) v = dist(rng);
+      std::vector<float> y(static_cast<std::size_t>(rows) * fused.out()), ya(rows * 20), yc(rows * 5);
+      matmul(x.data(), rows, fused, nullptr, y.data());
+      matmul(x.data(), rows, pa, nullptr, ya.data());
+      matmul(x.data(), rows, pc, nullptr, yc.data());
+      for (int r = 0; r < rows; ++r) {
+        for (int o = 0; o < 20; ++o) ASSERT_EQ(y[r * 41 + o], ya[r * 20 + o]) << isa_name(isa) << " Q4_K row " << o;
+        for (int o = 0; o < 5; ++o) ASSERT_EQ(y[r * 41 + 36 + o], yc[r * 5 + o]) << isa_name(isa) << " Q6_K row " << o;
+        for (int o = 0; o < 16; ++o) {
+          pb.dequantize_row(o, expected.data());
+          double dot = 0, mag = 0;
+          for (int k = 0; k < in; ++k) dot += static_cast<double>(expected[k]) * x[r * in + k], mag += std::fabs(expected[k] * x[r * in + k]);
+          ASSERT_NEAR(y[r * 41 + 20 + o], dot, 2e-6 * mag + 1e-6) << isa_name(isa) << " Q8_0 row " << o;
+        }
+      }
+    }
 }
 
 TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {

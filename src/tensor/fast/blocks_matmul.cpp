@@ -230,12 +230,20 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
       const std::size_t blocks = a.in->blocks;
       const IntDotRows x{a.in->q8.data() + row0 * static_cast<std::size_t>(a.in->in_padded), a.in->scale.data() + row0 * blocks,
                          a.in->sum.data() + row0 * blocks, static_cast<std::size_t>(a.in->in_padded), blocks, std::min(4, a.rows - row0)};
-      for (int r = 0; r < rows_here; ++r) {
-        if (!int_dot[r]) continue;
-        float dots[4];
-        int_dot[r](src[r], x, in, dots);
+      for (int r = 0; r < rows_here;) {  // runs of consecutive rows of one type: one call each
+        if (!int_dot[r]) {
+          ++r;
+          continue;
+        }
+        int count = 1;
+        while (r + count < rows_here && int_dot[r + count] == int_dot[r] && src[r + count] == src[r] + count * (src[r + 1] - src[r]))
+          ++count;
         const int col = p * kPanel + r;
-        for (int i = 0; i < x.rows; ++i) a.y[static_cast<std::size_t>(row0 + i) * out + col] = dots[i] + (a.bias ? a.bias[col] : 0.0f);
+        const IntDotWeights rows_of_w{src[r], count > 1 ? static_cast<std::size_t>(src[r + 1] - src[r]) : 0, count,
+                                      a.y + static_cast<std::size_t>(row0) * out + col, static_cast<std::size_t>(out),
+                                      a.bias ? a.bias + col : nullptr};
+        int_dot[r](rows_of_w, x, in);
+        r += count;
       }
     }
     if (int_rows == rows_here) continue;

@@ -75,11 +75,21 @@ struct IntDotRows {
   std::size_t q8_stride, blocks_stride;
   int rows;
 };
-// One weight row of `type` blocks (n weights) dotted with each of those rows in integer dot
-// products (kquant_dot.cpp), out[a] for row a: the same value on every instruction set and for any
-// number of rows. Null for the types without one (they are dequantized to fp32 and dotted with the
-// fp32 activations).
-using GgmlIntDotFn = void (*)(const uint8_t* row, const IntDotRows& x, int n, float* out);
+// `count` consecutive weight rows of one type (row i at rows + i * row_bytes); the result of weight
+// row i and activation row a, plus bias[i] (bias may be null), goes to out[a * out_stride + i].
+struct IntDotWeights {
+  const uint8_t* rows;
+  std::size_t row_bytes;
+  int count;
+  float* out;
+  std::size_t out_stride;
+  const float* bias;
+};
+// Those weight rows of `type` blocks (n weights each) dotted with each of those activation rows in
+// integer dot products (kquant_dot.cpp): the same value on every instruction set and for any number
+// of rows. Null for the types without one (they are dequantized to fp32 and dotted with the fp32
+// activations).
+using GgmlIntDotFn = void (*)(const IntDotWeights& w, const IntDotRows& x, int n);
 GgmlIntDotFn ggml_int_row_dot(uint32_t type, Isa isa);
 // Whether some rows of a blocks matrix take ggml_int_row_dot (matmul then prepares int8 rows).
 bool has_int_dot_rows(const PackedMatrix& w);

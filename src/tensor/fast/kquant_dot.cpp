@@ -110,9 +110,12 @@ float q6_k_dot_scalar_row(const uint8_t* w, const int8_t* xq, const float* xs, c
 }
 
 template <float (*Row)(const uint8_t*, const int8_t*, const float*, const int32_t*, int)>
-void rows_scalar(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  for (int a = 0; a < x.rows; ++a)
-    out[a] = Row(w, x.q8 + a * x.q8_stride, x.scale + a * x.blocks_stride, x.sum + a * x.blocks_stride, n);
+void rows_scalar(const IntDotWeights& wt, const IntDotRows& x, int n) {
+  for (int i = 0; i < wt.count; ++i)
+    for (int a = 0; a < x.rows; ++a)
+      wt.out[a * wt.out_stride + i] = Row(wt.rows + i * wt.row_bytes, x.q8 + a * x.q8_stride, x.scale + a * x.blocks_stride,
+                                          x.sum + a * x.blocks_stride, n) +
+                                      (wt.bias ? wt.bias[i] : 0.0f);
 }
 
 }  // namespace
@@ -149,95 +152,101 @@ inline __m256 bytes8_avx512(uint32_t low, uint32_t high) {
 
 // Up to 4 activation rows at once (R): the weights' codes and scales are decoded once for them.
 template <int R>
-void q4_k_rows_avx512_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  __m512 acc[R];
-  __m256 mins[R];
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps(), mins[a] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  // Lanes 0-7 take sub-block 2c's scale, 8-15 sub-block 2c + 1's.
-  const __m512i pair[4] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                           _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
-                           _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5),
-                           _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
-  for (int s = 0; s < n / 256; ++s, w += 144) {
-    const K4ScalesMins packed = k4_scales_mins(w + 4);
-    const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w)), bytes8_avx512(packed.scales_low, packed.scales_high));
-    const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w + 2)), bytes8_avx512(packed.mins_low, packed.mins_high));
-    __m512 scale[R];
+void q4_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
+  for (int i = 0; i < wt.count; ++i) {
+    const uint8_t* w = wt.rows + i * wt.row_bytes;
+    __m512 acc[R];
+    __m256 mins[R];
     #pragma GCC unroll 4
-    for (int a = 0; a < R; ++a) {
-      const __m256 xs = _mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s);
-      scale[a] = _mm512_castps256_ps512(_mm256_mul_ps(d_sc, xs));
-      mins[a] = _mm256_fmadd_ps(_mm256_mul_ps(dmin_m, xs),
-                                _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + a * x.blocks_stride + 8 * s))),
-                                mins[a]);
-    }
-    #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
-      const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(raw, low4)),
-                                               _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), 1);
+    for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps(), mins[a] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    // Lanes 0-7 take sub-block 2c's scale, 8-15 sub-block 2c + 1's.
+    const __m512i pair[4] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                             _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
+                             _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5),
+                             _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
+    for (int s = 0; s < n / 256; ++s, w += 144) {
+      const K4ScalesMins packed = k4_scales_mins(w + 4);
+      const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w)), bytes8_avx512(packed.scales_low, packed.scales_high));
+      const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w + 2)), bytes8_avx512(packed.mins_low, packed.mins_high));
+      __m512 scale[R];
       #pragma GCC unroll 4
       for (int a = 0; a < R; ++a) {
-        const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(x.q8 + a * x.q8_stride + 256 * s + 64 * c));
-        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(pair[c], scale[a]), acc[a]);
+        const __m256 xs = _mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s);
+        scale[a] = _mm512_castps256_ps512(_mm256_mul_ps(d_sc, xs));
+        mins[a] = _mm256_fmadd_ps(_mm256_mul_ps(dmin_m, xs),
+                                  _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + a * x.blocks_stride + 8 * s))),
+                                  mins[a]);
+      }
+      #pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
+        const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(raw, low4)),
+                                                 _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), 1);
+        #pragma GCC unroll 4
+        for (int a = 0; a < R; ++a) {
+          const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(x.q8 + a * x.q8_stride + 256 * s + 64 * c));
+          acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(pair[c], scale[a]), acc[a]);
+        }
       }
     }
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx512(acc[a]) - reduce8_avx512(mins[a]) + (wt.bias ? wt.bias[i] : 0.0f);
   }
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) out[a] = reduce16_avx512(acc[a]) - reduce8_avx512(mins[a]);
 }
 
 template <int R>
-void q6_k_rows_avx512_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  __m512 acc[R];
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
-  const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03), offset = _mm512_set1_epi8(32);
-  // The 16 runs' activation blocks (2 runs per 32-block), and each group's 4 runs over 16 lanes.
-  const __m512i block_of_run = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  const __m512i runs[4] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                           _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7),
-                           _mm512_setr_epi32(8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11),
-                           _mm512_setr_epi32(12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15)};
-  for (int s = 0; s < n / 256; ++s, w += 210) {
-    // Run r's scale sc[r]: group g (quarters q0 = 2 * (g % 2), q0 + 1 of half g / 2) holds runs 4g..4g + 3.
-    const __m512 d_sc = _mm512_mul_ps(_mm512_set1_ps(half_f16c_avx512(w + 208)),
-                                      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)))));
-    __m512 scale[R];
+void q6_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
+  for (int i = 0; i < wt.count; ++i) {
+    const uint8_t* w = wt.rows + i * wt.row_bytes;
+    __m512 acc[R];
     #pragma GCC unroll 4
-    for (int a = 0; a < R; ++a)
-      scale[a] = _mm512_mul_ps(d_sc, _mm512_permutexvar_ps(block_of_run, _mm512_castps256_ps512(_mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s))));
-    #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const int h = g / 2, q0 = 2 * (g % 2);
-      __m512i low = _mm512_loadu_si512(w + 64 * h);  // quarters q0, q0 + 1: ql[0..31], ql[32..63]
-      if (q0 == 2) low = _mm512_srli_epi16(low, 4);
-      const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h));
-      const __m512i tops = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(top, 2 * q0)),
-                                              _mm256_srli_epi16(top, 2 * q0 + 2), 1);
-      const __m512i codes = _mm512_or_si512(_mm512_and_si512(low, low4), _mm512_slli_epi16(_mm512_and_si512(tops, two), 4));
+    for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03), offset = _mm512_set1_epi8(32);
+    // The 16 runs' activation blocks (2 runs per 32-block), and each group's 4 runs over 16 lanes.
+    const __m512i block_of_run = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512i runs[4] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                             _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7),
+                             _mm512_setr_epi32(8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11),
+                             _mm512_setr_epi32(12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15)};
+    for (int s = 0; s < n / 256; ++s, w += 210) {
+      // Run r's scale sc[r]: group g (quarters q0 = 2 * (g % 2), q0 + 1 of half g / 2) holds runs 4g..4g + 3.
+      const __m512 d_sc = _mm512_mul_ps(_mm512_set1_ps(half_f16c_avx512(w + 208)),
+                                        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)))));
+      __m512 scale[R];
       #pragma GCC unroll 4
-      for (int a = 0; a < R; ++a) {
-        const __m512i xv = _mm512_loadu_si512(x.q8 + a * x.q8_stride + 256 * s + 64 * g);
-        const __m512i sum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xv),
-                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xv));
-        acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(runs[g], scale[a]), acc[a]);
+      for (int a = 0; a < R; ++a)
+        scale[a] = _mm512_mul_ps(d_sc, _mm512_permutexvar_ps(block_of_run, _mm512_castps256_ps512(_mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s))));
+      #pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        const int h = g / 2, q0 = 2 * (g % 2);
+        __m512i low = _mm512_loadu_si512(w + 64 * h);  // quarters q0, q0 + 1: ql[0..31], ql[32..63]
+        if (q0 == 2) low = _mm512_srli_epi16(low, 4);
+        const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h));
+        const __m512i tops = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(top, 2 * q0)),
+                                                _mm256_srli_epi16(top, 2 * q0 + 2), 1);
+        const __m512i codes = _mm512_or_si512(_mm512_and_si512(low, low4), _mm512_slli_epi16(_mm512_and_si512(tops, two), 4));
+        #pragma GCC unroll 4
+        for (int a = 0; a < R; ++a) {
+          const __m512i xv = _mm512_loadu_si512(x.q8 + a * x.q8_stride + 256 * s + 64 * g);
+          const __m512i sum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xv),
+                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xv));
+          acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_permutexvar_ps(runs[g], scale[a]), acc[a]);
+        }
       }
     }
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx512(acc[a]) + (wt.bias ? wt.bias[i] : 0.0f);
   }
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) out[a] = reduce16_avx512(acc[a]);
 }
 
-void q4_k_rows_avx512(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+void q4_k_rows_avx512(const IntDotWeights& wt, const IntDotRows& x, int n) {
   static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx512_t<1>, q4_k_rows_avx512_t<2>, q4_k_rows_avx512_t<3>, q4_k_rows_avx512_t<4>};
-  fn[x.rows - 1](w, x, n, out);
+  fn[x.rows - 1](wt, x, n);
 }
-void q6_k_rows_avx512(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+void q6_k_rows_avx512(const IntDotWeights& wt, const IntDotRows& x, int n) {
   static constexpr GgmlIntDotFn fn[4] = {q6_k_rows_avx512_t<1>, q6_k_rows_avx512_t<2>, q6_k_rows_avx512_t<3>, q6_k_rows_avx512_t<4>};
-  fn[x.rows - 1](w, x, n, out);
+  fn[x.rows - 1](wt, x, n);
 }
 
 }  // namespace
@@ -274,84 +283,90 @@ inline __m256 bytes8_avx2(uint32_t low, uint32_t high) {
 }
 
 template <int R>
-void q4_k_rows_avx2_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  __m256 acc_lo[R], acc_hi[R], mins[R];
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) acc_lo[a] = acc_hi[a] = mins[a] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  for (int s = 0; s < n / 256; ++s, w += 144) {
-    const K4ScalesMins packed = k4_scales_mins(w + 4);
-    const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w)), bytes8_avx2(packed.scales_low, packed.scales_high));
-    const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w + 2)), bytes8_avx2(packed.mins_low, packed.mins_high));
-    alignas(32) float scale[R][8];
+void q4_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
+  for (int i = 0; i < wt.count; ++i) {
+    const uint8_t* w = wt.rows + i * wt.row_bytes;
+    __m256 acc_lo[R], acc_hi[R], mins[R];
     #pragma GCC unroll 4
-    for (int a = 0; a < R; ++a) {
-      const __m256 xs = _mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s);
-      _mm256_store_ps(scale[a], _mm256_mul_ps(d_sc, xs));
-      mins[a] = _mm256_fmadd_ps(_mm256_mul_ps(dmin_m, xs),
-                                _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + a * x.blocks_stride + 8 * s))),
-                                mins[a]);
-    }
-    for (int c = 0; c < 4; ++c) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
-      const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+    for (int a = 0; a < R; ++a) acc_lo[a] = acc_hi[a] = mins[a] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int s = 0; s < n / 256; ++s, w += 144) {
+      const K4ScalesMins packed = k4_scales_mins(w + 4);
+      const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w)), bytes8_avx2(packed.scales_low, packed.scales_high));
+      const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w + 2)), bytes8_avx2(packed.mins_low, packed.mins_high));
+      alignas(32) float scale[R][8];
       #pragma GCC unroll 4
       for (int a = 0; a < R; ++a) {
-        const int8_t* xq = x.q8 + a * x.q8_stride + 256 * s + 64 * c;
-        const __m256i sum_lo = dot_u8s8(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
-        const __m256i sum_hi = dot_u8s8(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32)));
-        acc_lo[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lo), _mm256_broadcast_ss(&scale[a][2 * c]), acc_lo[a]);
-        acc_hi[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_hi), _mm256_broadcast_ss(&scale[a][2 * c + 1]), acc_hi[a]);
+        const __m256 xs = _mm256_loadu_ps(x.scale + a * x.blocks_stride + 8 * s);
+        _mm256_store_ps(scale[a], _mm256_mul_ps(d_sc, xs));
+        mins[a] = _mm256_fmadd_ps(_mm256_mul_ps(dmin_m, xs),
+                                  _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + a * x.blocks_stride + 8 * s))),
+                                  mins[a]);
       }
-    }
-  }
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) out[a] = reduce16_avx2(acc_lo[a], acc_hi[a]) - reduce8_avx2(mins[a]);
-}
-
-template <int R>
-void q6_k_rows_avx2_t(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  __m256 acc[4][2];
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) acc[a][0] = acc[a][1] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x03), offset = _mm256_set1_epi8(32);
-  for (int s = 0; s < n / 256; ++s, w += 210) {
-    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
-    const float d = half_f16c_avx2(w + 208);
-    for (int g = 0; g < 4; ++g) {
-      const int h = g / 2, q0 = 2 * (g % 2);
-      const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h));
-      for (int half = 0; half < 2; ++half) {  // quarter q0 + half: lanes 8 * half ..
-        const int quarter = q0 + half;
-        __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * h + 32 * (quarter % 2)));
-        if (quarter >= 2) low = _mm256_srli_epi16(low, 4);
-        const __m256i codes = _mm256_or_si256(_mm256_and_si256(low, low4),
-                                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(top, 2 * quarter), two), 4));
-        const float r0 = d * static_cast<float>(sc[8 * h + 2 * q0 + 2 * half]);  // exact
-        const float r1 = d * static_cast<float>(sc[8 * h + 2 * q0 + 2 * half + 1]);
-        const int j = 8 * s + 2 * g + half;
+      for (int c = 0; c < 4; ++c) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
+        const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
         #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) {
-          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q8 + a * x.q8_stride + 32 * j));
-          const __m256i sum = _mm256_sub_epi32(dot_u8s8(codes, xv), dot_u8s8(offset, xv));
-          const float x_scale = x.scale[a * x.blocks_stride + j];
-          acc[a][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set_m128(_mm_set1_ps(r1 * x_scale), _mm_set1_ps(r0 * x_scale)),
-                                         acc[a][half]);
+        for (int a = 0; a < R; ++a) {
+          const int8_t* xq = x.q8 + a * x.q8_stride + 256 * s + 64 * c;
+          const __m256i sum_lo = dot_u8s8(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+          const __m256i sum_hi = dot_u8s8(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32)));
+          acc_lo[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lo), _mm256_broadcast_ss(&scale[a][2 * c]), acc_lo[a]);
+          acc_hi[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_hi), _mm256_broadcast_ss(&scale[a][2 * c + 1]), acc_hi[a]);
         }
       }
     }
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx2(acc_lo[a], acc_hi[a]) - reduce8_avx2(mins[a]) + (wt.bias ? wt.bias[i] : 0.0f);
   }
-  #pragma GCC unroll 4
-  for (int a = 0; a < R; ++a) out[a] = reduce16_avx2(acc[a][0], acc[a][1]);
 }
 
-void q4_k_rows_avx2(const uint8_t* w, const IntDotRows& x, int n, float* out) {
-  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx2_t<1>, q4_k_rows_avx2_t<2>, q4_k_rows_avx2_t<3>, q4_k_rows_avx2_t<4>};
-  fn[x.rows - 1](w, x, n, out);
+template <int R>
+void q6_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
+  for (int i = 0; i < wt.count; ++i) {
+    const uint8_t* w = wt.rows + i * wt.row_bytes;
+    __m256 acc[4][2];
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) acc[a][0] = acc[a][1] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x03), offset = _mm256_set1_epi8(32);
+    for (int s = 0; s < n / 256; ++s, w += 210) {
+      const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
+      const float d = half_f16c_avx2(w + 208);
+      for (int g = 0; g < 4; ++g) {
+        const int h = g / 2, q0 = 2 * (g % 2);
+        const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h));
+        for (int half = 0; half < 2; ++half) {  // quarter q0 + half: lanes 8 * half ..
+          const int quarter = q0 + half;
+          __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * h + 32 * (quarter % 2)));
+          if (quarter >= 2) low = _mm256_srli_epi16(low, 4);
+          const __m256i codes = _mm256_or_si256(_mm256_and_si256(low, low4),
+                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(top, 2 * quarter), two), 4));
+          const float r0 = d * static_cast<float>(sc[8 * h + 2 * q0 + 2 * half]);  // exact
+          const float r1 = d * static_cast<float>(sc[8 * h + 2 * q0 + 2 * half + 1]);
+          const int j = 8 * s + 2 * g + half;
+          #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) {
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q8 + a * x.q8_stride + 32 * j));
+            const __m256i sum = _mm256_sub_epi32(dot_u8s8(codes, xv), dot_u8s8(offset, xv));
+            const float x_scale = x.scale[a * x.blocks_stride + j];
+            acc[a][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set_m128(_mm_set1_ps(r1 * x_scale), _mm_set1_ps(r0 * x_scale)),
+                                           acc[a][half]);
+          }
+        }
+      }
+    }
+    #pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx2(acc[a][0], acc[a][1]) + (wt.bias ? wt.bias[i] : 0.0f);
+  }
 }
-void q6_k_rows_avx2(const uint8_t* w, const IntDotRows& x, int n, float* out) {
+
+void q4_k_rows_avx2(const IntDotWeights& wt, const IntDotRows& x, int n) {
+  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx2_t<1>, q4_k_rows_avx2_t<2>, q4_k_rows_avx2_t<3>, q4_k_rows_avx2_t<4>};
+  fn[x.rows - 1](wt, x, n);
+}
+void q6_k_rows_avx2(const IntDotWeights& wt, const IntDotRows& x, int n) {
   static constexpr GgmlIntDotFn fn[4] = {q6_k_rows_avx2_t<1>, q6_k_rows_avx2_t<2>, q6_k_rows_avx2_t<3>, q6_k_rows_avx2_t<4>};
-  fn[x.rows - 1](w, x, n, out);
+  fn[x.rows - 1](wt, x, n);
 }
 
 }  // namespace
