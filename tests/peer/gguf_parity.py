@@ -20,10 +20,11 @@ logits span about +-2): the engines differ in how they round activations, never 
 - F32, BF16, F16: 0.01. llama.cpp rounds activations to F16 (F16 weights, its F16 KV cache) or BF16
   (BF16 weights); we keep fp32 (F16, blocks kernel) or round to bf16 too. Observed ~1e-3.
 - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: 0.06. Both quantize activations to 8 bits for these, llama.cpp per 32
-  with an fp16 scale (Q8_0 / Q8_1 activations), ours per 32 with an fp32 scale (Q8_0, Q4_0 on the int8
-  kernels) or not at all (the others run on fp32 activations): each side's error is ~0.5 % per matmul.
+  with an fp16 scale (Q8_0 / Q8_1 activations), ours per 32 with an fp32 scale (Q8_0, Q5_0, Q4_0 on the
+  int8 kernels) or not at all (Q4_1, Q5_1 run on fp32 activations): each side's error is ~0.5 % per
+  matmul.
 - Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M: 0.06. llama.cpp quantizes activations to Q8_K (8 bits per 256);
-  ours stay fp32.
+  ours to 8 bits per 32 with an fp32 scale for Q4_K and Q6_K (integer dot products), fp32 for Q5_K.
 A wrong block layout, scale or row order moves the log-softmax by ~1 (measured: a row off by one
 position gives 1.0-1.6), far outside every tolerance. A greedy divergence is accepted only at a near
 tie: where our two candidates' logits are closer than the tolerance (after it nothing is compared).
