@@ -24,7 +24,7 @@ logits span about +-2): the engines differ in how they round activations, never 
   int8 kernels) or not at all (Q4_1, Q5_1 run on fp32 activations): each side's error is ~0.5 % per
   matmul.
 - Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M: 0.06. llama.cpp quantizes activations to Q8_K (8 bits per 256);
-  ours to 8 bits per 32 with an fp32 scale for Q4_K and Q6_K (integer dot products), fp32 for Q5_K.
+  ours to 8 bits per 32 with an fp32 scale (integer dot products).
 A wrong block layout, scale or row order moves the log-softmax by ~1 (measured: a row off by one
 position gives 1.0-1.6), far outside every tolerance. A greedy divergence is accepted only at a near
 tie: where our two candidates' logits are closer than the tolerance (after it nothing is compared).

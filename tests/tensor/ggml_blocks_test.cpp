@@ -1,7 +1,7 @@
 // GGUF block types: the decoder against blocks built by hand from the format description, exact
 // repacking (Q8_0, Q5_0, Q4_0) and conversion back to blocks, and the blocks kernel on every instruction
-// set (bit-identical to the scalar path, rows independent of the batch, float64 reference; Q4_K and
-// Q6_K on int8 activations).
+// set (bit-identical to the scalar path, rows independent of the batch, float64 reference; the
+// K-quants on int8 activations).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -212,10 +212,10 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
       std::vector<float> y_scalar(static_cast<std::size_t>(rows) * out);
       set_isa_limit(Isa::Scalar);
       matmul(x.data(), rows, w, bias.data(), y_scalar.data());
-      // Q4_K and Q6_K rows take the activations quantized to int8 per 32 (integer dot products, as
-      // llama.cpp's K-quant kernels): the reference uses those values; the other types fp32.
+      // Q4_K, Q5_K and Q6_K rows take the activations quantized to int8 per 32 (integer dot
+      // products, as llama.cpp's K-quant kernels): the reference uses those values; the others fp32.
       std::vector<float> x_seen = x;
-      if (type == kGgmlQ4_K || type == kGgmlQ6_K) {
+      if (type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K) {
         PreparedInput prepared;
         prepare_input(x.data(), rows, in, w, prepared);
         for (std::size_t k = 0; k < x_seen.size(); ++k)

@@ -210,7 +210,7 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
   };
   for (int p = panel_begin; p < panel_end; ++p) {
     const int rows_here = std::min(kPanel, out - p * kPanel);
-    // Rows of a type with an integer dot (Q4_K, Q6_K): each (activation row, weight row) one
+    // Rows of a type with an integer dot (Q4_K, Q5_K, Q6_K): each (activation row, weight row) one
     // ggml_int_row_dot on the int8 activations; the other rows dequantized to fp32 below.
     const uint8_t* src[kPanel];
     GgmlIntDotFn int_dot[kPanel];

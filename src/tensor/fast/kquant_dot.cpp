@@ -1,12 +1,12 @@
-// Q4_K and Q6_K weight rows (GGUF K-quants, kept as stored in the blocks format) dotted with
+// Q4_K, Q5_K and Q6_K weight rows (GGUF K-quants, kept as stored in the blocks format) dotted with
 // activations quantized to int8 per 32 (PreparedInput's q8, scale and sum), in integer dot
 // products: vpdpbusd (AVX-512 VNNI), vpmaddubsw + vpmaddwd (AVX2), plain loops (scalar). Dequantizing
 // every weight to fp32 on every call left decode ~3x short of llama.cpp on a Q4_K_M file (which
 // quantizes activations too, to 8 bits per 256). Every instruction set computes the same values:
 //   lane L (0-15) of each 64 weights holds the exact int32 sum of code * x over weights 4L..4L+3;
 //   acc[L] = fma(float(that sum), (d * sc) * x scale, acc[L]), sc the scale of those weights'
-//   run (32 weights in Q4_K, 16 in Q6_K) and x scale that of their activations' 32-block;
-//   Q4_K's mins: per sub-block j (0-7) of every super-block, mins[j] = fma((dmin * m) * x scale,
+//   run (32 weights in Q4_K / Q5_K, 16 in Q6_K) and x scale that of their activations' 32-block;
+//   Q4_K's and Q5_K's mins: per sub-block j (0-7) of every super-block, mins[j] = fma((dmin * m) * x scale,
 //   float(sum of the block's x codes), mins[j]);
 //   the result: acc's 16 lanes reduced in the blocks kernel's tree (reduce16), minus mins' 8 lanes
 //   reduced likewise (reduce8).
@@ -56,10 +56,17 @@ inline K4ScalesMins k4_scales_mins(const uint8_t* packed) {
 }
 
 // Q4_K: 64 weights per chunk c, sub-block 2c (low nibbles, lanes 0-7) and 2c + 1 (high nibbles,
-// lanes 8-15); weight = (d * sc) * code - dmin * m, codes 0..15.
+// lanes 8-15); weight = (d * sc) * code - dmin * m, codes 0..15. Q5_K (Fifth): the same with a
+// fifth bit per weight, bit j of qh[l] for weight l of sub-block j, codes 0..31.
+template <bool Fifth>
+constexpr int kK4Bytes = Fifth ? 176 : 144;
+template <bool Fifth>
+constexpr int kK4Codes = Fifth ? 48 : 16;  // offset of the nibbles in a super-block
+
+template <bool Fifth>
 float q4_k_dot_scalar_row(const uint8_t* w, const int8_t* xq, const float* xs, const int32_t* xsum, int n) {
   float acc[16] = {}, mins[8] = {};
-  for (int s = 0; s < n / 256; ++s, w += 144, xq += 256, xs += 8, xsum += 8) {
+  for (int s = 0; s < n / 256; ++s, w += kK4Bytes<Fifth>, xq += 256, xs += 8, xsum += 8) {
     const float d = half_at(w), dmin = half_at(w + 2);
     for (int j = 0; j < 8; ++j) {
       uint8_t sc, m;
@@ -69,8 +76,10 @@ float q4_k_dot_scalar_row(const uint8_t* w, const int8_t* xq, const float* xs, c
       for (int lane = 0; lane < 8; ++lane) {
         int32_t sum = 0;
         for (int t = 0; t < 4; ++t) {
-          const uint8_t byte = w[16 + 32 * c + 4 * lane + t];
-          sum += (h ? byte >> 4 : byte & 0x0f) * xq[32 * j + 4 * lane + t];
+          const int l = 4 * lane + t;
+          const uint8_t byte = w[kK4Codes<Fifth> + 32 * c + l];
+          const int fifth = Fifth ? ((w[16 + l] >> j) & 1) << 4 : 0;
+          sum += ((h ? byte >> 4 : byte & 0x0f) | fifth) * xq[32 * j + l];
         }
         acc[8 * h + lane] = std::fma(static_cast<float>(sum), scale, acc[8 * h + lane]);
       }
@@ -151,7 +160,7 @@ inline __m256 bytes8_avx512(uint32_t low, uint32_t high) {
 }
 
 // Up to 4 activation rows at once (R): the weights' codes and scales are decoded once for them.
-template <int R>
+template <bool Fifth, int R>
 void q4_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
   for (int i = 0; i < wt.count; ++i) {
     const uint8_t* w = wt.rows + i * wt.row_bytes;
@@ -165,8 +174,10 @@ void q4_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
                              _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
                              _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5),
                              _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
-    for (int s = 0; s < n / 256; ++s, w += 144) {
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int s = 0; s < n / 256; ++s, w += kK4Bytes<Fifth>) {
       const K4ScalesMins packed = k4_scales_mins(w + 4);
+      const __m256i fifths = Fifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16)) : _mm256_setzero_si256();
       const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w)), bytes8_avx512(packed.scales_low, packed.scales_high));
       const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w + 2)), bytes8_avx512(packed.mins_low, packed.mins_high));
       __m512 scale[R];
@@ -180,9 +191,13 @@ void q4_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
       }
       #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
-        const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(raw, low4)),
-                                                 _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), 1);
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kK4Codes<Fifth> + 32 * c));
+        __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        if constexpr (Fifth) {
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(fifths, 2 * c), one), 4));
+          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(fifths, 2 * c + 1), one), 4));
+        }
+        const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
         #pragma GCC unroll 4
         for (int a = 0; a < R; ++a) {
           const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(x.q8 + a * x.q8_stride + 256 * s + 64 * c));
@@ -240,8 +255,10 @@ void q6_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
   }
 }
 
+template <bool Fifth>
 void q4_k_rows_avx512(const IntDotWeights& wt, const IntDotRows& x, int n) {
-  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx512_t<1>, q4_k_rows_avx512_t<2>, q4_k_rows_avx512_t<3>, q4_k_rows_avx512_t<4>};
+  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx512_t<Fifth, 1>, q4_k_rows_avx512_t<Fifth, 2>, q4_k_rows_avx512_t<Fifth, 3>,
+                                         q4_k_rows_avx512_t<Fifth, 4>};
   fn[x.rows - 1](wt, x, n);
 }
 void q6_k_rows_avx512(const IntDotWeights& wt, const IntDotRows& x, int n) {
@@ -282,7 +299,7 @@ inline __m256 bytes8_avx2(uint32_t low, uint32_t high) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>((static_cast<uint64_t>(high) << 32) | low))));
 }
 
-template <int R>
+template <bool Fifth, int R>
 void q4_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
   for (int i = 0; i < wt.count; ++i) {
     const uint8_t* w = wt.rows + i * wt.row_bytes;
@@ -290,8 +307,10 @@ void q4_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
     #pragma GCC unroll 4
     for (int a = 0; a < R; ++a) acc_lo[a] = acc_hi[a] = mins[a] = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    for (int s = 0; s < n / 256; ++s, w += 144) {
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int s = 0; s < n / 256; ++s, w += kK4Bytes<Fifth>) {
       const K4ScalesMins packed = k4_scales_mins(w + 4);
+      const __m256i fifths = Fifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16)) : _mm256_setzero_si256();
       const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w)), bytes8_avx2(packed.scales_low, packed.scales_high));
       const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w + 2)), bytes8_avx2(packed.mins_low, packed.mins_high));
       alignas(32) float scale[R][8];
@@ -304,8 +323,12 @@ void q4_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
                                   mins[a]);
       }
       for (int c = 0; c < 4; ++c) {
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c));
-        const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kK4Codes<Fifth> + 32 * c));
+        __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        if constexpr (Fifth) {
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(fifths, 2 * c), one), 4));
+          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(fifths, 2 * c + 1), one), 4));
+        }
         #pragma GCC unroll 4
         for (int a = 0; a < R; ++a) {
           const int8_t* xq = x.q8 + a * x.q8_stride + 256 * s + 64 * c;
@@ -360,8 +383,10 @@ void q6_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
   }
 }
 
+template <bool Fifth>
 void q4_k_rows_avx2(const IntDotWeights& wt, const IntDotRows& x, int n) {
-  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx2_t<1>, q4_k_rows_avx2_t<2>, q4_k_rows_avx2_t<3>, q4_k_rows_avx2_t<4>};
+  static constexpr GgmlIntDotFn fn[4] = {q4_k_rows_avx2_t<Fifth, 1>, q4_k_rows_avx2_t<Fifth, 2>, q4_k_rows_avx2_t<Fifth, 3>,
+                                         q4_k_rows_avx2_t<Fifth, 4>};
   fn[x.rows - 1](wt, x, n);
 }
 void q6_k_rows_avx2(const IntDotWeights& wt, const IntDotRows& x, int n) {
@@ -374,7 +399,10 @@ INFERLAB_TARGET_END
 
 GgmlIntDotFn ggml_int_row_dot(uint32_t type, Isa isa) {
   switch (type) {
-    case kGgmlQ4_K: return isa == Isa::Avx512 ? q4_k_rows_avx512 : isa == Isa::Avx2 ? q4_k_rows_avx2 : rows_scalar<q4_k_dot_scalar_row>;
+    case kGgmlQ4_K:
+      return isa == Isa::Avx512 ? q4_k_rows_avx512<false> : isa == Isa::Avx2 ? q4_k_rows_avx2<false> : rows_scalar<q4_k_dot_scalar_row<false>>;
+    case kGgmlQ5_K:
+      return isa == Isa::Avx512 ? q4_k_rows_avx512<true> : isa == Isa::Avx2 ? q4_k_rows_avx2<true> : rows_scalar<q4_k_dot_scalar_row<true>>;
     case kGgmlQ6_K: return isa == Isa::Avx512 ? q6_k_rows_avx512 : isa == Isa::Avx2 ? q6_k_rows_avx2 : rows_scalar<q6_k_dot_scalar_row>;
     default: return nullptr;
   }

@@ -76,7 +76,7 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
       detail::prepare_rows(x, 0, rows, w.in(), w, prepared, true);
   };
   if (w.format() == WeightFormat::Blocks) {
-    // Q4_K / Q6_K rows take int8 activations (kquant_dot.cpp); the other types the fp32 ones.
+    // K-quant rows take int8 activations (kquant_dot.cpp); the other block types the fp32 ones.
     const bool int_rows = detail::has_int_dot_rows(w);
     if (int_rows) prepare();
     const detail::KernelArgs args{int_rows ? &prepared : nullptr, &w, bias, y, rows, x};

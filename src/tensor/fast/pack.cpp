@@ -417,7 +417,7 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
     prepared.scale.resize(static_cast<std::size_t>(rows) * w.blocks());
     prepared.sum.resize(static_cast<std::size_t>(rows) * w.blocks());
   } else {
-    fail("prepare_input: f32 weights and blocks without Q4_K / Q6_K rows take the activations as they are");
+    fail("prepare_input: f32 weights and blocks without K-quant rows take the activations as they are");
   }
 }
 
