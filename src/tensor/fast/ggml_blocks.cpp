@@ -8,14 +8,10 @@
 #pragma GCC optimize("tree-vectorize")
 #endif
 
-#include <immintrin.h>
-
 #include <cstring>
 
-#include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/float16.h"
 #include "inferlab/util/error.h"
-#include "tensor/fast/isa_target.h"
 
 namespace inferlab::fast {
 namespace {
@@ -121,151 +117,6 @@ void q6_k_block(const uint8_t* b, float* y) {  // ql[128], qh[64], scales[16] in
 
 }  // namespace
 
-// Q4_K and Q6_K, the K-quants of most Q4_K_M files, 16 weights per instruction instead of the
-// compiler's baseline SSE2 (on the Qwen2.5-0.5B-shaped Q4_K_M file these two were 50 % of a
-// decode step at 1 thread on a Zen 5). The same operations in the same order as the loops above —
-// the code widened exactly to float, one multiply, for Q4_K one subtraction — so every
-// instruction set gives the same values. (Were the compiler to fuse Q4_K's multiply and
-// subtraction, nothing would change: (d * sc) * q has at most 11 + 6 + 4 significant bits, exact
-// in a float.)
-INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
-// GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-namespace {
-
-inline float half_avx512(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
-
-// 16 weights: scale * code - min (codes unsigned), or scale * code (codes signed: Q6_K, its
-// offset of 32 taken off in bytes).
-inline __m512 weights16_avx512(__m128i codes, float scale, float min) {
-  const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(codes));
-  return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min));
-}
-inline __m512 signed_weights16_avx512(__m128i codes, float scale) {
-  return _mm512_mul_ps(_mm512_set1_ps(scale), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)));
-}
-
-// A block's weights, 16 at a time in order: sink(offset in the block, the 16 weights).
-template <class Sink>
-inline void q4_k_runs_avx512(const uint8_t* b, Sink&& sink) {
-  const float d = half_avx512(b), dmin = half_avx512(b + 2);
-  const uint8_t* q = b + 16;
-  const __m128i low4 = _mm_set1_epi8(0x0f);
-  for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
-    uint8_t sc, m;
-    ggml_k4_scale_min(2 * chunk, b + 4, sc, m);
-    const float d1 = d * sc, m1 = dmin * m;
-    ggml_k4_scale_min(2 * chunk + 1, b + 4, sc, m);
-    const float d2 = d * sc, m2 = dmin * m;
-    const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
-    sink(64 * chunk, weights16_avx512(_mm_and_si128(raw0, low4), d1, m1));
-    sink(64 * chunk + 16, weights16_avx512(_mm_and_si128(raw1, low4), d1, m1));
-    sink(64 * chunk + 32, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, m2));
-    sink(64 * chunk + 48, weights16_avx512(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, m2));
-  }
-}
-
-template <class Sink>
-inline void q6_k_runs_avx512(const uint8_t* b, Sink&& sink) {
-  const uint8_t* ql = b;
-  const uint8_t* qh = b + 128;
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = half_avx512(b + 208);
-  const __m128i low4 = _mm_set1_epi8(0x0f), two = _mm_set1_epi8(0x03);
-  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8)
-    for (int c = 0; c < 4; ++c)
-      for (int run = 0; run < 2; ++run) {
-        __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ql + 32 * (c % 2) + 16 * run));
-        if (c >= 2) low = _mm_srli_epi16(low, 4);
-        const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
-                                                        _mm_cvtsi32_si128(2 * c)), two);
-        const __m128i codes = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4)), _mm_set1_epi8(32));
-        sink(128 * half_block + 32 * c + 16 * run, signed_weights16_avx512(codes, d * static_cast<float>(sc[run + 2 * c])));
-      }
-}
-
-void q4_k_block_avx512(const uint8_t* b, float* y) {
-  q4_k_runs_avx512(b, [&](int at, __m512 w) { _mm512_storeu_ps(y + at, w); });
-}
-void q6_k_block_avx512(const uint8_t* b, float* y) {
-  q6_k_runs_avx512(b, [&](int at, __m512 w) { _mm512_storeu_ps(y + at, w); });
-}
-
-}  // namespace
-INFERLAB_TARGET_END
-
-INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
-namespace {
-
-inline float half_avx2(const uint8_t* p) { return _cvtsh_ss(u16(p)); }  // exact, as half()
-
-// 16 weights as two halves of 8, as weights16_avx512 / signed_weights16_avx512.
-struct Weights16 {
-  __m256 lo, hi;
-};
-inline Weights16 weights16_avx2(__m128i codes, float scale, float min) {
-  const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(min);
-  const __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
-  const __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8)));
-  return {_mm256_sub_ps(_mm256_mul_ps(vs, q0), vm), _mm256_sub_ps(_mm256_mul_ps(vs, q1), vm)};
-}
-inline Weights16 signed_weights16_avx2(__m128i codes, float scale) {
-  const __m256 vs = _mm256_set1_ps(scale);
-  return {_mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes))),
-          _mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8))))};
-}
-
-template <class Sink>
-inline void q4_k_runs_avx2(const uint8_t* b, Sink&& sink) {
-  const float d = half_avx2(b), dmin = half_avx2(b + 2);
-  const uint8_t* q = b + 16;
-  const __m128i low4 = _mm_set1_epi8(0x0f);
-  for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
-    uint8_t sc, m;
-    ggml_k4_scale_min(2 * chunk, b + 4, sc, m);
-    const float d1 = d * sc, m1 = dmin * m;
-    ggml_k4_scale_min(2 * chunk + 1, b + 4, sc, m);
-    const float d2 = d * sc, m2 = dmin * m;
-    const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
-    sink(64 * chunk, weights16_avx2(_mm_and_si128(raw0, low4), d1, m1));
-    sink(64 * chunk + 16, weights16_avx2(_mm_and_si128(raw1, low4), d1, m1));
-    sink(64 * chunk + 32, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw0, 4), low4), d2, m2));
-    sink(64 * chunk + 48, weights16_avx2(_mm_and_si128(_mm_srli_epi16(raw1, 4), low4), d2, m2));
-  }
-}
-
-template <class Sink>
-inline void q6_k_runs_avx2(const uint8_t* b, Sink&& sink) {
-  const uint8_t* ql = b;
-  const uint8_t* qh = b + 128;
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = half_avx2(b + 208);
-  const __m128i low4 = _mm_set1_epi8(0x0f), two = _mm_set1_epi8(0x03);
-  for (int half_block = 0; half_block < 2; ++half_block, ql += 64, qh += 32, sc += 8)
-    for (int c = 0; c < 4; ++c)
-      for (int run = 0; run < 2; ++run) {
-        __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ql + 32 * (c % 2) + 16 * run));
-        if (c >= 2) low = _mm_srli_epi16(low, 4);
-        const __m128i top = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * run)),
-                                                        _mm_cvtsi32_si128(2 * c)), two);
-        const __m128i codes = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(low, low4), _mm_slli_epi16(top, 4)), _mm_set1_epi8(32));
-        sink(128 * half_block + 32 * c + 16 * run, signed_weights16_avx2(codes, d * static_cast<float>(sc[run + 2 * c])));
-      }
-}
-
-void q4_k_block_avx2(const uint8_t* b, float* y) {
-  q4_k_runs_avx2(b, [&](int at, Weights16 w) { _mm256_storeu_ps(y + at, w.lo), _mm256_storeu_ps(y + at + 8, w.hi); });
-}
-void q6_k_block_avx2(const uint8_t* b, float* y) {
-  q6_k_runs_avx2(b, [&](int at, Weights16 w) { _mm256_storeu_ps(y + at, w.lo), _mm256_storeu_ps(y + at + 8, w.hi); });
-}
-
-}  // namespace
-INFERLAB_TARGET_END
-
 const char* ggml_type_name(uint32_t type) {
   static const char* const names[] = {
       "F32",     "F16",    "Q4_0",    "Q4_1",  "Q4_2 (removed)", "Q4_3 (removed)", "Q5_0",  "Q5_1",  "Q8_0",
@@ -305,7 +156,6 @@ std::size_t ggml_row_bytes(uint32_t type, int64_t n) {
 void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* dst) {
   using BlockFn = void (*)(const uint8_t*, float*);
   BlockFn fn = nullptr;
-  const Isa isa = active_isa();
   switch (type) {
     case kGgmlF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); return;
     case kGgmlF16: for (int64_t i = 0; i < n; ++i) dst[i] = half(src + 2 * i); return;
@@ -315,9 +165,9 @@ void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* ds
     case kGgmlQ5_0: fn = q5_0_block; break;
     case kGgmlQ5_1: fn = q5_1_block; break;
     case kGgmlQ8_0: fn = q8_0_block; break;
-    case kGgmlQ4_K: fn = isa == Isa::Avx512 ? q4_k_block_avx512 : isa == Isa::Avx2 ? q4_k_block_avx2 : q4_k_block; break;
+    case kGgmlQ4_K: fn = q4_k_block; break;
     case kGgmlQ5_K: fn = q5_k_block; break;
-    case kGgmlQ6_K: fn = isa == Isa::Avx512 ? q6_k_block_avx512 : isa == Isa::Avx2 ? q6_k_block_avx2 : q6_k_block; break;
+    case kGgmlQ6_K: fn = q6_k_block; break;
     default: ggml_row_bytes(type, n);  // throws the "not supported" error
   }
   const GgmlBlock block = *ggml_block(type);
