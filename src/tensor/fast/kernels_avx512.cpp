@@ -352,13 +352,13 @@ void dot16_tile_avx512(const float* w, std::size_t w_stride, const float* x, std
     #pragma GCC unroll 4
     for (int i = 0; i < WR; ++i) _mm512_storeu_ps(acc + (a * 4 + i) * 16, sum[a][i]);
 }
-template <int XR>
+// The tiles of XR activation rows, indexed by weight rows - 1.
 using TileRow = std::array<void (*)(const float*, std::size_t, const float*, std::size_t, int, float*), 4>;
 template <int XR>
-constexpr TileRow<XR> tile_row{dot16_tile_avx512<XR, 1>, dot16_tile_avx512<XR, 2>, dot16_tile_avx512<XR, 3>, dot16_tile_avx512<XR, 4>};
+constexpr TileRow tile_row{dot16_tile_avx512<XR, 1>, dot16_tile_avx512<XR, 2>, dot16_tile_avx512<XR, 3>, dot16_tile_avx512<XR, 4>};
 void dot16_avx512(const float* w, std::size_t w_stride, int w_rows, const float* x, std::size_t x_stride, int x_rows, int n,
                   float* acc) {
-  static constexpr std::array<TileRow<1>, 4> table{tile_row<1>, tile_row<2>, tile_row<3>, tile_row<4>};
+  static constexpr std::array<TileRow, 4> table{tile_row<1>, tile_row<2>, tile_row<3>, tile_row<4>};
   table[x_rows - 1][w_rows - 1](w, w_stride, x, x_stride, n, acc);
 }
 
