@@ -68,8 +68,8 @@ class PackedMatrix {
   // copied as they are when every part but the last fills whole panels, else rows are repacked.
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
-  // without changing a stored value: Q8_0 -> int8 and Q4_0 -> q4 (the same codes and fp16 scales,
-  // rearranged into panels), BF16 -> bf16, F32 -> f32, every other type kept as blocks.
+  // without changing a stored value: Q8_0 and Q5_0 -> int8, Q4_0 -> q4 (the same codes and fp16
+  // scales, rearranged into panels), BF16 -> bf16, F32 -> f32, every other type kept as blocks.
   static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
   // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, bf16 -> BF16, f32 -> F32):
   // exact, so matrices of different formats can be fused.
