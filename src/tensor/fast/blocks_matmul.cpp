@@ -226,10 +226,10 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
         dequantize_ggml_row(type, src[r], in, panel.data() + static_cast<std::size_t>(r) * in);
       }
     }
-    for (int row0 = 0; int_rows > 0 && row0 < a.rows; row0 += 4) {  // 4 activation rows per weight decode
+    for (int row0 = 0; int_rows > 0 && row0 < a.rows; row0 += kIntDotRows) {  // activation rows per weight decode
       const std::size_t blocks = a.in->blocks;
       const IntDotRows x{a.in->q8.data() + row0 * static_cast<std::size_t>(a.in->in_padded), a.in->scale.data() + row0 * blocks,
-                         a.in->sum.data() + row0 * blocks, static_cast<std::size_t>(a.in->in_padded), blocks, std::min(4, a.rows - row0)};
+                         a.in->sum.data() + row0 * blocks, static_cast<std::size_t>(a.in->in_padded), blocks, std::min(kIntDotRows, a.rows - row0)};
       for (int r = 0; r < rows_here;) {  // runs of consecutive rows of one type: one call each
         if (!int_dot[r]) {
           ++r;

@@ -66,7 +66,9 @@ struct KernelTable {
 // The blocks format's kernel over panels [panel_begin, panel_end), with this table's dot16.
 void blocks_kernel(const KernelArgs& args, int panel_begin, int panel_end, Dot16Fn dot16);
 
-// Up to 4 activation rows quantized to int8 per 32 (PreparedInput's q8 / scale / sum, row a at
+// Activation rows per K-quant integer-dot call: each weight row's codes are decoded once for them.
+constexpr int kIntDotRows = 6;
+// Up to kIntDotRows activation rows quantized to int8 per 32 (PreparedInput's q8 / scale / sum, row a at
 // q8 + a * q8_stride and scale / sum + a * blocks_stride).
 struct IntDotRows {
   const int8_t* q8;
