@@ -1,8 +1,6 @@
 // The blocks format (packed.h): GGUF rows of ggml blocks packed as they are stored, or repacked
 // without changing a value into the int8 / q4 panels (Q8_0 and Q5_0, Q4_0); its kernel; and the exact
 // conversion of every format to blocks, so that a GGUF mix of types can be fused (q|k|v, gate|up).
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -199,14 +197,9 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
   thread_local std::vector<float> panel;  // per thread: the kernel pool's workers run chunks at once
   panel.resize(static_cast<std::size_t>(kPanel) * in);
   const Isa isa = active_isa();
-  // Reduces a row's 16 lanes in a fixed tree (lane j + lane j + 8, then + 4, + 2, + 1; four
-  // lanes at a time, SSE being in every x86-64 CPU) and writes its output.
+  // Reduces a row's 16 lanes (reduce16) and writes its output.
   auto finish = [&](int row, int col, const float* acc) {
-    const __m128 eight = _mm_add_ps(_mm_add_ps(_mm_loadu_ps(acc), _mm_loadu_ps(acc + 8)),
-                                    _mm_add_ps(_mm_loadu_ps(acc + 4), _mm_loadu_ps(acc + 12)));
-    const __m128 two = _mm_add_ps(eight, _mm_movehl_ps(eight, eight));
-    const float sum = _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
-    a.y[static_cast<std::size_t>(row) * out + col] = sum + (a.bias ? a.bias[col] : 0.0f);
+    a.y[static_cast<std::size_t>(row) * out + col] = reduce16(acc) + (a.bias ? a.bias[col] : 0.0f);
   };
   for (int p = panel_begin; p < panel_end; ++p) {
     const int rows_here = std::min(kPanel, out - p * kPanel);

@@ -1,5 +1,7 @@
 // Between the dispatcher (matmul.cpp) and the per-instruction-set kernel files.
 #pragma once
+#include <xmmintrin.h>
+
 #include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/packed.h"
 
@@ -62,6 +64,20 @@ struct KernelTable {
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
   Dot16Fn dot16 = nullptr;   // null: the scalar loop
 };
+
+// The blocks kernels' reduction of lanes to one float, in one fixed tree (lane j + lane j + 8, then
+// + 4, then (0 + 2) + (1 + 3)), so every instruction set's kernel ends with the same bits. SSE,
+// which every x86-64 CPU has, does it four lanes at a time: reduce4 ends the tree on lanes 0-3
+// (after the + 4 step), reduce8 / reduce16 start it from 8 / 16 lanes in memory.
+inline float reduce4(__m128 four) {
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+inline float reduce8(const float* lanes) { return reduce4(_mm_add_ps(_mm_loadu_ps(lanes), _mm_loadu_ps(lanes + 4))); }
+inline float reduce16(const float* lanes) {
+  return reduce4(_mm_add_ps(_mm_add_ps(_mm_loadu_ps(lanes), _mm_loadu_ps(lanes + 8)),
+                            _mm_add_ps(_mm_loadu_ps(lanes + 4), _mm_loadu_ps(lanes + 12))));
+}
 
 // The blocks format's kernel over panels [panel_begin, panel_end), with this table's dot16.
 void blocks_kernel(const KernelArgs& args, int panel_begin, int panel_end, Dot16Fn dot16);

@@ -8,8 +8,8 @@
 //   run (32 weights in Q4_K / Q5_K, 16 in Q6_K) and x scale that of their activations' 32-block;
 //   Q4_K's and Q5_K's mins: per sub-block j (0-7) of every super-block, mins[j] = fma((dmin * m) * x scale,
 //   float(sum of the block's x codes), mins[j]);
-//   the result: acc's 16 lanes reduced in the blocks kernel's tree (reduce16), minus mins' 8 lanes
-//   reduced likewise (reduce8).
+//   the result: acc's 16 lanes reduced in the blocks kernels' tree (reduce16), minus mins' 8 lanes
+//   reduced likewise (reduce8; kernels_internal.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -28,20 +28,6 @@ float half_at(const uint8_t* p) {
   uint16_t bits;
   std::memcpy(&bits, p, 2);
   return f16_to_f32(bits);
-}
-
-// The blocks kernel's reduction of 16 lanes: lane j + lane j + 8, then + 4, + 2, + 1.
-float reduce16(const float* acc) {
-  float t[8];
-  for (int j = 0; j < 8; ++j) t[j] = acc[j] + acc[j + 8];
-  for (int j = 0; j < 4; ++j) t[j] += t[j + 4];
-  return (t[0] + t[2]) + (t[1] + t[3]);
-}
-
-float reduce8(const float* m) {
-  float t[4];
-  for (int j = 0; j < 4; ++j) t[j] = m[j] + m[j + 4];
-  return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
 // Q4_K's 8 scales and 8 mins of a super-block from its 12 packed bytes (ggml_k4_scale_min's
@@ -130,35 +116,35 @@ void rows_scalar(const IntDotWeights& wt, const IntDotRows& x, int n) {
 
 }  // namespace
 
+// Helpers of both kernel regions below (the AVX-512 one includes these instructions, so they
+// inline there too).
+INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
+namespace {
+
+inline float half_f16c(const uint8_t* p) {  // exact, as f16_to_f32
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return _cvtsh_ss(bits);
+}
+// 8 bytes (sub-blocks 0-7) as floats.
+inline __m256 bytes8(uint32_t low, uint32_t high) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>((static_cast<uint64_t>(high) << 32) | low))));
+}
+// reduce8's tree on one ymm, reduce16's on two (lanes 0-7, 8-15).
+inline float reduce8_ymm(__m256 m) { return reduce4(_mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1))); }
+inline float reduce16_ymm(__m256 lo, __m256 hi) { return reduce8_ymm(_mm256_add_ps(lo, hi)); }
+
+}  // namespace
+INFERLAB_TARGET_END
+
 INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
 
-inline float half_f16c_avx512(const uint8_t* p) {  // exact, as f16_to_f32
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return _cvtsh_ss(bits);
-}
-// reduce16's tree on one zmm: lane j + lane j + 8, + 4, then (0 + 2) + (1 + 3).
-inline float reduce16_avx512(__m512 acc) {
-  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
-}
-
-// reduce8's tree on one ymm.
-inline float reduce8_avx512(__m256 m) {
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
-}
-// 8 bytes (sub-blocks 0-7) as floats.
-inline __m256 bytes8_avx512(uint32_t low, uint32_t high) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>((static_cast<uint64_t>(high) << 32) | low))));
-}
+// reduce16's tree on one zmm.
+inline float reduce16_avx512(__m512 acc) { return reduce16_ymm(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)); }
 
 // Up to kIntDotRows activation rows at once (R): the weights' codes and scales are decoded once
 // for them (6: 8 spilled registers, pp64 of a Q4_K_M file 337 -> 238 t/s; 4 was 10 % slower than 6).
@@ -180,8 +166,8 @@ void q4_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
     for (int s = 0; s < n / 256; ++s, w += kK4Bytes<Fifth>) {
       const K4ScalesMins packed = k4_scales_mins(w + 4);
       const __m256i fifths = Fifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16)) : _mm256_setzero_si256();
-      const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w)), bytes8_avx512(packed.scales_low, packed.scales_high));
-      const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx512(w + 2)), bytes8_avx512(packed.mins_low, packed.mins_high));
+      const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c(w)), bytes8(packed.scales_low, packed.scales_high));
+      const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c(w + 2)), bytes8(packed.mins_low, packed.mins_high));
       __m512 scale[R];
       #pragma GCC unroll 8
       for (int a = 0; a < R; ++a) {
@@ -208,7 +194,7 @@ void q4_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
       }
     }
     #pragma GCC unroll 8
-    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx512(acc[a]) - reduce8_avx512(mins[a]) + (wt.bias ? wt.bias[i] : 0.0f);
+    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx512(acc[a]) - reduce8_ymm(mins[a]) + (wt.bias ? wt.bias[i] : 0.0f);
   }
 }
 
@@ -228,7 +214,7 @@ void q6_k_rows_avx512_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
                              _mm512_setr_epi32(12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15)};
     for (int s = 0; s < n / 256; ++s, w += 210) {
       // Run r's scale sc[r]: group g (quarters q0 = 2 * (g % 2), q0 + 1 of half g / 2) holds runs 4g..4g + 3.
-      const __m512 d_sc = _mm512_mul_ps(_mm512_set1_ps(half_f16c_avx512(w + 208)),
+      const __m512 d_sc = _mm512_mul_ps(_mm512_set1_ps(half_f16c(w + 208)),
                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)))));
       __m512 scale[R];
       #pragma GCC unroll 8
@@ -280,28 +266,6 @@ namespace {
 // the 16-bit step).
 inline __m256i dot_u8s8(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
 
-inline float half_f16c_avx2(const uint8_t* p) {  // exact, as f16_to_f32
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return _cvtsh_ss(bits);
-}
-// reduce16's tree on two ymm halves (lanes 0-7, 8-15).
-inline float reduce16_avx2(__m256 lo, __m256 hi) {
-  const __m256 eight = _mm256_add_ps(lo, hi);
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
-}
-
-inline float reduce8_avx2(__m256 m) {
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
-}
-inline __m256 bytes8_avx2(uint32_t low, uint32_t high) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>((static_cast<uint64_t>(high) << 32) | low))));
-}
-
 // The AVX2 kernels take up to 4 activation rows (16 ymm registers): more go 4 at a time.
 void in_fours(const GgmlIntDotFn* fn, const IntDotWeights& wt, const IntDotRows& x, int n) {
   for (int a = 0; a < x.rows; a += 4) {
@@ -326,8 +290,8 @@ void q4_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
     for (int s = 0; s < n / 256; ++s, w += kK4Bytes<Fifth>) {
       const K4ScalesMins packed = k4_scales_mins(w + 4);
       const __m256i fifths = Fifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16)) : _mm256_setzero_si256();
-      const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w)), bytes8_avx2(packed.scales_low, packed.scales_high));
-      const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c_avx2(w + 2)), bytes8_avx2(packed.mins_low, packed.mins_high));
+      const __m256 d_sc = _mm256_mul_ps(_mm256_set1_ps(half_f16c(w)), bytes8(packed.scales_low, packed.scales_high));
+      const __m256 dmin_m = _mm256_mul_ps(_mm256_set1_ps(half_f16c(w + 2)), bytes8(packed.mins_low, packed.mins_high));
       alignas(32) float scale[R][8];
       #pragma GCC unroll 8
       for (int a = 0; a < R; ++a) {
@@ -355,7 +319,7 @@ void q4_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
       }
     }
     #pragma GCC unroll 8
-    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx2(acc_lo[a], acc_hi[a]) - reduce8_avx2(mins[a]) + (wt.bias ? wt.bias[i] : 0.0f);
+    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_ymm(acc_lo[a], acc_hi[a]) - reduce8_ymm(mins[a]) + (wt.bias ? wt.bias[i] : 0.0f);
   }
 }
 
@@ -369,7 +333,7 @@ void q6_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
     const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x03), offset = _mm256_set1_epi8(32);
     for (int s = 0; s < n / 256; ++s, w += 210) {
       const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
-      const float d = half_f16c_avx2(w + 208);
+      const float d = half_f16c(w + 208);
       for (int g = 0; g < 4; ++g) {
         const int h = g / 2, q0 = 2 * (g % 2);
         const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h));
@@ -394,7 +358,7 @@ void q6_k_rows_avx2_t(const IntDotWeights& wt, const IntDotRows& x, int n) {
       }
     }
     #pragma GCC unroll 8
-    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_avx2(acc[a][0], acc[a][1]) + (wt.bias ? wt.bias[i] : 0.0f);
+    for (int a = 0; a < R; ++a) wt.out[a * wt.out_stride + i] = reduce16_ymm(acc[a][0], acc[a][1]) + (wt.bias ? wt.bias[i] : 0.0f);
   }
 }
 
