@@ -17,16 +17,23 @@ namespace inferlab::fast {
 using detail::q4_offset;
 using detail::q8_offset;
 
-const uint8_t* PackedMatrix::block_row(int r, uint32_t& type) const {
-  int begin = 0;
-  for (const Segment& s : segments_) {
-    if (r < s.row_end) {
-      type = s.type;
-      return data_.data() + s.offset + static_cast<std::size_t>(r - begin) * s.row_bytes;
+void PackedMatrix::block_rows(int first, int count, const uint8_t** rows, uint32_t* types) const {
+  if (first < 0 || count < 0 || first + count > out_) fail("rows {}..{} outside a blocks matrix of {} rows", first, first + count - 1, out_);
+  int begin = 0, r = first;
+  for (const Segment& s : segments_) {  // one walk over the segments for the whole range
+    for (; r < first + count && r < s.row_end; ++r) {
+      rows[r - first] = data_.data() + s.offset + static_cast<std::size_t>(r - begin) * s.row_bytes;
+      types[r - first] = s.type;
     }
     begin = s.row_end;
   }
-  fail("row {} outside a blocks matrix of {} rows", r, out_);
+}
+
+const uint8_t* PackedMatrix::block_row(int r, uint32_t& type) const {
+  if (r < 0 || r >= out_) fail("row {} outside a blocks matrix of {} rows", r, out_);
+  const uint8_t* row;
+  block_rows(r, 1, &row, &type);
+  return row;
 }
 
 namespace {
@@ -206,11 +213,12 @@ void blocks_kernel(const KernelArgs& a, int panel_begin, int panel_end, Dot16Fn 
     // Rows of a type with an integer dot (Q4_K, Q5_K, Q6_K): each (activation row, weight row) one
     // ggml_int_row_dot on the int8 activations; the other rows dequantized to fp32 below.
     const uint8_t* src[kPanel];
+    uint32_t types[kPanel];
+    w.block_rows(p * kPanel, rows_here, src, types);
     GgmlIntDotFn int_dot[kPanel];
     int int_rows = 0;
     for (int r = 0; r < rows_here; ++r) {
-      uint32_t type;
-      src[r] = w.block_row(p * kPanel + r, type);
+      const uint32_t type = types[r];
       int_dot[r] = ggml_int_row_dot(type, isa);
       if (int_dot[r]) {
         if (!a.in) fail("blocks kernel: a {} row without int8 activations (matmul prepares them)", ggml_type_name(type));

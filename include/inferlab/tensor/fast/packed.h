@@ -103,6 +103,8 @@ class PackedMatrix {
   };
   const std::vector<Segment>& segments() const { return segments_; }
   const uint8_t* block_row(int r, uint32_t& type) const;
+  // Rows first..first + count - 1 at once: their bytes and types (one walk over the segments).
+  void block_rows(int first, int count, const uint8_t** rows, uint32_t* types) const;
 
  private:
   static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
