@@ -61,8 +61,12 @@ struct IsaGuard {
   ~IsaGuard() { set_isa_limit(Isa::Avx512); }
 };
 
-// Those that stay blocks (Q8_0, Q5_0 and Q4_0 move to the int8 / q4 panels).
+// The types the matmul runs from their own bytes (blocks) or from the K-quant panels (Q8_0, Q5_0
+// and Q4_0 move to the int8 / q4 panels, tested on their own).
 const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
+WeightFormat packed_format(uint32_t type) {
+  return type == kGgmlQ4_K ? WeightFormat::Q4K : type == kGgmlQ6_K ? WeightFormat::Q6K : WeightFormat::Blocks;
+}
 
 }  // namespace
 
@@ -116,16 +120,18 @@ TEST(GgmlBlocks, Q5_0AndQ6KDecodeAsTheFormatDescribes) {
   for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.5f * static_cast<float>(e / 16 - 8) * static_cast<float>(code(e) - 32)) << e;
 }
 
-TEST(GgmlBlocks, Q8_0Q5_0AndQ4_0RepackWithoutChangingAValue) {
-  for (uint32_t type : {kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0}) {
-    const int out = 37, in = 96;
+TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
+  for (uint32_t type : {kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_K, kGgmlQ6_K}) {
+    const bool k_quant = type == kGgmlQ4_K || type == kGgmlQ6_K;
+    const int out = 37, in = k_quant ? 512 : 96;
     auto rows = random_rows(type, out, in, 1);
     if (type == kGgmlQ8_0)  // ggml never writes the code -128
       for (std::size_t b = 0; b < rows.size(); b += 34)
         for (int j = 0; j < 32; ++j)
           if (rows[b + 2 + j] == 0x80) rows[b + 2 + j] = 0x81;
     const PackedMatrix m = PackedMatrix::from_ggml(rows.data(), type, out, in);
-    EXPECT_EQ(m.format(), type == kGgmlQ4_0 ? WeightFormat::Q4 : WeightFormat::Q8);
+    EXPECT_EQ(m.format(), type == kGgmlQ4_0 ? WeightFormat::Q4 : k_quant ? packed_format(type) : WeightFormat::Q8);
+    if (k_quant) EXPECT_EQ(m.bytes(), static_cast<std::size_t>(m.panels()) * kPanel * in * bytes_per_weight(m.format()));
     std::vector<float> expected(in), got(in), back_values(in);
     const PackedMatrix back = m.to_blocks();
     for (int r = 0; r < out; ++r) {
@@ -141,7 +147,8 @@ TEST(GgmlBlocks, Q8_0Q5_0AndQ4_0RepackWithoutChangingAValue) {
         ASSERT_EQ(back_values, expected) << "row " << r;
         continue;
       }
-      ASSERT_EQ(std::memcmp(block_row, rows.data() + r * ggml_row_bytes(type, in), ggml_row_bytes(type, in)), 0);
+      ASSERT_EQ(std::memcmp(block_row, rows.data() + r * ggml_row_bytes(type, in), ggml_row_bytes(type, in)), 0)
+          << ggml_type_name(type) << " row " << r;
       ASSERT_EQ(t, type);
     }
   }
@@ -169,8 +176,9 @@ TEST(GgmlBlocks, MixedFormatsFuseIntoBlocksExactly) {
       ASSERT_EQ(got, expected) << "fused row " << row;
     }
   // The fused matmul: its panels mix Q4_K, Q8_0 and Q6_K rows (integer dots for the K-quants, the
-  // fp32 path for Q8_0's blocks). Each K-quant row gives the bits it gives in its own matrix; the
-  // Q8_0 rows their fp32 dot products.
+  // fp32 path for Q8_0's blocks). Each K-quant row gives the bits it gives in its own matrix as
+  // blocks (alone, Q4_K and Q6_K take their panels); the Q8_0 rows their fp32 dot products.
+  const PackedMatrix pa_blocks = pa.to_blocks(), pc_blocks = pc.to_blocks();
   IsaGuard guard;
   std::mt19937 rng(11);
   std::normal_distribution<float> dist;
@@ -181,8 +189,8 @@ TEST(GgmlBlocks, MixedFormatsFuseIntoBlocksExactly) {
       for (auto& v : x) v = dist(rng);
       std::vector<float> y(static_cast<std::size_t>(rows) * fused.out()), ya(rows * 20), yc(rows * 5);
       matmul(x.data(), rows, fused, nullptr, y.data());
-      matmul(x.data(), rows, pa, nullptr, ya.data());
-      matmul(x.data(), rows, pc, nullptr, yc.data());
+      matmul(x.data(), rows, pa_blocks, nullptr, ya.data());
+      matmul(x.data(), rows, pc_blocks, nullptr, yc.data());
       for (int r = 0; r < rows; ++r) {
         for (int o = 0; o < 20; ++o) ASSERT_EQ(y[r * 41 + o], ya[r * 20 + o]) << isa_name(isa) << " Q4_K row " << o;
         for (int o = 0; o < 5; ++o) ASSERT_EQ(y[r * 41 + 36 + o], yc[r * 5 + o]) << isa_name(isa) << " Q6_K row " << o;
@@ -201,11 +209,18 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
   for (uint32_t type : kBlockTypes) {
     const int out = 35, in = 512;
     const auto bytes = random_rows(type, out, in, 7 + type);
-    const PackedMatrix w = PackedMatrix::from_ggml(bytes.data(), type, out, in);
-    ASSERT_EQ(w.format(), WeightFormat::Blocks) << ggml_type_name(type);
+    const PackedMatrix packed = PackedMatrix::from_ggml(bytes.data(), type, out, in);
+    ASSERT_EQ(packed.format(), packed_format(type)) << ggml_type_name(type);
+    // Q4_K and Q6_K: their panels, and their rows as blocks (how they run when fused with other types).
+    const PackedMatrix as_blocks = packed.to_blocks();
+    std::vector<const PackedMatrix*> forms{&packed};
+    if (packed.format() != WeightFormat::Blocks) forms.push_back(&as_blocks);
     std::mt19937 rng(type);
     std::normal_distribution<float> dist;
-    for (int rows : {1, 3, 17}) {
+    for (const PackedMatrix* form : forms)
+    for (int rows : {1, 3, 8, 17}) {
+      const PackedMatrix& w = *form;
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " as " + format_name(w.format()) + ", rows " + std::to_string(rows));
       std::vector<float> x(static_cast<std::size_t>(rows) * in), bias(out);
       for (auto& v : x) v = dist(rng);
       for (auto& v : bias) v = dist(rng);

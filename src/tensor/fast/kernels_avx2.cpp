@@ -130,19 +130,27 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
 // sums per block, then one fp32 FMA with the two scales. AVX2 has no u8 x s8 -> i32 dot product:
 // vpmaddubsw gives i16 pair sums and vpmaddwd widens them; both run on one pipe on Zen 1, so the
 // number of them per weight byte is what the kernel's speed is.
-template <int MR, bool Q8, bool Prefetch>
+template <int MR, WeightFormat F, bool Prefetch>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
+  constexpr bool Q8 = F == WeightFormat::Q8, K4 = F == WeightFormat::Q4K, K6 = F == WeightFormat::Q6K;
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
   const int8_t* x = a.in->q8.data() + row0 * ldx;
   const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
   const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
+  const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
   const uint8_t* wp = w.panel_data(panel);
-  const uint16_t* sp = w.panel_scales(panel);
-  constexpr int block_bytes = Q8 ? 512 : 256;  // per panel
+  const uint8_t* sp = w.panel_scale_bytes(panel);
+  constexpr int block_bytes = panel_block_bytes(F);  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
-                low_nibbles = _mm256_set1_epi8(0x0f);
+                low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30);
+  // q4_k / q6_k: 8 of a block's scales (u8 or int8) times the super-block's fp16 d (exact in fp32).
+  auto k_scales = [&](const uint8_t* at, const uint8_t* head) __attribute__((always_inline)) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at));
+    const __m256i wide = K6 ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(head))));
+  };
   __m256 acc[MR][2];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
@@ -153,6 +161,58 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
     }
     __m256i isum[MR][2];
     const int8_t* xb = x + b * kBlock;
+    if constexpr (K6) {
+      // Two halves of 16 k, each its own int32 sums and scale (as the AVX-512 kernel): 6-bit codes
+      // times q8 make pair sums up to 16,002, so two groups' pairs add up in int16 before vpmaddwd.
+      const uint8_t* bs = sp + kscale_offset(F, b);
+      const uint8_t* head = sp + kheader_offset(F, b);
+      #pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        #pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) {
+          const int32_t low = xsum_low[m * blocks + b], sum = half == 0 ? low : xsum[m * blocks + b] - low;
+          isum[m][0] = isum[m][1] = _mm256_set1_epi32(-32 * sum);
+        }
+        #pragma GCC unroll 2
+        for (int gp = 0; gp < 2; ++gp) {
+          __m256i pairs[MR][2];
+          #pragma GCC unroll 16
+          for (int m = 0; m < MR; ++m) pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
+          #pragma GCC unroll 2
+          for (int g = 2 * gp; g < 2 * gp + 2; ++g) {
+            __m256i xv[MR];
+            #pragma GCC unroll 16
+            for (int m = 0; m < MR; ++m) xv[m] = _mm256_set1_epi32(load_i32(xb + m * ldx + half * 16 + g * 4));
+            const int shift = (g % 2) * 4 + half * 2;  // of the 2 bits, to bits 4-5
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+              const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * 384 + g * 64 + h * 32));
+              const __m256i top = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * 384 + 256 + (g / 2) * 64 + h * 32));
+              const __m256i nibble = half == 0 ? _mm256_and_si256(raw, low_nibbles) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+              const __m256i moved = shift == 4 ? top : shift < 4 ? _mm256_slli_epi16(top, 4 - shift) : _mm256_srli_epi16(top, shift - 4);
+              const __m256i code = _mm256_or_si256(nibble, _mm256_and_si256(moved, high_bits));
+              #pragma GCC unroll 16
+              for (int m = 0; m < MR; ++m) pairs[m][h] = _mm256_add_epi16(pairs[m][h], _mm256_maddubs_epi16(code, xv[m]));
+            }
+          }
+          #pragma GCC unroll 16
+          for (int m = 0; m < MR; ++m)
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) isum[m][h] = _mm256_add_epi32(isum[m][h], _mm256_madd_epi16(pairs[m][h], ones));
+        }
+        __m256 ws[2];
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) ws[h] = k_scales(bs + half * kPanel + h * 8, head + h * 16);
+        #pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) {
+          const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
+          #pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h)
+            acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(ws[h], xs), acc[m][h]);
+        }
+      }
+      continue;
+    }
     if constexpr (Q8) {
       // Stored codes are q + 128: flip the top bit back to q, then |w| * (x with w's sign), as
       // vpmaddubsw needs one unsigned operand (|w| <= 127, so pair sums cannot saturate).
@@ -202,16 +262,34 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
       }
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
-        // The codes keep their +8 offset: subtract 8 * sum(x) of the block.
-        const __m256i start = _mm256_set1_epi32(-8 * xsum[m * blocks + b]);
+        // q4's codes keep their +8 offset: subtract 8 * sum(x) of the block (q4_k's have none).
+        const __m256i start = _mm256_set1_epi32(K4 ? 0 : -8 * xsum[m * blocks + b]);
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) isum[m][h] = _mm256_add_epi32(start, _mm256_madd_epi16(pairs[m][h], ones));
       }
     }
+    if constexpr (K4) {
+      const uint8_t* bs = sp + kscale_offset(F, b);
+      const uint8_t* head = sp + kheader_offset(F, b);
+      __m256 ws[2], wm[2];
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) ws[h] = k_scales(bs + h * 8, head + h * 16), wm[h] = k_scales(bs + kPanel + h * 8, head + 32 + h * 16);
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) {
+        const float s = xscale[m * blocks + b];
+        const __m256 xs = _mm256_set1_ps(s), xm = _mm256_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(ws[h], xs), acc[m][h]);
+          acc[m][h] = _mm256_fnmadd_ps(wm[h], xm, acc[m][h]);
+        }
+      }
+      continue;
+    }
     __m256 wscale[2];
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h)
-      wscale[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel + h * 8)));
+      wscale[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel * 2 + h * 16)));
     #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
@@ -275,15 +353,13 @@ void bf16_avx2(const KernelArgs& a, int pb, int pe) {
 // pass over a panel, which stays in L1/L2 for the next row blocks; the first pass (the only one in
 // decode) prefetches. One panel per pass: two panels' int16/int32 partial sums did not fit the 16
 // ymm registers.
-template <bool Q8>
+template <WeightFormat F>
 void quant_avx2(const KernelArgs& a, int pb, int pe) {
-  static constexpr auto first = table_of<quant_tile<1, Q8, true>, quant_tile<2, Q8, true>>();
-  static constexpr auto next = table_of<quant_tile<1, Q8, false>, quant_tile<2, Q8, false>>();
+  static constexpr auto first = table_of<quant_tile<1, F, true>, quant_tile<2, F, true>>();
+  static constexpr auto next = table_of<quant_tile<1, F, false>, quant_tile<2, F, false>>();
   for (int p = pb; p < pe; ++p)
     for (int row0 = 0; row0 < a.rows; row0 += 2) (row0 == 0 ? first : next)[std::min(2, a.rows - row0) - 1](a, row0, p);
 }
-void q8_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<true>(a, pb, pe); }
-void q4_avx2(const KernelArgs& a, int pb, int pe) { quant_avx2<false>(a, pb, pe); }
 
 // f32_to_bf16 on 8 lanes: round to nearest even, NaN kept quiet (as the scalar code).
 inline __m128i round_to_bf16(__m256 v) {
@@ -390,7 +466,15 @@ void dot16_avx2(const float* w, std::size_t w_stride, int w_rows, const float* x
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable table{bf16_avx2, q8_avx2, q4_avx2, bf16_row_avx2, q8_row_avx2, /*bf16_as_f32=*/true, dot16_avx2};
+  static const KernelTable table{bf16_avx2,
+                                 quant_avx2<WeightFormat::Q8>,
+                                 quant_avx2<WeightFormat::Q4>,
+                                 quant_avx2<WeightFormat::Q4K>,
+                                 quant_avx2<WeightFormat::Q6K>,
+                                 bf16_row_avx2,
+                                 q8_row_avx2,
+                                 /*bf16_as_f32=*/true,
+                                 dot16_avx2};
   return table;
 }
 

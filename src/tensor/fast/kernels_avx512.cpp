@@ -88,42 +88,108 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
-template <int MR, int NV, bool Q8, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
+// int8 / q4 / q4_k / q6_k weights (F) against int8 activations: exact int32 sums per block of 32
+// (q6_k: per half block, each with its own scale), then fp32 FMAs with the scales. The codes are
+// unsigned (vpdpbusd's first operand): q8 and q4 keep an offset (q + 128, q + 8) that the block's
+// activation sum takes off; q4_k's codes are 0..15 with a min per block; q6_k's 0..63 mean q - 32.
+template <int MR, int NV, WeightFormat F, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
+  constexpr bool Q8 = F == WeightFormat::Q8, K4 = F == WeightFormat::Q4K, K6 = F == WeightFormat::Q6K;
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
   const int8_t* x = a.in->q8.data() + row0 * ldx;
   const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
   const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
-  constexpr int offset = Q8 ? 128 : 8;  // stored code = q + offset
+  const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
+  constexpr int offset = Q8 ? 128 : F == WeightFormat::Q4 ? 8 : 0;  // stored code = q + offset
   const uint8_t* wp[NV];
-  const uint16_t* sp[NV];
+  const uint8_t* sp[NV];
   #pragma GCC unroll 16
-  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scales(panel0 + v);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
+  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scale_bytes(panel0 + v);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f), high_bits = _mm512_set1_epi8(0x30);
   __m512 acc[MR][NV];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
-  constexpr int block_bytes = Q8 ? 512 : 256;  // per panel
+  constexpr int block_bytes = panel_block_bytes(F);  // per panel
+  constexpr int scale_bytes = scale_block_bytes(F);  // per panel and block (q4_k / q6_k: on average)
+  // q4_k / q6_k: a block's scales (16 bytes from `at`, u8 or int8) times the super-block's fp16 d
+  // (exact in fp32).
+  auto k_scales = [&](const uint8_t* at, const uint8_t* head) __attribute__((always_inline)) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    const __m512i wide = K6 ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(wide), _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(head))));
+  };
   auto block = [&](int b, std::ptrdiff_t data_ahead, std::ptrdiff_t scale_ahead) __attribute__((always_inline)) {
     __m512i isum[MR][NV];
+    const int8_t* xb = x + b * kBlock;
+    #pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) prefetch_line<Hint>(sp[v] + b * scale_bytes + scale_ahead);
+    // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
+    auto prefetch = [&](int v, int line) __attribute__((always_inline)) {
+      prefetch_line<Hint>(wp[v] + b * block_bytes + line * 64 + data_ahead);
+    };
+    if constexpr (K6) {
+      // Two halves of 16 k, each its own int32 sums and scale: codes from the q4 nibbles (low
+      // nibble k-quad g, high nibble g + 4) and the high-bit vectors (h = g / 2; bits 0-1 / 4-5 for
+      // k < 16, 2-3 / 6-7 above).
+      __m512 ws[2][NV];
+      #pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) {
+        const uint8_t* bs = sp[v] + kscale_offset(F, b);
+        const uint8_t* head = sp[v] + kheader_offset(F, b);
+        ws[0][v] = k_scales(bs, head);
+        ws[1][v] = k_scales(bs + kPanel, head);
+        #pragma GCC unroll 8
+        for (int line = 0; line < 6; ++line) prefetch(v, line);
+      }
+      #pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        #pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) {
+          const int32_t low = xsum_low[m * blocks + b], sum = half == 0 ? low : xsum[m * blocks + b] - low;
+          const __m512i start = _mm512_set1_epi32(-32 * sum);
+          #pragma GCC unroll 16
+          for (int v = 0; v < NV; ++v) isum[m][v] = start;
+        }
+        #pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+          __m512i code[NV];
+          #pragma GCC unroll 16
+          for (int v = 0; v < NV; ++v) {
+            const __m512i raw = _mm512_load_si512(wp[v] + b * 384 + g * 64);
+            const __m512i top = _mm512_load_si512(wp[v] + b * 384 + 256 + (g / 2) * 64);
+            const int shift = (g % 2) * 4 + half * 2;  // of the 2 bits, to bits 4-5
+            const __m512i nibble = half == 0 ? _mm512_and_si512(raw, low_nibbles)
+                                             : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_nibbles);
+            const __m512i moved = shift == 4 ? top : shift < 4 ? _mm512_slli_epi16(top, 4 - shift) : _mm512_srli_epi16(top, shift - 4);
+            code[v] = _mm512_ternarylogic_epi32(nibble, moved, high_bits, 0xf8);  // nibble | (moved & 0x30)
+          }
+          #pragma GCC unroll 16
+          for (int m = 0; m < MR; ++m) {
+            const __m512i xv = _mm512_set1_epi32(load_i32(xb + m * ldx + half * 16 + g * 4));
+            #pragma GCC unroll 16
+            for (int v = 0; v < NV; ++v) isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], code[v], xv);
+          }
+        }
+        #pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) {
+          const __m512 xs = _mm512_set1_ps(xscale[m * blocks + b]);
+          #pragma GCC unroll 16
+          for (int v = 0; v < NV; ++v)
+            acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(ws[half][v], xs), acc[m][v]);
+        }
+      }
+      return;
+    }
     #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512i start = _mm512_set1_epi32(-offset * xsum[m * blocks + b]);
       #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) isum[m][v] = start;
     }
-    const int8_t* xb = x + b * kBlock;
-    #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v)
-      prefetch_line<Hint>(reinterpret_cast<const char*>(sp[v] + b * kPanel) + scale_ahead);
-    // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
-    auto prefetch = [&](int v, int line) __attribute__((always_inline)) {
-      prefetch_line<Hint>(wp[v] + b * block_bytes + line * 64 + data_ahead);
-    };
     if constexpr (Q8) {
       #pragma GCC unroll 16
       for (int q = 0; q < 8; ++q) {
@@ -163,10 +229,31 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         }
       }
     }
+    if constexpr (K4) {
+      __m512 ws[NV], wm[NV];
+      #pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) {
+        const uint8_t* bs = sp[v] + kscale_offset(F, b);
+        const uint8_t* head = sp[v] + kheader_offset(F, b);
+        ws[v] = k_scales(bs, head);
+        wm[v] = k_scales(bs + kPanel, head + 32);
+      }
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) {
+        const float s = xscale[m * blocks + b];
+        const __m512 xs = _mm512_set1_ps(s), xm = _mm512_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
+        #pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) {
+          acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(ws[v], xs), acc[m][v]);
+          acc[m][v] = _mm512_fnmadd_ps(wm[v], xm, acc[m][v]);
+        }
+      }
+      return;
+    }
     __m512 wscale[NV];
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v)
-      wscale[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * kPanel)));
+      wscale[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes)));
     #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512 xs = _mm512_set1_ps(xscale[m * blocks + b]);
@@ -185,7 +272,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   constexpr int kScaleAheadBlocks = std::max(8, (data_ahead + block_bytes - 1) / block_bytes);
   const std::ptrdiff_t skip = NV - 1;
   const std::ptrdiff_t data_near = data_ahead, data_next = data_near + skip * static_cast<std::ptrdiff_t>(w.panel_bytes());
-  const std::ptrdiff_t scale_near = kScaleAheadBlocks * kPanel * 2, scale_next = scale_near + skip * blocks * kPanel * 2;
+  const std::ptrdiff_t scale_near = kScaleAheadBlocks * scale_bytes,
+                       scale_next = scale_near + skip * static_cast<std::ptrdiff_t>(w.scale_panel_bytes());
   const int data_tail = std::max(0, blocks - data_ahead / block_bytes);
   const int scale_tail = std::max(0, blocks - kScaleAheadBlocks);  // <= data_tail
   for (int b = 0; b < scale_tail; ++b) block(b, data_near, scale_near);
@@ -244,15 +332,13 @@ struct Bf16Kernel {
   static constexpr bool fits = MR * NV <= 24;
   static constexpr TileFn fn = fits ? bf16_tile<(fits ? MR : 1), NV> : nullptr;
 };
-template <int MR, int NV>
-struct Q8Kernel {
-  static constexpr bool fits = MR * NV <= 16;
-  static constexpr TileFn fn = fits ? quant_tile<(fits ? MR : 1), NV, true> : nullptr;
-};
-template <int MR, int NV>
-struct Q4Kernel {
-  static constexpr bool fits = MR * NV <= 16;
-  static constexpr TileFn fn = fits ? quant_tile<(fits ? MR : 1), NV, false> : nullptr;
+template <WeightFormat F>
+struct QuantKernel {
+  template <int MR, int NV>
+  struct Of {
+    static constexpr bool fits = MR * NV <= 16;
+    static constexpr TileFn fn = fits ? quant_tile<(fits ? MR : 1), NV, F> : nullptr;
+  };
 };
 
 // bf16 prefill: 6 rows x 4 panels = 24 accumulators, 4 weight loads and 6 broadcasts per 24
@@ -265,15 +351,10 @@ void bf16_avx512(const KernelArgs& a, int pb, int pe) {
 // panels, all in registers. A decode batch: up to 8 rows x 2 panels, whose 16 fp32 totals the
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
-void q8_avx512(const KernelArgs& a, int pb, int pe) {
-  if (a.rows == 1)
-    return run_single_row<quant_tile<1, 2, true, kNta, kRowFlight>, quant_tile<1, 1, true, kNta, kRowFlight>>(a, pb, pe);
-  run_panels<Q8Kernel, 2, 8, 2, 4, 2>(a, pb, pe);
-}
-void q4_avx512(const KernelArgs& a, int pb, int pe) {
-  if (a.rows == 1)
-    return run_single_row<quant_tile<1, 2, false, kNta, kRowFlight>, quant_tile<1, 1, false, kNta, kRowFlight>>(a, pb, pe);
-  run_panels<Q4Kernel, 2, 8, 2, 4, 2>(a, pb, pe);
+template <WeightFormat F>
+void quant_avx512(const KernelArgs& a, int pb, int pe) {
+  if (a.rows == 1) return run_single_row<quant_tile<1, 2, F, kNta, kRowFlight>, quant_tile<1, 1, F, kNta, kRowFlight>>(a, pb, pe);
+  run_panels<QuantKernel<F>::template Of, 2, 8, 2, 4, 2>(a, pb, pe);
 }
 
 // f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet (not vcvtneps2bf16, which
@@ -365,7 +446,15 @@ void dot16_avx512(const float* w, std::size_t w_stride, int w_rows, const float*
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table{bf16_avx512, q8_avx512, q4_avx512, bf16_row_avx512, q8_row_avx512, false, dot16_avx512};
+  static const KernelTable table{bf16_avx512,
+                                 quant_avx512<WeightFormat::Q8>,
+                                 quant_avx512<WeightFormat::Q4>,
+                                 quant_avx512<WeightFormat::Q4K>,
+                                 quant_avx512<WeightFormat::Q6K>,
+                                 bf16_row_avx512,
+                                 q8_row_avx512,
+                                 false,
+                                 dot16_avx512};
   return table;
 }
 

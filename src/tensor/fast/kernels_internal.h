@@ -25,6 +25,27 @@ inline std::size_t q4_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 256 + ((kk / 4) % 4) * 64 + row_in_panel * 4 + kk % 4;
 }
 
+// Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
+constexpr int panel_block_bytes(WeightFormat f) { return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : 256; }
+// q4_k / q6_k scales per panel and super-block: a header of fp16 per row (q4_k: d[16] then dmin[16];
+// q6_k: d[16]), then per block 32 bytes (q4_k: sc[16] then m[16], u8; q6_k: sc[16] of k 0-15 then
+// sc[16] of k 16-31, int8).
+constexpr int kheader_bytes(WeightFormat f) { return f == WeightFormat::Q4K ? 64 : 32; }
+constexpr int scale_block_bytes(WeightFormat f) {  // the average for q4_k / q6_k
+  return k_panels(f) ? (kheader_bytes(f) + 8 * 32) / 8 : kPanel * 2;
+}
+constexpr std::size_t kheader_offset(WeightFormat f, int block) {
+  return static_cast<std::size_t>(block / 8) * (kheader_bytes(f) + 8 * 32);
+}
+constexpr std::size_t kscale_offset(WeightFormat f, int block) { return kheader_offset(f, block) + kheader_bytes(f) + (block % 8) * 32; }
+// q6_k: the high 2 bits of code kk of a row sit in the byte at q6_high_offset, at bit q6_high_shift:
+// per block, after its 256 bytes of nibbles (q4_offset), 2 x 64 bytes as [16 rows][4], vector h for
+// k-quads 2h, 2h + 1 (kk < 16: bits 0-1 / 4-5) and 4 + 2h, 5 + 2h (kk >= 16: bits 2-3 / 6-7).
+inline std::size_t q6_high_offset(int block, int row_in_panel, int kk) {
+  return static_cast<std::size_t>(block) * 384 + 256 + ((kk / 4) % 4 / 2) * 64 + row_in_panel * 4 + kk % 4;
+}
+inline int q6_high_shift(int kk) { return ((kk / 4) % 2) * 4 + (kk >= 16 ? 2 : 0); }
+
 // Software prefetch in the AVX2 and AVX-512 kernels: every weight load asks for its line
 // kPrefetchBytes<NV> ahead, so that a tile keeps about 6 KiB in flight over its NV panel streams.
 // 1 KiB per stream (tuned with 4-panel tiles at 1 row) left the 2-panel decode-batch tiles 16-53 %
@@ -58,7 +79,7 @@ using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int w_rows, const
                          int n, float* acc);
 
 struct KernelTable {
-  PanelKernel bf16, q8, q4;
+  PanelKernel bf16, q8, q4, q4k, q6k;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
@@ -111,6 +132,21 @@ using GgmlIntDotFn = void (*)(const IntDotWeights& w, const IntDotRows& x, int n
 GgmlIntDotFn ggml_int_row_dot(uint32_t type, Isa isa);
 // Whether some rows of a blocks matrix take ggml_int_row_dot (matmul then prepares int8 rows).
 bool has_int_dot_rows(const PackedMatrix& w);
+
+// The panel kernel of a quantized or bf16 format.
+inline PanelKernel panel_kernel(const KernelTable& table, WeightFormat f) {
+  switch (f) {
+    case WeightFormat::BF16: return table.bf16;
+    case WeightFormat::Q8: return table.q8;
+    case WeightFormat::Q4: return table.q4;
+    case WeightFormat::Q4K: return table.q4k;
+    case WeightFormat::Q6K: return table.q6k;
+    default: return nullptr;
+  }
+}
+// The scalar q4_k / q6_k kernels (kquant_panels.cpp): the oracle of the SIMD ones.
+void q4k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
+void q6k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();

@@ -93,8 +93,7 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
   prepare();
 
   const detail::KernelTable& table = kernels_for(isa);
-  const detail::PanelKernel kernel =
-      w.format() == WeightFormat::BF16 ? table.bf16 : w.format() == WeightFormat::Q8 ? table.q8 : table.q4;
+  const detail::PanelKernel kernel = detail::panel_kernel(table, w.format());
   const detail::KernelArgs args{&prepared, &w, bias, y, rows};
   const int panels = w.panels();
   if (pool.size() == 1 || panels < 2) return kernel(args, 0, panels);

@@ -24,6 +24,8 @@ const char* format_name(WeightFormat format) {
     case WeightFormat::BF16: return "bf16";
     case WeightFormat::Q8: return "int8";
     case WeightFormat::Q4: return "q4";
+    case WeightFormat::Q4K: return "q4_k";
+    case WeightFormat::Q6K: return "q6_k";
     case WeightFormat::Blocks: return "blocks";
   }
   return "?";
@@ -43,6 +45,8 @@ double bytes_per_weight(WeightFormat format) {
     case WeightFormat::BF16: return 2.0;
     case WeightFormat::Q8: return 34.0 / 32.0;
     case WeightFormat::Q4: return 18.0 / 32.0;
+    case WeightFormat::Q4K: return 148.0 / 256.0;
+    case WeightFormat::Q6K: return 210.0 / 256.0;
     case WeightFormat::Blocks: return 0;
   }
   return 0;
@@ -267,6 +271,11 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       });
       return m;
     }
+    case WeightFormat::Q4K:
+    case WeightFormat::Q6K:
+      fail("weights cannot be packed into {} from floats: it holds a GGUF file's Q4_K / Q6_K blocks as they are "
+           "(quantize with bench/hf_to_gguf.py --type q4_k_m, or choose --weights q4 / int8)",
+           format_name(format));
     case WeightFormat::Blocks: break;
   }
   fail("weights cannot be packed into the blocks format from floats (it holds a GGUF file's own blocks)");
@@ -281,17 +290,49 @@ PackedMatrix PackedMatrix::from_bf16(const uint16_t* w, int out, int in, WeightF
 
 void PackedMatrix::allocate_quantized_panels() {
   const bool q8 = format_ == WeightFormat::Q8;
-  panel_bytes_ = static_cast<std::size_t>(blocks()) * (q8 ? 512 : 256);
+  panel_bytes_ = static_cast<std::size_t>(blocks()) * detail::panel_block_bytes(format_);
+  scale_panel_bytes_ = static_cast<std::size_t>(blocks()) * detail::scale_block_bytes(format_);
   data_ = AlignedBuffer(panel_bytes_ * panels_);
-  scales_ = AlignedBuffer(static_cast<std::size_t>(panels_) * blocks() * kPanel * 2);
-  std::memset(data_.data(), q8 ? 128 : 0x88, data_.size());  // the zero code: q + 128, or 8 in both nibbles
+  scales_ = AlignedBuffer(scale_panel_bytes_ * panels_);
+  // The zero code: q + 128, or 8 in both nibbles; q4_k / q6_k rows with zero scales are zero whatever
+  // their codes.
+  if (!k_panels(format_)) std::memset(data_.data(), q8 ? 128 : 0x88, data_.size());
 }
 
-// q8/q4 parts that do not fill whole panels: each row's codes and scales move to their new panel
-// position as they are (requantizing dequantized rows could pick other scales: block_scale).
+void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to) {
+  const int blocks = this->blocks(), sp = from / kPanel, sr = from % kPanel, dp = to / kPanel, dr = to % kPanel;
+  const uint8_t* s = src.panel_data(sp);
+  uint8_t* d = data_.data() + dp * panel_bytes_;
+  const uint8_t* ss = src.panel_scale_bytes(sp);
+  uint8_t* ds = scales_.data() + dp * scale_panel_bytes_;
+  const std::size_t block_bytes = detail::panel_block_bytes(format_);
+  for (int b = 0; b < blocks; ++b) {
+    if (format_ == WeightFormat::Q8)
+      for (int kk = 0; kk < kBlock; ++kk) d[q8_offset(b, dr, kk)] = s[q8_offset(b, sr, kk)];
+    else  // one byte holds the row's weights j and j + 16
+      for (int j = 0; j < kBlock / 2; ++j) d[q4_offset(b, dr, j)] = s[q4_offset(b, sr, j)];
+    if (format_ == WeightFormat::Q6K)  // the high bits: 2 bytes per k-quad pair, 4 per row and half
+      for (int h = 0; h < 2; ++h)
+        std::memcpy(d + b * block_bytes + 256 + h * 64 + dr * 4, s + b * block_bytes + 256 + h * 64 + sr * 4, 4);
+    if (!k_panels(format_)) {
+      std::memcpy(ds + (b * kPanel + dr) * 2, ss + (b * kPanel + sr) * 2, 2);
+      continue;
+    }
+    const std::size_t at = detail::kscale_offset(format_, b);  // a byte per row, twice
+    ds[at + dr] = ss[at + sr];
+    ds[at + kPanel + dr] = ss[at + kPanel + sr];
+    if (b % 8 == 0) {  // the super-block's fp16 header: d (and dmin) per row
+      const std::size_t head = detail::kheader_offset(format_, b);
+      for (int h = 0; h < (format_ == WeightFormat::Q4K ? 2 : 1); ++h)
+        std::memcpy(ds + head + h * 32 + dr * 2, ss + head + h * 32 + sr * 2, 2);
+    }
+  }
+}
+
+// Quantized parts that do not fill whole panels: each row's codes and scales move to their new
+// panel position as they are (requantizing dequantized rows could pick other scales: block_scale).
 PackedMatrix PackedMatrix::concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out) {
   const PackedMatrix& first = *parts.front();
-  const bool q8 = first.format_ == WeightFormat::Q8;
   PackedMatrix m;
   m.format_ = first.format_;
   m.out_ = out;
@@ -299,22 +340,9 @@ PackedMatrix PackedMatrix::concat_quantized_rows(const std::vector<const PackedM
   m.in_padded_ = first.in_padded_;
   m.panels_ = (out + kPanel - 1) / kPanel;
   m.allocate_quantized_panels();
-  const int blocks = m.blocks();
-  uint16_t* scales = reinterpret_cast<uint16_t*>(m.scales_.data());
   int row = 0;
   for (const PackedMatrix* p : parts)
-    for (int i = 0; i < p->out_; ++i, ++row) {
-      const int sp = i / kPanel, sr = i % kPanel, dp = row / kPanel, dr = row % kPanel;
-      const uint8_t* src = p->panel_data(sp);
-      uint8_t* dst = m.data_.data() + dp * m.panel_bytes_;
-      for (int b = 0; b < blocks; ++b) {
-        scales[(static_cast<std::size_t>(dp) * blocks + b) * kPanel + dr] = p->panel_scales(sp)[b * kPanel + sr];
-        if (q8)
-          for (int kk = 0; kk < kBlock; ++kk) dst[detail::q8_offset(b, dr, kk)] = src[detail::q8_offset(b, sr, kk)];
-        else  // one byte holds the row's weights j and j + 16
-          for (int j = 0; j < kBlock / 2; ++j) dst[detail::q4_offset(b, dr, j)] = src[detail::q4_offset(b, sr, j)];
-      }
-    }
+    for (int i = 0; i < p->out_; ++i, ++row) m.copy_quantized_row(*p, i, row);
   return m;
 }
 
@@ -335,8 +363,7 @@ PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& p
     if (i + 1 < parts.size() && p.out_ % kPanel != 0) whole_panels = false;
     out += p.out_;
   }
-  const bool quantized = first.format_ == WeightFormat::Q8 || first.format_ == WeightFormat::Q4;
-  if (!whole_panels && quantized) return concat_quantized_rows(parts, out);
+  if (!whole_panels && int8_activations(first.format_)) return concat_quantized_rows(parts, out);
   if (!whole_panels || first.format_ == WeightFormat::F32) {
     // Rows through fp32: exact for f32 and bf16.
     std::vector<float> rows(static_cast<std::size_t>(out) * first.in_);
@@ -351,10 +378,11 @@ PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& p
   m.in_ = first.in_;
   m.in_padded_ = first.in_padded_;
   m.panel_bytes_ = first.panel_bytes_;
+  m.scale_panel_bytes_ = first.scale_panel_bytes_;
   m.panels_ = (out + kPanel - 1) / kPanel;
   m.data_ = AlignedBuffer(m.panel_bytes_ * m.panels_);
-  const std::size_t scale_panel = first.scales_.size() / std::max(1, first.panels_);
-  if (first.scales_.size()) m.scales_ = AlignedBuffer(scale_panel * m.panels_);
+  const std::size_t scale_panel = first.scale_panel_bytes_;
+  if (scale_panel) m.scales_ = AlignedBuffer(scale_panel * m.panels_);
   std::size_t data_at = 0, scales_at = 0;
   for (const PackedMatrix* p : parts) {
     std::memcpy(m.data_.data() + data_at, p->data_.data(), p->panel_bytes_ * p->panels_);
@@ -383,6 +411,8 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
       dequantize_ggml_row(type, src, in_, dst);
       return;
     }
+    case WeightFormat::Q4K:
+    case WeightFormat::Q6K: return dequantize_k_panel_row(row, dst);
     case WeightFormat::Q8:
     case WeightFormat::Q4: {
       const uint8_t* panel = panel_data(p);
@@ -411,15 +441,41 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
   if (w.format() == WeightFormat::BF16) {
     prepared.bf16.resize(n);
     prepared.bf16_f32.resize(active_kernels().bf16_as_f32 ? n : 0);
-  } else if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4 || has_int_dot_rows(w)) {
+  } else if (int8_activations(w.format()) || has_int_dot_rows(w)) {
     prepared.blocks = w.blocks();
     prepared.q8.resize(n);
     prepared.scale.resize(static_cast<std::size_t>(rows) * w.blocks());
     prepared.sum.resize(static_cast<std::size_t>(rows) * w.blocks());
+    prepared.sum_low.resize(w.format() == WeightFormat::Q6K ? static_cast<std::size_t>(rows) * w.blocks() : 0);
   } else {
     fail("prepare_input: f32 weights and blocks without K-quant rows take the activations as they are");
   }
 }
+
+namespace {
+// One row to int8 per block of 32: dst codes, scale[b] = max|x| / 127, sums[b] = the sum of its codes.
+void quantize_row(const KernelTable& simd, const float* src, int in, int blocks, int8_t* dst, float* scale, int32_t* sums) {
+  if (simd.q8_row) return simd.q8_row(src, in, blocks, dst, scale, sums);
+  for (int b = 0; b < blocks; ++b) {
+    float amax = 0;
+    const int k0 = b * kBlock, k1 = std::min(in, k0 + kBlock);
+    for (int k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(src[k]));
+    const float d = amax / 127.0f;
+    const float inv = d != 0 ? 1.0f / d : 0.0f;
+    int32_t sum = 0;
+    for (int k = k0; k < k0 + kBlock; ++k) {
+      // Clamped as a float, and NaN as the SIMD conversion gives it (integer indefinite, clamped
+      // to -127): casting NaN or an out-of-range float to int is undefined behaviour.
+      const float v = k < in ? std::nearbyint(src[k] * inv) : 0.0f;
+      const int q = std::isnan(v) ? -127 : static_cast<int>(std::clamp(v, -127.0f, 127.0f));
+      dst[k] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    scale[b] = d;
+    sums[b] = sum;
+  }
+}
+}  // namespace
 
 void prepare_rows(const float* x, int row_begin, int row_end, int in, const PackedMatrix& w, PreparedInput& prepared,
                   bool use_simd) {
@@ -446,31 +502,18 @@ void prepare_rows(const float* x, int row_begin, int row_end, int in, const Pack
   for (int r = row_begin; r < row_end; ++r) {
     const float* src = x + static_cast<std::size_t>(r) * in;
     int8_t* dst = prepared.q8.data() + static_cast<std::size_t>(r) * w.in_padded();
-    if (simd.q8_row) {
-      simd.q8_row(src, in, blocks, dst, prepared.scale.data() + static_cast<std::size_t>(r) * blocks,
-                  prepared.sum.data() + static_cast<std::size_t>(r) * blocks);
-      continue;
-    }
+    quantize_row(simd, src, in, blocks, dst, prepared.scale.data() + static_cast<std::size_t>(r) * blocks,
+                 prepared.sum.data() + static_cast<std::size_t>(r) * blocks);
+    if (prepared.sum_low.empty()) continue;
+    // q6_k's blocks have two scales (16 k each): the sum of the first half's codes too.
+    int32_t* low = prepared.sum_low.data() + static_cast<std::size_t>(r) * blocks;
     for (int b = 0; b < blocks; ++b) {
-      float amax = 0;
-      const int k0 = b * kBlock, k1 = std::min(in, k0 + kBlock);
-      for (int k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(src[k]));
-      const float d = amax / 127.0f;
-      const float inv = d != 0 ? 1.0f / d : 0.0f;
-      int32_t sum = 0;
-      for (int k = k0; k < k0 + kBlock; ++k) {
-        // Clamped as a float, and NaN as the SIMD conversion gives it (integer indefinite, clamped
-        // to -127): casting NaN or an out-of-range float to int is undefined behaviour.
-        const float v = k < in ? std::nearbyint(src[k] * inv) : 0.0f;
-        const int q = std::isnan(v) ? -127 : static_cast<int>(std::clamp(v, -127.0f, 127.0f));
-        dst[k] = static_cast<int8_t>(q);
-        sum += q;
-      }
-      prepared.scale[static_cast<std::size_t>(r) * blocks + b] = d;
-      prepared.sum[static_cast<std::size_t>(r) * blocks + b] = sum;
+      low[b] = 0;
+      for (int k = 0; k < kBlock / 2; ++k) low[b] += dst[b * kBlock + k];
     }
   }
 }
+
 }  // namespace detail
 
 void prepare_input(const float* x, int rows, int in, const PackedMatrix& w, PreparedInput& prepared) {
@@ -535,7 +578,7 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable table{bf16_scalar, quant_scalar<true>, quant_scalar<false>};
+  static const KernelTable table{bf16_scalar, quant_scalar<true>, quant_scalar<false>, q4k_scalar, q6k_scalar};
   return table;
 }
 }  // namespace detail
@@ -562,10 +605,7 @@ void matmul_scalar(const float* x, int rows, const PackedMatrix& w, const float*
   PreparedInput prepared;
   prepare_input(x, rows, w.in(), w, prepared);
   const detail::KernelArgs args{&prepared, &w, bias, y, rows};
-  const auto& table = detail::scalar_kernels();
-  const detail::PanelKernel kernel =
-      w.format() == WeightFormat::BF16 ? table.bf16 : w.format() == WeightFormat::Q8 ? table.q8 : table.q4;
-  kernel(args, 0, w.panels());
+  detail::panel_kernel(detail::scalar_kernels(), w.format())(args, 0, w.panels());
 }
 
 }  // namespace inferlab::fast

@@ -8,10 +8,17 @@
 //   q4:   per block of 32 k, 4 groups of [16 rows][4 bytes]: low nibble = k-quad g, high
 //         nibble = k-quad g+4, value q in [0,15] meaning (q-8)*scale
 //                                                     (18 bytes per 32 weights, like q4_0)
+//   q4_k: GGUF Q4_K in panels (kquant_panels.cpp): codes 0..15 as q4's, value (d*sc)*q - dmin*m;
+//         per 256 k an fp16 d and dmin per row, per block a 6-bit sc and m per row (byte each)
+//                                                     (148 bytes per 256 weights; Q4_K: 144)
+//   q6_k: GGUF Q6_K in panels: the low 4 bits of each 6-bit code as q4's nibbles, the high 2 bits
+//         in 128 more bytes per block; value (d*sc)*(q-32), one int8 sc per 16 k and row, an
+//         fp16 d per 256 k and row                    (210 bytes per 256 weights, as Q6_K)
 //   f32:  plain row-major [out][in] (OpenBLAS sgemm)
-//   blocks: GGUF's own row-major rows of ggml blocks (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16; see
-//         ggml_blocks.h), kept as stored; a fused matrix may hold one type per row range. The
-//         kernel dequantizes a row to fp32 and takes its dot products with the fp32 activations.
+//   blocks: GGUF's own row-major rows of ggml blocks (Q4_1, Q5_1, Q5_K, F16, and Q4_K / Q6_K rows
+//         fused with other formats; see ggml_blocks.h), kept as stored; a fused matrix may hold one
+//         type per row range. K-quant rows are dotted in integers with int8 activations
+//         (kquant_dot.cpp), the other rows dequantized to fp32.
 // Quantization follows llama.cpp's q8_0 / q4_0 (block 32, scale from the block's largest |w|).
 #pragma once
 #include <cstddef>
@@ -24,9 +31,9 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, Q8, Q4, Blocks };
+enum class WeightFormat { F32, BF16, Q8, Q4, Q4K, Q6K, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "blocks"
+const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q4_k", "q6_k", "blocks"
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
 // Bytes one weight takes in this format, scales included (for bandwidth figures); blocks: 0, the
 // bytes depend on the ggml type (PackedMatrix::bytes()).
@@ -34,6 +41,13 @@ double bytes_per_weight(WeightFormat format);
 
 constexpr int kPanel = 16;  // output rows per panel
 constexpr int kBlock = 32;  // input elements per quantization block
+constexpr int kSuperBlock = 256;  // q4_k / q6_k: input elements per GGUF K-quant super-block
+
+// Formats whose kernels take the activations quantized to int8 per block (PreparedInput::q8).
+constexpr bool int8_activations(WeightFormat format) {
+  return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q4K || format == WeightFormat::Q6K;
+}
+constexpr bool k_panels(WeightFormat format) { return format == WeightFormat::Q4K || format == WeightFormat::Q6K; }
 
 
 // Buffers from this size on are 2 MiB aligned and asked for transparent huge pages (pack.cpp).
@@ -69,10 +83,11 @@ class PackedMatrix {
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
   // without changing a stored value: Q8_0 and Q5_0 -> int8, Q4_0 -> q4 (the same codes and fp16
-  // scales, rearranged into panels), BF16 -> bf16, F32 -> f32, every other type kept as blocks.
+  // scales, rearranged into panels), Q4_K -> q4_k, Q6_K -> q6_k, BF16 -> bf16, F32 -> f32, every
+  // other type kept as blocks.
   static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
-  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, bf16 -> BF16, f32 -> F32):
-  // exact, so matrices of different formats can be fused.
+  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q4_k -> Q4_K, q6_k -> Q6_K,
+  // bf16 -> BF16, f32 -> F32): exact, so matrices of different formats can be fused.
   PackedMatrix to_blocks() const;
 
   WeightFormat format() const { return format_; }
@@ -90,9 +105,10 @@ class PackedMatrix {
   const uint8_t* panel_data(int panel) const { return data_.data() + static_cast<std::size_t>(panel) * panel_bytes_; }
   std::size_t panel_bytes() const { return panel_bytes_; }
   // q8/q4: fp16 scales [panel][block][16].
-  const uint16_t* panel_scales(int panel) const {
-    return reinterpret_cast<const uint16_t*>(scales_.data()) + static_cast<std::size_t>(panel) * blocks() * kPanel;
-  }
+  const uint16_t* panel_scales(int panel) const { return reinterpret_cast<const uint16_t*>(panel_scale_bytes(panel)); }
+  // A panel's scales as bytes (q4_k / q6_k: see kscale_offset), scale_panel_bytes() per panel.
+  const uint8_t* panel_scale_bytes(int panel) const { return scales_.data() + static_cast<std::size_t>(panel) * scale_panel_bytes_; }
+  std::size_t scale_panel_bytes() const { return scale_panel_bytes_; }
   const float* f32_data() const { return reinterpret_cast<const float*>(data_.data()); }
 
   // blocks: the rows [row_end of the previous segment, row_end) are in ggml type `type`.
@@ -109,15 +125,21 @@ class PackedMatrix {
  private:
   static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
   static PackedMatrix concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out);
-  // q8/q4 storage for panels_ x in_padded_ (both set): code bytes filled with the zero code (padding
-  // rows and columns stay zero), fp16 scales [panel][block][16] left for the caller.
+  // q8/q4/q4_k/q6_k storage for panels_ x in_padded_ (both set): code bytes filled with the zero
+  // code (padding rows and columns stay zero), scales zero (q8/q4: [panel][block][16] fp16).
   void allocate_quantized_panels();
+  // q4_k / q6_k (kquant_panels.cpp): from GGUF rows, back to them, and one row as fp32.
+  static PackedMatrix from_k_quant(const uint8_t* rows, uint32_t ggml_type, int out, int in);
+  void k_panels_to_blocks(uint8_t* row_bytes, int row) const;
+  void dequantize_k_panel_row(int row, float* dst) const;
+  // Copies row `from` of `src` (same format and width) to row `to` of this matrix.
+  void copy_quantized_row(const PackedMatrix& src, int from, int to);
   template <typename Source>
   static PackedMatrix pack(const Source& source, int out, int in, WeightFormat format);
 
   WeightFormat format_ = WeightFormat::F32;
   int out_ = 0, in_ = 0, panels_ = 0, in_padded_ = 0;
-  std::size_t panel_bytes_ = 0;
+  std::size_t panel_bytes_ = 0, scale_panel_bytes_ = 0;
   AlignedBuffer data_, scales_;
   std::vector<Segment> segments_;  // blocks only
 };
@@ -130,6 +152,7 @@ struct PreparedInput {
   std::vector<int8_t> q8;        // [rows][in_padded], per block q = round(x / d), d = max|x| / 127
   std::vector<float> scale;      // [rows][blocks] d
   std::vector<int32_t> sum;      // [rows][blocks] sum of q over the block
+  std::vector<int32_t> sum_low;  // q6_k only: [rows][blocks] sum of q over the block's first 16
 };
 
 // Rounds / quantizes x[rows][in] the way the kernels of `format` consume it.
