@@ -65,7 +65,8 @@ struct IsaGuard {
 // and Q4_0 move to the int8 / q4 panels, tested on their own).
 const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
 WeightFormat packed_format(uint32_t type) {
-  return type == kGgmlQ4_K ? WeightFormat::Q4K : type == kGgmlQ6_K ? WeightFormat::Q6K : WeightFormat::Blocks;
+  return type == kGgmlQ4_K ? WeightFormat::Q4K : type == kGgmlQ5_K ? WeightFormat::Q5K : type == kGgmlQ6_K ? WeightFormat::Q6K
+                                                                                                 : WeightFormat::Blocks;
 }
 
 }  // namespace
@@ -121,8 +122,8 @@ TEST(GgmlBlocks, Q5_0AndQ6KDecodeAsTheFormatDescribes) {
 }
 
 TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
-  for (uint32_t type : {kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_K, kGgmlQ6_K}) {
-    const bool k_quant = type == kGgmlQ4_K || type == kGgmlQ6_K;
+  for (uint32_t type : {kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K}) {
+    const bool k_quant = type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K;
     const int out = 37, in = k_quant ? 512 : 96;
     auto rows = random_rows(type, out, in, 1);
     if (type == kGgmlQ8_0)  // ggml never writes the code -128
@@ -211,7 +212,7 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
     const auto bytes = random_rows(type, out, in, 7 + type);
     const PackedMatrix packed = PackedMatrix::from_ggml(bytes.data(), type, out, in);
     ASSERT_EQ(packed.format(), packed_format(type)) << ggml_type_name(type);
-    // Q4_K and Q6_K: their panels, and their rows as blocks (how they run when fused with other types).
+    // K-quants: their panels, and their rows as blocks (how they run when fused with other types).
     const PackedMatrix as_blocks = packed.to_blocks();
     std::vector<const PackedMatrix*> forms{&packed};
     if (packed.format() != WeightFormat::Blocks) forms.push_back(&as_blocks);

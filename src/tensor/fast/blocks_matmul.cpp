@@ -1,6 +1,6 @@
 // The blocks format (packed.h): GGUF rows of ggml blocks packed as they are stored, or repacked
-// without changing a value into the int8 / q4 panels (Q8_0 and Q5_0, Q4_0; Q4_K and Q6_K into their
-// own panels in kquant_panels.cpp); its kernel; and the exact
+// without changing a value into the int8 / q4 panels (Q8_0 and Q5_0, Q4_0; Q4_K, Q5_K and Q6_K into
+// their own panels in kquant_panels.cpp); its kernel; and the exact
 // conversion of every format to blocks, so that a GGUF mix of types can be fused (q|k|v, gate|up).
 #include <algorithm>
 #include <cmath>
@@ -52,7 +52,7 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   const std::size_t row_bytes = ggml_row_bytes(ggml_type, in);  // throws for unsupported types / partial blocks
   if (ggml_type == kGgmlF32) return from_f32(reinterpret_cast<const float*>(rows), out, in, WeightFormat::F32);
   if (ggml_type == kGgmlBF16) return from_bf16(reinterpret_cast<const uint16_t*>(rows), out, in, WeightFormat::BF16);
-  if (ggml_type == kGgmlQ4_K || ggml_type == kGgmlQ6_K) return from_k_quant(rows, ggml_type, out, in);
+  if (ggml_type == kGgmlQ4_K || ggml_type == kGgmlQ5_K || ggml_type == kGgmlQ6_K) return from_k_quant(rows, ggml_type, out, in);
   // Q8_0's code -128 has no place in the int8 panels (q + 128 must stay below the q8 kernels'
   // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
   // Q5_0 (d * (q - 16), q of 5 bits) is an int8 code and an fp16 scale per 32 weights, as Q8_0:
@@ -125,7 +125,7 @@ PackedMatrix PackedMatrix::to_blocks() const {
   }
   const uint32_t type = format_ == WeightFormat::F32 ? kGgmlF32 : format_ == WeightFormat::BF16 ? kGgmlBF16
                         : format_ == WeightFormat::Q8  ? kGgmlQ8_0 : format_ == WeightFormat::Q4 ? kGgmlQ4_0
-                        : format_ == WeightFormat::Q4K ? kGgmlQ4_K : kGgmlQ6_K;
+                        : format_ == WeightFormat::Q4K ? kGgmlQ4_K : format_ == WeightFormat::Q5K ? kGgmlQ5_K : kGgmlQ6_K;
   if ((type == kGgmlQ8_0 || type == kGgmlQ4_0) && in_ % kBlock != 0)
     fail("a {} matrix with rows of {} weights (not whole 32-weight blocks) cannot be fused with other formats", format_name(format_), in_);
   const std::size_t row_bytes = ggml_row_bytes(type, in_);
@@ -162,6 +162,7 @@ PackedMatrix PackedMatrix::to_blocks() const {
         }
         break;
       case WeightFormat::Q4K:
+      case WeightFormat::Q5K:
       case WeightFormat::Q6K: k_panels_to_blocks(dst, row); break;
       case WeightFormat::Blocks: break;
     }

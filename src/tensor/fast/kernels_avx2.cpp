@@ -132,7 +132,8 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
 // number of them per weight byte is what the kernel's speed is.
 template <int MR, WeightFormat F, bool Prefetch>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
-  constexpr bool Q8 = F == WeightFormat::Q8, K4 = F == WeightFormat::Q4K, K6 = F == WeightFormat::Q6K;
+  constexpr bool Q8 = F == WeightFormat::Q8, K5 = F == WeightFormat::Q5K, K6 = F == WeightFormat::Q6K;
+  constexpr bool mins = F == WeightFormat::Q4K || K5;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
@@ -144,7 +145,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   const uint8_t* sp = w.panel_scale_bytes(panel);
   constexpr int block_bytes = panel_block_bytes(F);  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
-                low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30);
+                low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30), fifth_bit = _mm256_set1_epi8(0x10);
   // q4_k / q6_k: 8 of a block's scales (u8 or int8) times the super-block's fp16 d (exact in fp32).
   auto k_scales = [&](const uint8_t* at, const uint8_t* head) __attribute__((always_inline)) {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at));
@@ -237,10 +238,15 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
       }
     } else {
       // Nibbles (0..15) times q8 (|x| <= 127): a pair sum is at most 3,810, so the eight pair
-      // sums of a block add up in int16 (<= 30,480) and one vpmaddwd per block widens them.
+      // sums of a block add up in int16 (<= 30,480) and one vpmaddwd per block widens them;
+      // q5_k's codes (0..31) make pair sums up to 7,874, widened every two groups.
       __m256i pairs[MR][2];
       #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
+      for (int m = 0; m < MR; ++m) {
+        // q4's codes keep their +8 offset: subtract 8 * sum(x) of the block (q4_k's and q5_k's have none).
+        isum[m][0] = isum[m][1] = _mm256_set1_epi32(mins ? 0 : -8 * xsum[m * blocks + b]);
+        pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
+      }
       #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
         __m256i xlo[MR], xhi[MR];
@@ -251,24 +257,30 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
         }
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
-          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * 256 + g * 64 + h * 32));
-          const __m256i lo = _mm256_and_si256(raw, low_nibbles);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + g * 64 + h * 32));
+          __m256i lo = _mm256_and_si256(raw, low_nibbles);
+          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+          if constexpr (K5) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
+            const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + 256 + h * 32));
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(bits, 4 - g), fifth_bit));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit));
+          }
           #pragma GCC unroll 16
           for (int m = 0; m < MR; ++m)
             pairs[m][h] = _mm256_add_epi16(
                 pairs[m][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo[m]), _mm256_maddubs_epi16(hi, xhi[m])));
         }
-      }
-      #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) {
-        // q4's codes keep their +8 offset: subtract 8 * sum(x) of the block (q4_k's have none).
-        const __m256i start = _mm256_set1_epi32(K4 ? 0 : -8 * xsum[m * blocks + b]);
-        #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) isum[m][h] = _mm256_add_epi32(start, _mm256_madd_epi16(pairs[m][h], ones));
+        if (g == 3 || (K5 && g == 1))
+          #pragma GCC unroll 16
+          for (int m = 0; m < MR; ++m)
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+              isum[m][h] = _mm256_add_epi32(isum[m][h], _mm256_madd_epi16(pairs[m][h], ones));
+              pairs[m][h] = _mm256_setzero_si256();
+            }
       }
     }
-    if constexpr (K4) {
+    if constexpr (mins) {
       const uint8_t* bs = sp + kscale_offset(F, b);
       const uint8_t* head = sp + kheader_offset(F, b);
       __m256 ws[2], wm[2];
@@ -470,6 +482,7 @@ const KernelTable& avx2_kernels() {
                                  quant_avx2<WeightFormat::Q8>,
                                  quant_avx2<WeightFormat::Q4>,
                                  quant_avx2<WeightFormat::Q4K>,
+                                 quant_avx2<WeightFormat::Q5K>,
                                  quant_avx2<WeightFormat::Q6K>,
                                  bf16_row_avx2,
                                  q8_row_avx2,

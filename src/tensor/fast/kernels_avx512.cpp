@@ -91,10 +91,12 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
 // int8 / q4 / q4_k / q6_k weights (F) against int8 activations: exact int32 sums per block of 32
 // (q6_k: per half block, each with its own scale), then fp32 FMAs with the scales. The codes are
 // unsigned (vpdpbusd's first operand): q8 and q4 keep an offset (q + 128, q + 8) that the block's
-// activation sum takes off; q4_k's codes are 0..15 with a min per block; q6_k's 0..63 mean q - 32.
+// activation sum takes off; q4_k's codes are 0..15 and q5_k's 0..31 with a min per block; q6_k's
+// 0..63 mean q - 32.
 template <int MR, int NV, WeightFormat F, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
-  constexpr bool Q8 = F == WeightFormat::Q8, K4 = F == WeightFormat::Q4K, K6 = F == WeightFormat::Q6K;
+  constexpr bool Q8 = F == WeightFormat::Q8, K5 = F == WeightFormat::Q5K, K6 = F == WeightFormat::Q6K;
+  constexpr bool mins = F == WeightFormat::Q4K || K5;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
@@ -107,7 +109,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   const uint8_t* sp[NV];
   #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scale_bytes(panel0 + v);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0f), high_bits = _mm512_set1_epi8(0x30);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f), high_bits = _mm512_set1_epi8(0x30), fifth_bit = _mm512_set1_epi8(0x10);
   __m512 acc[MR][NV];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -211,11 +213,20 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         __m512i lo[NV], hi[NV];
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) prefetch(v, g);
+        if (K5 && g == 0)
+          #pragma GCC unroll 16
+          for (int v = 0; v < NV; ++v) prefetch(v, 4);
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
-          const __m512i raw = _mm512_load_si512(wp[v] + b * 256 + g * 64);
+          const __m512i raw = _mm512_load_si512(wp[v] + b * block_bytes + g * 64);
           lo[v] = _mm512_and_si512(raw, low_nibbles);
           hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_nibbles);
+          if constexpr (K5) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
+            const __m512i bits = _mm512_load_si512(wp[v] + b * block_bytes + 256);
+            const __m512i up = _mm512_slli_epi16(bits, 4 - g), down = g == 0 ? bits : _mm512_srli_epi16(bits, g);
+            lo[v] = _mm512_ternarylogic_epi32(lo[v], up, fifth_bit, 0xf8);  // lo | (up & 0x10)
+            hi[v] = _mm512_ternarylogic_epi32(hi[v], down, fifth_bit, 0xf8);
+          }
         }
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
@@ -229,7 +240,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         }
       }
     }
-    if constexpr (K4) {
+    if constexpr (mins) {
       __m512 ws[NV], wm[NV];
       #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) {
@@ -450,6 +461,7 @@ const KernelTable& avx512_kernels() {
                                  quant_avx512<WeightFormat::Q8>,
                                  quant_avx512<WeightFormat::Q4>,
                                  quant_avx512<WeightFormat::Q4K>,
+                                 quant_avx512<WeightFormat::Q5K>,
                                  quant_avx512<WeightFormat::Q6K>,
                                  bf16_row_avx512,
                                  q8_row_avx512,

@@ -26,11 +26,13 @@ inline std::size_t q4_offset(int block, int row_in_panel, int kk) {
 }
 
 // Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
-constexpr int panel_block_bytes(WeightFormat f) { return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : 256; }
-// q4_k / q6_k scales per panel and super-block: a header of fp16 per row (q4_k: d[16] then dmin[16];
-// q6_k: d[16]), then per block 32 bytes (q4_k: sc[16] then m[16], u8; q6_k: sc[16] of k 0-15 then
-// sc[16] of k 16-31, int8).
-constexpr int kheader_bytes(WeightFormat f) { return f == WeightFormat::Q4K ? 64 : 32; }
+constexpr int panel_block_bytes(WeightFormat f) {
+  return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : f == WeightFormat::Q5K ? 320 : 256;
+}
+// q4_k / q5_k / q6_k scales per panel and super-block: a header of fp16 per row (q4_k, q5_k: d[16]
+// then dmin[16]; q6_k: d[16]), then per block 32 bytes (q4_k, q5_k: sc[16] then m[16], u8; q6_k:
+// sc[16] of k 0-15 then sc[16] of k 16-31, int8).
+constexpr int kheader_bytes(WeightFormat f) { return f == WeightFormat::Q6K ? 32 : 64; }
 constexpr int scale_block_bytes(WeightFormat f) {  // the average for q4_k / q6_k
   return k_panels(f) ? (kheader_bytes(f) + 8 * 32) / 8 : kPanel * 2;
 }
@@ -45,6 +47,11 @@ inline std::size_t q6_high_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 384 + 256 + ((kk / 4) % 4 / 2) * 64 + row_in_panel * 4 + kk % 4;
 }
 inline int q6_high_shift(int kk) { return ((kk / 4) % 2) * 4 + (kk >= 16 ? 2 : 0); }
+// q5_k: the fifth bit of code kk of a row is bit kk / 4 (its k-quad, 0-7) of the byte at
+// q5_high_offset: per block, after its 256 bytes of nibbles, 64 bytes as [16 rows][4].
+inline std::size_t q5_high_offset(int block, int row_in_panel, int kk) {
+  return static_cast<std::size_t>(block) * 320 + 256 + row_in_panel * 4 + kk % 4;
+}
 
 // Software prefetch in the AVX2 and AVX-512 kernels: every weight load asks for its line
 // kPrefetchBytes<NV> ahead, so that a tile keeps about 6 KiB in flight over its NV panel streams.
@@ -79,7 +86,7 @@ using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int w_rows, const
                          int n, float* acc);
 
 struct KernelTable {
-  PanelKernel bf16, q8, q4, q4k, q6k;
+  PanelKernel bf16, q8, q4, q4k, q5k, q6k;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
@@ -140,12 +147,14 @@ inline PanelKernel panel_kernel(const KernelTable& table, WeightFormat f) {
     case WeightFormat::Q8: return table.q8;
     case WeightFormat::Q4: return table.q4;
     case WeightFormat::Q4K: return table.q4k;
+    case WeightFormat::Q5K: return table.q5k;
     case WeightFormat::Q6K: return table.q6k;
     default: return nullptr;
   }
 }
-// The scalar q4_k / q6_k kernels (kquant_panels.cpp): the oracle of the SIMD ones.
+// The scalar q4_k / q5_k / q6_k kernels (kquant_panels.cpp): the oracle of the SIMD ones.
 void q4k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
+void q5k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q6k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 
 const KernelTable& scalar_kernels();

@@ -1,11 +1,11 @@
-// GGUF Q4_K and Q6_K matrices in panels of 16 rows (the q4_k / q6_k formats, packed.h): the same
+// GGUF Q4_K, Q5_K and Q6_K matrices in panels of 16 rows (the q4_k / q5_k / q6_k formats, packed.h): the same
 // codes and scales as the file's blocks, laid out as the q4 panels are, so a decode batch streams
 // the weights once for all its rows with 16 outputs per vector (rows of blocks, dotted one output at
 // a time in kquant_dot.cpp, gave 8 streams only 1.83x one stream). Packing, the way back to blocks,
 // the dequantized rows, and the scalar kernels that the AVX2 / AVX-512 ones match bit for bit.
 //
 // Per output and block of 32 inputs, with x the int8 activations, xs their scale and Σx their sum:
-//   q4_k: value (d * sc) * q - dmin * m, q in 0..15:
+//   q4_k, q5_k: value (d * sc) * q - dmin * m, q in 0..15 (q5_k: 0..31):
 //         acc = fma(float(Σ q x), (float(sc) * d) * xs, acc); acc = fma(-(float(m) * dmin), xs * float(Σx), acc)
 //   q6_k: value (d * sc) * (q - 32), q in 0..63, one sc per 16 inputs (lo: k 0-15, hi: k 16-31):
 //         for lo, then hi: acc = fma(float(Σ q x - 32 Σx), (float(sc) * d) * xs, acc)
@@ -24,18 +24,22 @@ namespace inferlab::fast {
 using detail::kheader_offset;
 using detail::kscale_offset;
 using detail::q4_offset;
+using detail::q5_high_offset;
 using detail::q6_high_offset;
 using detail::q6_high_shift;
 
 namespace {
-constexpr int kQ4KBytes = 144, kQ6KBytes = 210;  // per super-block of 256
+// Bytes per super-block of 256.
+int k_block_bytes(WeightFormat f) { return f == WeightFormat::Q4K ? 144 : f == WeightFormat::Q5K ? 176 : 210; }
 
 // Weight e (0-255) of a super-block: Q4_K's 4-bit code (64 weights per 32 bytes: low nibbles for
-// sub-block 2c, high for 2c + 1); Q6_K's 6-bit code (quarter c of each half: low 4 bits in
+// sub-block 2c, high for 2c + 1); Q5_K's the same nibbles (after qh[32]) and its fifth bit, bit
+// e / 32 of qh[e % 32]; Q6_K's 6-bit code (quarter c of each half: low 4 bits in
 // ql[32 (c % 2) + l] >> (c < 2 ? 0 : 4), top 2 bits in qh[l] >> 2c) and its scale e / 16.
-int q4_k_code(const uint8_t* block, int e) {
-  const uint8_t byte = block[16 + 32 * (e / 64) + e % 32];
-  return e % 64 < 32 ? byte & 0x0f : byte >> 4;
+int q4_k_code(const uint8_t* block, int e, bool fifth) {
+  const uint8_t byte = block[(fifth ? 48 : 16) + 32 * (e / 64) + e % 32];
+  const int low = e % 64 < 32 ? byte & 0x0f : byte >> 4;
+  return fifth ? low | (((block[16 + e % 32] >> (e / 32)) & 1) << 4) : low;
 }
 int q6_k_code(const uint8_t* block, int e) {
   const int half = e / 128, c = (e % 128) / 32, l = e % 32;
@@ -43,9 +47,14 @@ int q6_k_code(const uint8_t* block, int e) {
   const int top = (block[128 + 32 * half + l] >> (2 * c)) & 3;
   return low | (top << 4);
 }
-void set_q4_k_code(uint8_t* block, int e, int q) {
-  uint8_t& byte = block[16 + 32 * (e / 64) + e % 32];
-  byte = e % 64 < 32 ? static_cast<uint8_t>((byte & 0xf0) | q) : static_cast<uint8_t>((byte & 0x0f) | (q << 4));
+void set_q4_k_code(uint8_t* block, int e, int q, bool fifth) {
+  uint8_t& byte = block[(fifth ? 48 : 16) + 32 * (e / 64) + e % 32];
+  const int low = q & 0x0f;
+  byte = e % 64 < 32 ? static_cast<uint8_t>((byte & 0xf0) | low) : static_cast<uint8_t>((byte & 0x0f) | (low << 4));
+  if (fifth) {
+    uint8_t& bits = block[16 + e % 32];
+    bits = static_cast<uint8_t>((bits & ~(1 << (e / 32))) | ((q >> 4) << (e / 32)));
+  }
 }
 void set_q6_k_code(uint8_t* block, int e, int q) {
   const int half = e / 128, c = (e % 128) / 32, l = e % 32, shift = c < 2 ? 0 : 4;
@@ -55,16 +64,28 @@ void set_q6_k_code(uint8_t* block, int e, int q) {
   top = static_cast<uint8_t>((top & ~(3 << (2 * c))) | ((q >> 4) << (2 * c)));
 }
 
-// A row's code kk of block b in a panel (the q4 nibble, plus q6_k's high bits).
+int k_code(WeightFormat f, const uint8_t* block, int e) {
+  return f == WeightFormat::Q6K ? q6_k_code(block, e) : q4_k_code(block, e, f == WeightFormat::Q5K);
+}
+void set_k_code(WeightFormat f, uint8_t* block, int e, int q) {
+  if (f == WeightFormat::Q6K) set_q6_k_code(block, e, q);
+  else set_q4_k_code(block, e, q, f == WeightFormat::Q5K);
+}
+// A row's code kk of block b in a panel (the q4 nibble, plus q5_k's fifth bit or q6_k's high bits).
 int panel_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
-  const uint8_t byte = panel[q4_offset(b, r, kk % 16) + (f == WeightFormat::Q6K ? b * 128 : 0)];
+  const uint8_t byte = panel[q4_offset(b, r, kk % 16) + b * (detail::panel_block_bytes(f) - 256)];
   int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
+  if (f == WeightFormat::Q5K) q |= ((panel[q5_high_offset(b, r, kk)] >> (kk / 4)) & 1) << 4;
   if (f == WeightFormat::Q6K) q |= ((panel[q6_high_offset(b, r, kk)] >> q6_high_shift(kk)) & 3) << 4;
   return q;
 }
 void set_panel_code(WeightFormat f, uint8_t* panel, int b, int r, int kk, int q) {
-  uint8_t& byte = panel[q4_offset(b, r, kk % 16) + (f == WeightFormat::Q6K ? b * 128 : 0)];
+  uint8_t& byte = panel[q4_offset(b, r, kk % 16) + b * (detail::panel_block_bytes(f) - 256)];
   byte = kk >= 16 ? static_cast<uint8_t>((byte & 0x0f) | ((q & 0x0f) << 4)) : static_cast<uint8_t>((byte & 0xf0) | (q & 0x0f));
+  if (f == WeightFormat::Q5K) {
+    uint8_t& high = panel[q5_high_offset(b, r, kk)];
+    high = static_cast<uint8_t>((high & ~(1 << (kk / 4))) | ((q >> 4) << (kk / 4)));
+  }
   if (f == WeightFormat::Q6K) {
     uint8_t& high = panel[q6_high_offset(b, r, kk)];
     high = static_cast<uint8_t>((high & ~(3 << q6_high_shift(kk))) | ((q >> 4) << q6_high_shift(kk)));
@@ -81,13 +102,13 @@ float half_at(const uint8_t* p) {
 PackedMatrix PackedMatrix::from_k_quant(const uint8_t* rows, uint32_t ggml_type, int out, int in) {
   const std::size_t row_bytes = ggml_row_bytes(ggml_type, in);  // throws for rows of partial super-blocks
   PackedMatrix m;
-  m.format_ = ggml_type == kGgmlQ4_K ? WeightFormat::Q4K : WeightFormat::Q6K;
+  m.format_ = ggml_type == kGgmlQ4_K ? WeightFormat::Q4K : ggml_type == kGgmlQ5_K ? WeightFormat::Q5K : WeightFormat::Q6K;
   m.out_ = out;
   m.in_ = m.in_padded_ = in;
   m.panels_ = (out + kPanel - 1) / kPanel;
   m.allocate_quantized_panels();
   const WeightFormat f = m.format_;
-  const bool q4k = f == WeightFormat::Q4K;
+  const bool mins = f != WeightFormat::Q6K;  // Q4_K and Q5_K: d, dmin, scales[12] first
   kernel_pool().parallel_for(m.panels_, [&](int64_t begin, int64_t end) {
     for (int p = static_cast<int>(begin); p < end; ++p) {
       uint8_t* panel = m.data_.data() + p * m.panel_bytes_;
@@ -95,9 +116,9 @@ PackedMatrix PackedMatrix::from_k_quant(const uint8_t* rows, uint32_t ggml_type,
       for (int r = 0; r < kPanel && p * kPanel + r < out; ++r) {
         const uint8_t* row = rows + static_cast<std::size_t>(p * kPanel + r) * row_bytes;
         for (int s = 0; s < in / kSuperBlock; ++s) {
-          const uint8_t* block = row + s * (q4k ? kQ4KBytes : kQ6KBytes);
+          const uint8_t* block = row + s * k_block_bytes(f);
           uint8_t* head = scales + kheader_offset(f, 8 * s);
-          if (q4k) {
+          if (mins) {
             std::memcpy(head + 2 * r, block, 2);           // d
             std::memcpy(head + 32 + 2 * r, block + 2, 2);  // dmin
           } else {
@@ -106,10 +127,9 @@ PackedMatrix PackedMatrix::from_k_quant(const uint8_t* rows, uint32_t ggml_type,
           for (int j = 0; j < 8; ++j) {
             const int b = 8 * s + j;
             uint8_t* bs = scales + kscale_offset(f, b);
-            if (q4k) ggml_k4_scale_min(j, block + 4, bs[r], bs[kPanel + r]);
+            if (mins) ggml_k4_scale_min(j, block + 4, bs[r], bs[kPanel + r]);
             else bs[r] = block[192 + 2 * j], bs[kPanel + r] = block[192 + 2 * j + 1];
-            for (int kk = 0; kk < kBlock; ++kk)
-              set_panel_code(f, panel, b, r, kk, q4k ? q4_k_code(block, 32 * j + kk) : q6_k_code(block, 32 * j + kk));
+            for (int kk = 0; kk < kBlock; ++kk) set_panel_code(f, panel, b, r, kk, k_code(f, block, 32 * j + kk));
           }
         }
       }
@@ -120,23 +140,19 @@ PackedMatrix PackedMatrix::from_k_quant(const uint8_t* rows, uint32_t ggml_type,
 
 void PackedMatrix::k_panels_to_blocks(uint8_t* dst, int row) const {
   const int p = row / kPanel, r = row % kPanel;
-  const bool q4k = format_ == WeightFormat::Q4K;
+  const bool mins = format_ != WeightFormat::Q6K;
   const uint8_t* panel = panel_data(p);
   const uint8_t* scales = panel_scale_bytes(p);
   for (int s = 0; s < in_ / kSuperBlock; ++s) {
-    uint8_t* block = dst + s * (q4k ? kQ4KBytes : kQ6KBytes);
+    uint8_t* block = dst + s * k_block_bytes(format_);
     const uint8_t* head = scales + kheader_offset(format_, 8 * s);
     uint8_t sc[8], mn[8];
     for (int j = 0; j < 8; ++j) {
       const uint8_t* bs = scales + kscale_offset(format_, 8 * s + j);
       sc[j] = bs[r], mn[j] = bs[kPanel + r];
-      for (int kk = 0; kk < kBlock; ++kk) {
-        const int q = panel_code(format_, panel, 8 * s + j, r, kk);
-        if (q4k) set_q4_k_code(block, 32 * j + kk, q);
-        else set_q6_k_code(block, 32 * j + kk, q);
-      }
+      for (int kk = 0; kk < kBlock; ++kk) set_k_code(format_, block, 32 * j + kk, panel_code(format_, panel, 8 * s + j, r, kk));
     }
-    if (q4k) {
+    if (mins) {
       std::memcpy(block, head + 2 * r, 2);
       std::memcpy(block + 2, head + 32 + 2 * r, 2);
       // ggml_k4_scale_min's packing: bytes 0-3 scales 0-3 and 4-7 mins 0-3 (6 bits each, their top
@@ -163,7 +179,7 @@ void PackedMatrix::dequantize_k_panel_row(int row, float* dst) const {
     const float d = half_at(head + 2 * r);
     for (int kk = 0; kk < kBlock; ++kk) {
       const int q = panel_code(format_, panel, b, r, kk);
-      if (format_ == WeightFormat::Q4K)  // as ggml's dequantization: d1 * q - m1
+      if (format_ != WeightFormat::Q6K)  // as ggml's dequantization: d1 * q - m1
         dst[b * kBlock + kk] = (d * bs[r]) * static_cast<float>(q) - half_at(head + 32 + 2 * r) * bs[kPanel + r];
       else
         dst[b * kBlock + kk] = (d * static_cast<float>(static_cast<int8_t>(bs[kk < 16 ? r : kPanel + r]))) * static_cast<float>(q - 32);
@@ -191,7 +207,7 @@ void k_panels_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
           const float d = half_at(head + 2 * r), xs = a.in->scale[at + b];
           int32_t isum[2] = {0, 0};  // k 0-15, 16-31
           for (int kk = 0; kk < kBlock; ++kk) isum[kk / 16] += panel_code(F, panel, b, r, kk) * x[b * kBlock + kk];
-          if constexpr (F == WeightFormat::Q4K) {
+          if constexpr (F != WeightFormat::Q6K) {
             const float ws = static_cast<float>(bs[r]) * d, wm = static_cast<float>(bs[kPanel + r]) * half_at(head + 32 + 2 * r);
             acc = std::fma(static_cast<float>(isum[0] + isum[1]), ws * xs, acc);
             acc = std::fma(-wm, xs * static_cast<float>(a.in->sum[at + b]), acc);
@@ -210,6 +226,7 @@ void k_panels_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
 }  // namespace
 
 void q4k_scalar(const KernelArgs& a, int panel_begin, int panel_end) { k_panels_scalar<WeightFormat::Q4K>(a, panel_begin, panel_end); }
+void q5k_scalar(const KernelArgs& a, int panel_begin, int panel_end) { k_panels_scalar<WeightFormat::Q5K>(a, panel_begin, panel_end); }
 void q6k_scalar(const KernelArgs& a, int panel_begin, int panel_end) { k_panels_scalar<WeightFormat::Q6K>(a, panel_begin, panel_end); }
 }  // namespace detail
 

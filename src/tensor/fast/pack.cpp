@@ -25,6 +25,7 @@ const char* format_name(WeightFormat format) {
     case WeightFormat::Q8: return "int8";
     case WeightFormat::Q4: return "q4";
     case WeightFormat::Q4K: return "q4_k";
+    case WeightFormat::Q5K: return "q5_k";
     case WeightFormat::Q6K: return "q6_k";
     case WeightFormat::Blocks: return "blocks";
   }
@@ -46,6 +47,7 @@ double bytes_per_weight(WeightFormat format) {
     case WeightFormat::Q8: return 34.0 / 32.0;
     case WeightFormat::Q4: return 18.0 / 32.0;
     case WeightFormat::Q4K: return 148.0 / 256.0;
+    case WeightFormat::Q5K: return 180.0 / 256.0;
     case WeightFormat::Q6K: return 210.0 / 256.0;
     case WeightFormat::Blocks: return 0;
   }
@@ -272,8 +274,9 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       return m;
     }
     case WeightFormat::Q4K:
+    case WeightFormat::Q5K:
     case WeightFormat::Q6K:
-      fail("weights cannot be packed into {} from floats: it holds a GGUF file's Q4_K / Q6_K blocks as they are "
+      fail("weights cannot be packed into {} from floats: it holds a GGUF file's K-quant blocks as they are "
            "(quantize with bench/hf_to_gguf.py --type q4_k_m, or choose --weights q4 / int8)",
            format_name(format));
     case WeightFormat::Blocks: break;
@@ -314,6 +317,8 @@ void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to)
     if (format_ == WeightFormat::Q6K)  // the high bits: 2 bytes per k-quad pair, 4 per row and half
       for (int h = 0; h < 2; ++h)
         std::memcpy(d + b * block_bytes + 256 + h * 64 + dr * 4, s + b * block_bytes + 256 + h * 64 + sr * 4, 4);
+    if (format_ == WeightFormat::Q5K)  // the fifth bits: 4 bytes per row
+      std::memcpy(d + b * block_bytes + 256 + dr * 4, s + b * block_bytes + 256 + sr * 4, 4);
     if (!k_panels(format_)) {
       std::memcpy(ds + (b * kPanel + dr) * 2, ss + (b * kPanel + sr) * 2, 2);
       continue;
@@ -323,7 +328,7 @@ void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to)
     ds[at + kPanel + dr] = ss[at + kPanel + sr];
     if (b % 8 == 0) {  // the super-block's fp16 header: d (and dmin) per row
       const std::size_t head = detail::kheader_offset(format_, b);
-      for (int h = 0; h < (format_ == WeightFormat::Q4K ? 2 : 1); ++h)
+      for (int h = 0; h < (format_ == WeightFormat::Q6K ? 1 : 2); ++h)
         std::memcpy(ds + head + h * 32 + dr * 2, ss + head + h * 32 + sr * 2, 2);
     }
   }
@@ -412,6 +417,7 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
       return;
     }
     case WeightFormat::Q4K:
+    case WeightFormat::Q5K:
     case WeightFormat::Q6K: return dequantize_k_panel_row(row, dst);
     case WeightFormat::Q8:
     case WeightFormat::Q4: {
@@ -578,7 +584,7 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable table{bf16_scalar, quant_scalar<true>, quant_scalar<false>, q4k_scalar, q6k_scalar};
+  static const KernelTable table{bf16_scalar, quant_scalar<true>, quant_scalar<false>, q4k_scalar, q5k_scalar, q6k_scalar};
   return table;
 }
 }  // namespace detail

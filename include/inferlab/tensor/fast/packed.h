@@ -11,11 +11,14 @@
 //   q4_k: GGUF Q4_K in panels (kquant_panels.cpp): codes 0..15 as q4's, value (d*sc)*q - dmin*m;
 //         per 256 k an fp16 d and dmin per row, per block a 6-bit sc and m per row (byte each)
 //                                                     (148 bytes per 256 weights; Q4_K: 144)
+//   q5_k: GGUF Q5_K in panels: q4_k's layout plus the fifth bit of each code, 64 bytes per block
+//         (bit i of byte [row][t] for k-quad i); value (d*sc)*q - dmin*m, q in 0..31
+//                                                     (180 bytes per 256 weights; Q5_K: 176)
 //   q6_k: GGUF Q6_K in panels: the low 4 bits of each 6-bit code as q4's nibbles, the high 2 bits
 //         in 128 more bytes per block; value (d*sc)*(q-32), one int8 sc per 16 k and row, an
 //         fp16 d per 256 k and row                    (210 bytes per 256 weights, as Q6_K)
 //   f32:  plain row-major [out][in] (OpenBLAS sgemm)
-//   blocks: GGUF's own row-major rows of ggml blocks (Q4_1, Q5_1, Q5_K, F16, and Q4_K / Q6_K rows
+//   blocks: GGUF's own row-major rows of ggml blocks (Q4_1, Q5_1, F16, and K-quant rows
 //         fused with other formats; see ggml_blocks.h), kept as stored; a fused matrix may hold one
 //         type per row range. K-quant rows are dotted in integers with int8 activations
 //         (kquant_dot.cpp), the other rows dequantized to fp32.
@@ -31,9 +34,9 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, Q8, Q4, Q4K, Q6K, Blocks };
+enum class WeightFormat { F32, BF16, Q8, Q4, Q4K, Q5K, Q6K, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q4_k", "q6_k", "blocks"
+const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q4_k", "q5_k", "q6_k", "blocks"
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
 // Bytes one weight takes in this format, scales included (for bandwidth figures); blocks: 0, the
 // bytes depend on the ggml type (PackedMatrix::bytes()).
@@ -45,9 +48,12 @@ constexpr int kSuperBlock = 256;  // q4_k / q6_k: input elements per GGUF K-quan
 
 // Formats whose kernels take the activations quantized to int8 per block (PreparedInput::q8).
 constexpr bool int8_activations(WeightFormat format) {
-  return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q4K || format == WeightFormat::Q6K;
+  return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q4K || format == WeightFormat::Q5K ||
+         format == WeightFormat::Q6K;
 }
-constexpr bool k_panels(WeightFormat format) { return format == WeightFormat::Q4K || format == WeightFormat::Q6K; }
+constexpr bool k_panels(WeightFormat format) {
+  return format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K;
+}
 
 
 // Buffers from this size on are 2 MiB aligned and asked for transparent huge pages (pack.cpp).
@@ -83,11 +89,11 @@ class PackedMatrix {
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
   // without changing a stored value: Q8_0 and Q5_0 -> int8, Q4_0 -> q4 (the same codes and fp16
-  // scales, rearranged into panels), Q4_K -> q4_k, Q6_K -> q6_k, BF16 -> bf16, F32 -> f32, every
+  // scales, rearranged into panels), Q4_K / Q5_K / Q6_K -> q4_k / q5_k / q6_k, BF16 -> bf16, F32 -> f32, every
   // other type kept as blocks.
   static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
-  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q4_k -> Q4_K, q6_k -> Q6_K,
-  // bf16 -> BF16, f32 -> F32): exact, so matrices of different formats can be fused.
+  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q4_k / q5_k / q6_k -> Q4_K /
+  // Q5_K / Q6_K, bf16 -> BF16, f32 -> F32): exact, so matrices of different formats can be fused.
   PackedMatrix to_blocks() const;
 
   WeightFormat format() const { return format_; }
@@ -128,7 +134,7 @@ class PackedMatrix {
   // q8/q4/q4_k/q6_k storage for panels_ x in_padded_ (both set): code bytes filled with the zero
   // code (padding rows and columns stay zero), scales zero (q8/q4: [panel][block][16] fp16).
   void allocate_quantized_panels();
-  // q4_k / q6_k (kquant_panels.cpp): from GGUF rows, back to them, and one row as fp32.
+  // q4_k / q5_k / q6_k (kquant_panels.cpp): from GGUF rows, back to them, and one row as fp32.
   static PackedMatrix from_k_quant(const uint8_t* rows, uint32_t ggml_type, int out, int in);
   void k_panels_to_blocks(uint8_t* row_bytes, int row) const;
   void dequantize_k_panel_row(int row, float* dst) const;
