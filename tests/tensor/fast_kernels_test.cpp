@@ -396,19 +396,25 @@ TEST(Quantizers, ConcatRowsEqualsPackingTheStackedRows) {
     }
   const PackedMatrix q8 = PackedMatrix::from_f32(random_vector(16 * 32, 1).data(), 16, 32, WeightFormat::Q8);
   const PackedMatrix q4 = PackedMatrix::from_f32(random_vector(16 * 32, 1).data(), 16, 32, WeightFormat::Q4);
-  // Different formats fuse as rows of ggml blocks (Q8_0 | Q4_0), every value kept; different
-  // widths, or rows that are not whole 32-weight blocks, are refused.
-  const PackedMatrix mixed = PackedMatrix::concat_rows({&q8, &q4});
-  EXPECT_EQ(mixed.format(), WeightFormat::Blocks);
-  std::vector<float> a(32), b(32);
-  for (int r = 0; r < 32; ++r) {
-    (r < 16 ? q8 : q4).dequantize_row(r % 16, a.data());
-    mixed.dequantize_row(r, b.data());
-    ASSERT_EQ(a, b) << "row " << r;
+  // Different formats that take int8 activations fuse as a mixed matrix (each part in its panels,
+  // every value and every output kept); with a float part, as rows of ggml blocks (Q8_0 | F32).
+  // Different widths, or blocks of rows that are not whole 32-weight blocks, are refused.
+  const PackedMatrix f32 = PackedMatrix::from_f32(random_vector(16 * 32, 2).data(), 16, 32, WeightFormat::F32);
+  for (const PackedMatrix* second : {&q4, &f32}) {
+    const PackedMatrix mixed = PackedMatrix::concat_rows({&q8, second});
+    EXPECT_EQ(mixed.format(), second == &q4 ? WeightFormat::Mixed : WeightFormat::Blocks);
+    std::vector<float> a(32), b(32);
+    for (int r = 0; r < 32; ++r) {
+      (r < 16 ? q8 : *second).dequantize_row(r % 16, a.data());
+      mixed.dequantize_row(r, b.data());
+      ASSERT_EQ(a, b) << format_name(mixed.format()) << " row " << r;
+    }
   }
   const PackedMatrix wide = PackedMatrix::from_f32(random_vector(16 * 64, 1).data(), 16, 64, WeightFormat::Q4);
   EXPECT_THROW(PackedMatrix::concat_rows({&q8, &wide}), inferlab::Error);
   const PackedMatrix odd8 = PackedMatrix::from_f32(random_vector(16 * 40, 1).data(), 16, 40, WeightFormat::Q8);
   const PackedMatrix odd4 = PackedMatrix::from_f32(random_vector(16 * 40, 1).data(), 16, 40, WeightFormat::Q4);
-  EXPECT_THROW(PackedMatrix::concat_rows({&odd8, &odd4}), inferlab::Error);
+  const PackedMatrix odd32 = PackedMatrix::from_f32(random_vector(16 * 40, 1).data(), 16, 40, WeightFormat::F32);
+  EXPECT_EQ(PackedMatrix::concat_rows({&odd8, &odd4}).format(), WeightFormat::Mixed);
+  EXPECT_THROW(PackedMatrix::concat_rows({&odd8, &odd32}), inferlab::Error);
 }

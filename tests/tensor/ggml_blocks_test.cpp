@@ -159,11 +159,68 @@ TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
   EXPECT_EQ(PackedMatrix::from_ggml(rows.data(), kGgmlQ8_0, 16, 32).format(), WeightFormat::Blocks);
 }
 
-TEST(GgmlBlocks, MixedFormatsFuseIntoBlocksExactly) {
+TEST(GgmlBlocks, PanelFormatsFuseAsAMixedMatrixWhoseRowsKeepTheirBits) {
+  // A GGUF K-quant mix (q and k Q4_K, v Q6_K), with a Q8_0 part between and a second Q4_K part
+  // after: each part keeps its panels and kernel, and each row of the fused matmul is the same
+  // float as in its own part's matmul, on every instruction set, thread count and batch.
+  const int in = 512;
+  const uint32_t types[] = {kGgmlQ4_K, kGgmlQ8_0, kGgmlQ6_K, kGgmlQ4_K};
+  const int outs[] = {20, 16, 5, 12};
+  std::vector<PackedMatrix> parts;
+  for (int i = 0; i < 4; ++i) {
+    auto rows = random_rows(types[i], outs[i], in, 20 + i);
+    if (types[i] == kGgmlQ8_0)  // ggml never writes the code -128 (a file that does keeps its blocks)
+      for (std::size_t b = 0; b < rows.size(); b += 34)
+        for (int j = 0; j < 32; ++j)
+          if (rows[b + 2 + j] == 0x80) rows[b + 2 + j] = 0x81;
+    parts.push_back(PackedMatrix::from_ggml(rows.data(), types[i], outs[i], in));
+  }
+  const PackedMatrix fused = PackedMatrix::concat_rows({&parts[0], &parts[1], &parts[2], &parts[3]});
+  ASSERT_EQ(fused.format(), WeightFormat::Mixed);
+  ASSERT_EQ(fused.out(), 53);
+  ASSERT_EQ(fused.parts().size(), 4u);
+  std::vector<float> expected(in), got(in);
+  const PackedMatrix as_blocks = fused.to_blocks();
+  ASSERT_EQ(as_blocks.format(), WeightFormat::Blocks);
+  for (int i = 0, row = 0; i < 4; ++i)
+    for (int r = 0; r < outs[i]; ++r, ++row) {
+      parts[i].dequantize_row(r, expected.data());
+      fused.dequantize_row(row, got.data());
+      ASSERT_EQ(got, expected) << "fused row " << row;
+      as_blocks.dequantize_row(row, got.data());
+      ASSERT_EQ(got, expected) << "fused row " << row << " as blocks";
+    }
+  IsaGuard guard;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist;
+  std::vector<float> bias(53);
+  for (auto& v : bias) v = dist(rng);
+  for (Isa isa : runnable_isas())
+    for (int threads : {1, 2})
+      for (int rows : {1, 5, 9, 17}) {
+        set_isa_limit(isa);
+        set_threads(threads);
+        std::vector<float> x(static_cast<std::size_t>(rows) * in);
+        for (auto& v : x) v = dist(rng);
+        std::vector<float> y(static_cast<std::size_t>(rows) * 53, NAN);
+        matmul(x.data(), rows, fused, bias.data(), y.data());
+        for (int i = 0, first = 0; i < 4; first += outs[i], ++i) {
+          std::vector<float> own(static_cast<std::size_t>(rows) * outs[i]);
+          matmul(x.data(), rows, parts[i], bias.data() + first, own.data());
+          for (int r = 0; r < rows; ++r)
+            for (int o = 0; o < outs[i]; ++o)
+              ASSERT_EQ(y[r * 53 + first + o], own[r * outs[i] + o])
+                  << isa_name(isa) << ", " << threads << " threads, " << rows << " rows: part " << i << " row " << o;
+        }
+      }
+  set_threads(0);
+}
+
+TEST(GgmlBlocks, MixedFormatsWithBlocksFuseIntoBlocksExactly) {
   const int in = 256;
-  auto a = random_rows(kGgmlQ4_K, 20, in, 3), b = random_rows(kGgmlQ8_0, 16, in, 4), c = random_rows(kGgmlQ6_K, 5, in, 5);
+  auto a = random_rows(kGgmlQ4_K, 20, in, 3), b = random_rows(kGgmlQ4_1, 16, in, 4), c = random_rows(kGgmlQ6_K, 5, in, 5);
   const PackedMatrix pa = PackedMatrix::from_ggml(a.data(), kGgmlQ4_K, 20, in);
-  const PackedMatrix pb = PackedMatrix::from_ggml(b.data(), kGgmlQ8_0, 16, in);
+  const PackedMatrix pb = PackedMatrix::from_ggml(b.data(), kGgmlQ4_1, 16, in);
   const PackedMatrix pc = PackedMatrix::from_ggml(c.data(), kGgmlQ6_K, 5, in);
   const PackedMatrix fused = PackedMatrix::concat_rows({&pa, &pb, &pc});
   ASSERT_EQ(fused.format(), WeightFormat::Blocks);
@@ -176,9 +233,9 @@ TEST(GgmlBlocks, MixedFormatsFuseIntoBlocksExactly) {
       fused.dequantize_row(row, got.data());
       ASSERT_EQ(got, expected) << "fused row " << row;
     }
-  // The fused matmul: its panels mix Q4_K, Q8_0 and Q6_K rows (integer dots for the K-quants, the
-  // fp32 path for Q8_0's blocks). Each K-quant row gives the bits it gives in its own matrix as
-  // blocks (alone, Q4_K and Q6_K take their panels); the Q8_0 rows their fp32 dot products.
+  // The fused matmul: its panels mix Q4_K, Q4_1 and Q6_K rows (integer dots for the K-quants, the
+  // fp32 path for Q4_1). Each K-quant row gives the bits it gives in its own matrix as blocks
+  // (alone, Q4_K and Q6_K take their panels); the Q4_1 rows their fp32 dot products.
   const PackedMatrix pa_blocks = pa.to_blocks(), pc_blocks = pc.to_blocks();
   IsaGuard guard;
   std::mt19937 rng(11);
@@ -199,7 +256,7 @@ TEST(GgmlBlocks, MixedFormatsFuseIntoBlocksExactly) {
           pb.dequantize_row(o, expected.data());
           double dot = 0, mag = 0;
           for (int k = 0; k < in; ++k) dot += static_cast<double>(expected[k]) * x[r * in + k], mag += std::fabs(expected[k] * x[r * in + k]);
-          ASSERT_NEAR(y[r * 41 + 20 + o], dot, 2e-6 * mag + 1e-6) << isa_name(isa) << " Q8_0 row " << o;
+          ASSERT_NEAR(y[r * 41 + 20 + o], dot, 2e-6 * mag + 1e-6) << isa_name(isa) << " Q4_1 row " << o;
         }
       }
     }

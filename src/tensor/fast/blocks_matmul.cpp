@@ -111,6 +111,11 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
 }
 
 PackedMatrix PackedMatrix::to_blocks() const {
+  if (format_ == WeightFormat::Mixed) {
+    std::vector<const PackedMatrix*> parts;
+    for (const PackedMatrix& part : parts_) parts.push_back(&part);
+    return concat_blocks(parts);
+  }
   if (format_ == WeightFormat::Blocks) {
     PackedMatrix m;
     m.format_ = format_;
@@ -164,6 +169,7 @@ PackedMatrix PackedMatrix::to_blocks() const {
       case WeightFormat::Q4K:
       case WeightFormat::Q5K:
       case WeightFormat::Q6K: k_panels_to_blocks(dst, row); break;
+      case WeightFormat::Mixed:
       case WeightFormat::Blocks: break;
     }
   }

@@ -23,12 +23,11 @@ inline int32_t load_i32(const void* p) {
 }
 
 inline void store8(const KernelArgs& a, int row, int col, __m256 acc) {
-  const int out = a.w->out();
-  const int n = std::min(8, out - col);
+  const int n = std::min(8, a.w->out() - col);
   if (n <= 0) return;
   alignas(32) float tmp[8];
   _mm256_store_ps(tmp, acc);
-  float* dst = a.y + static_cast<std::size_t>(row) * out + col;
+  float* dst = a.y + static_cast<std::size_t>(row) * y_stride(a) + col;
   for (int i = 0; i < n; ++i) dst[i] = tmp[i] + (a.bias ? a.bias[col + i] : 0.0f);
 }
 

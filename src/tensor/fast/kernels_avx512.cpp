@@ -39,12 +39,11 @@ inline void prefetch_line(const void* p) {
 }
 
 inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
-  const int out = a.w->out();
-  const int n = std::min(16, out - col);
+  const int n = std::min(16, a.w->out() - col);
   if (n <= 0) return;
   const __mmask16 mask = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
   const __m512 bias = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
-  _mm512_mask_storeu_ps(a.y + static_cast<std::size_t>(row) * out + col, mask, _mm512_add_ps(acc, bias));
+  _mm512_mask_storeu_ps(a.y + static_cast<std::size_t>(row) * y_stride(a) + col, mask, _mm512_add_ps(acc, bias));
 }
 
 // Hint and InFlight: the prefetch's hint and the bytes a tile keeps in flight over its NV panels.

@@ -14,7 +14,9 @@ struct KernelArgs {
   float* y = nullptr;           // [rows][w->out()]
   int rows = 0;
   const float* x = nullptr;     // blocks: the fp32 activations [rows][w->in()] as given
+  std::size_t y_stride = 0;     // floats from one row of y to the next; 0: w->out() (a mixed matrix's part: the whole's)
 };
+inline std::size_t y_stride(const KernelArgs& a) { return a.y_stride ? a.y_stride : static_cast<std::size_t>(a.w->out()); }
 
 // q8: byte of k = block*32 + kk in a panel's row; q4: the byte whose low nibble holds kk < 16 and
 // whose high nibble holds kk + 16.

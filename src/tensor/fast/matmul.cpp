@@ -93,6 +93,30 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
   prepare();
 
   const detail::KernelTable& table = kernels_for(isa);
+  if (w.format() == WeightFormat::Mixed) {
+    // Each part in its own kernel, writing its columns of y; the chunks of every part in one pass
+    // of the pool (guided within each part).
+    struct Chunk {
+      int part, begin, end;
+    };
+    std::vector<Chunk> chunks;
+    for (std::size_t i = 0; i < w.parts().size(); ++i) {
+      const std::vector<int> bounds = guided_chunks(w.parts()[i].panels(), pool.size(), 4);
+      for (std::size_t c = 0; c + 1 < bounds.size(); ++c) chunks.push_back({static_cast<int>(i), bounds[c], bounds[c + 1]});
+    }
+    auto run = [&](const Chunk& c) {
+      const PackedMatrix& part = w.parts()[c.part];
+      const int first = w.part_rows()[c.part];
+      const detail::KernelArgs args{&prepared, &part, bias ? bias + first : nullptr, y + first, rows, nullptr,
+                                    static_cast<std::size_t>(w.out())};
+      detail::panel_kernel(table, part.format())(args, c.begin, c.end);
+    };
+    if (pool.size() == 1) {
+      for (const Chunk& c : chunks) run(c);
+      return;
+    }
+    return pool.run_chunks(static_cast<int64_t>(chunks.size()), [&](int64_t i) { run(chunks[i]); });
+  }
   const detail::PanelKernel kernel = detail::panel_kernel(table, w.format());
   const detail::KernelArgs args{&prepared, &w, bias, y, rows};
   const int panels = w.panels();

@@ -27,6 +27,7 @@ const char* format_name(WeightFormat format) {
     case WeightFormat::Q4K: return "q4_k";
     case WeightFormat::Q5K: return "q5_k";
     case WeightFormat::Q6K: return "q6_k";
+    case WeightFormat::Mixed: return "mixed";
     case WeightFormat::Blocks: return "blocks";
   }
   return "?";
@@ -49,6 +50,7 @@ double bytes_per_weight(WeightFormat format) {
     case WeightFormat::Q4K: return 148.0 / 256.0;
     case WeightFormat::Q5K: return 180.0 / 256.0;
     case WeightFormat::Q6K: return 210.0 / 256.0;
+    case WeightFormat::Mixed: return 0;
     case WeightFormat::Blocks: return 0;
   }
   return 0;
@@ -279,9 +281,10 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       fail("weights cannot be packed into {} from floats: it holds a GGUF file's K-quant blocks as they are "
            "(quantize with bench/hf_to_gguf.py --type q4_k_m, or choose --weights q4 / int8)",
            format_name(format));
+    case WeightFormat::Mixed:
     case WeightFormat::Blocks: break;
   }
-  fail("weights cannot be packed into the blocks format from floats (it holds a GGUF file's own blocks)");
+  fail("weights cannot be packed into the {} format from floats (it holds a GGUF file's own blocks)", format_name(format));
 }
 
 PackedMatrix PackedMatrix::from_f32(const float* w, int out, int in, WeightFormat format) {
@@ -351,14 +354,25 @@ PackedMatrix PackedMatrix::concat_quantized_rows(const std::vector<const PackedM
   return m;
 }
 
+std::size_t PackedMatrix::bytes() const {
+  std::size_t total = data_.size() + scales_.size();
+  for (const PackedMatrix& part : parts_) total += part.bytes();
+  return total;
+}
+
 PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& parts) {
   if (parts.empty()) fail("concat_rows: no matrices given");
   const PackedMatrix& first = *parts.front();
   int out = 0;
-  bool whole_panels = true, same_format = true;
-  for (const PackedMatrix* p : parts) same_format &= p->format_ == first.format_ && first.format_ != WeightFormat::Blocks;
-  // Parts of different formats (a GGUF mix: Q5_0 q/k beside a Q8_0 v) or of blocks: fused as rows
-  // of ggml blocks, which every format converts to exactly.
+  bool whole_panels = true, same_format = true, int8_parts = true;
+  for (const PackedMatrix* p : parts) {
+    same_format &= p->format_ == first.format_ && first.format_ != WeightFormat::Blocks && first.format_ != WeightFormat::Mixed;
+    int8_parts &= int8_activations(p->format_) && p->in_padded_ == first.in_padded_ && p->in_ == first.in_;
+  }
+  // Parts of different formats that all take int8 activations (a GGUF K-quant mix: Q4_K q/k beside
+  // a Q6_K v) keep their panels, as parts of a mixed matrix; other mixes (floats, or blocks) are
+  // fused as rows of ggml blocks, which every format converts to exactly.
+  if (!same_format && int8_parts) return concat_mixed(parts);
   if (!same_format) return concat_blocks(parts);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const PackedMatrix& p = *parts[i];
@@ -400,8 +414,40 @@ PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& p
   return m;
 }
 
+PackedMatrix PackedMatrix::concat_mixed(const std::vector<const PackedMatrix*>& parts) {
+  PackedMatrix m;
+  m.format_ = WeightFormat::Mixed;
+  m.in_ = parts.front()->in_;
+  m.in_padded_ = parts.front()->in_padded_;
+  for (const PackedMatrix* p : parts) {
+    // A mixed part brings its own parts; runs of one format are fused as panels.
+    const std::vector<const PackedMatrix*> pieces = [&] {
+      std::vector<const PackedMatrix*> v;
+      if (p->format_ != WeightFormat::Mixed) v.push_back(p);
+      for (const PackedMatrix& q : p->parts_) v.push_back(&q);
+      return v;
+    }();
+    for (const PackedMatrix* piece : pieces) {
+      if (!m.parts_.empty() && m.parts_.back().format_ == piece->format_) {
+        m.parts_.back() = concat_rows({&m.parts_.back(), piece});
+      } else {
+        m.part_rows_.push_back(m.out_);
+        m.parts_.push_back(concat_rows({piece}));  // a copy
+      }
+      m.out_ += piece->out_;
+    }
+  }
+  for (const PackedMatrix& part : m.parts_) m.panels_ += part.panels_;
+  return m;
+}
+
 void PackedMatrix::dequantize_row(int row, float* dst) const {
   if (row < 0 || row >= out_) fail("row {} outside a matrix of {} rows", row, out_);
+  if (format_ == WeightFormat::Mixed) {
+    std::size_t i = parts_.size() - 1;
+    while (part_rows_[i] > row) --i;
+    return parts_[i].dequantize_row(row - part_rows_[i], dst);
+  }
   const int p = row / kPanel, r = row % kPanel;
   switch (format_) {
     case WeightFormat::F32: std::memcpy(dst, f32_data() + static_cast<std::size_t>(row) * in_, sizeof(float) * in_); return;
@@ -419,6 +465,7 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
     case WeightFormat::Q4K:
     case WeightFormat::Q5K:
     case WeightFormat::Q6K: return dequantize_k_panel_row(row, dst);
+    case WeightFormat::Mixed: return;  // above
     case WeightFormat::Q8:
     case WeightFormat::Q4: {
       const uint8_t* panel = panel_data(p);
@@ -452,7 +499,9 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
     prepared.q8.resize(n);
     prepared.scale.resize(static_cast<std::size_t>(rows) * w.blocks());
     prepared.sum.resize(static_cast<std::size_t>(rows) * w.blocks());
-    prepared.sum_low.resize(w.format() == WeightFormat::Q6K ? static_cast<std::size_t>(rows) * w.blocks() : 0);
+    bool q6k = w.format() == WeightFormat::Q6K;
+    for (const PackedMatrix& part : w.parts()) q6k |= part.format() == WeightFormat::Q6K;
+    prepared.sum_low.resize(q6k ? static_cast<std::size_t>(rows) * w.blocks() : 0);
   } else {
     fail("prepare_input: f32 weights and blocks without K-quant rows take the activations as they are");
   }
@@ -531,7 +580,7 @@ void prepare_input(const float* x, int rows, int in, const PackedMatrix& w, Prep
 namespace detail {
 namespace {
 void store(const KernelArgs& a, int row, int col, float acc) {
-  a.y[static_cast<std::size_t>(row) * a.w->out() + col] = acc + (a.bias ? a.bias[col] : 0.0f);
+  a.y[static_cast<std::size_t>(row) * y_stride(a) + col] = acc + (a.bias ? a.bias[col] : 0.0f);
 }
 
 void bf16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
@@ -610,6 +659,16 @@ void matmul_scalar(const float* x, int rows, const PackedMatrix& w, const float*
   }
   PreparedInput prepared;
   prepare_input(x, rows, w.in(), w, prepared);
+  if (w.format() == WeightFormat::Mixed) {
+    for (std::size_t i = 0; i < w.parts().size(); ++i) {
+      const PackedMatrix& part = w.parts()[i];
+      const int first = w.part_rows()[i];
+      const detail::KernelArgs args{&prepared, &part, bias ? bias + first : nullptr, y + first, rows, nullptr,
+                                    static_cast<std::size_t>(w.out())};
+      detail::panel_kernel(detail::scalar_kernels(), part.format())(args, 0, part.panels());
+    }
+    return;
+  }
   const detail::KernelArgs args{&prepared, &w, bias, y, rows};
   detail::panel_kernel(detail::scalar_kernels(), w.format())(args, 0, w.panels());
 }

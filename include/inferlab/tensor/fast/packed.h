@@ -17,6 +17,9 @@
 //   q6_k: GGUF Q6_K in panels: the low 4 bits of each 6-bit code as q4's nibbles, the high 2 bits
 //         in 128 more bytes per block; value (d*sc)*(q-32), one int8 sc per 16 k and row, an
 //         fp16 d per 256 k and row                    (210 bytes per 256 weights, as Q6_K)
+//   mixed: the rows of parts in different formats that all take int8 activations (a GGUF K-quant
+//         mix: q and k in Q4_K, v in Q6_K), each part kept in its own panels and kernel; one
+//         preparation of the activations and one pass of the thread pool for all of them
 //   f32:  plain row-major [out][in] (OpenBLAS sgemm)
 //   blocks: GGUF's own row-major rows of ggml blocks (Q4_1, Q5_1, F16, and K-quant rows
 //         fused with other formats; see ggml_blocks.h), kept as stored; a fused matrix may hold one
@@ -34,12 +37,12 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, Q8, Q4, Q4K, Q5K, Q6K, Blocks };
+enum class WeightFormat { F32, BF16, Q8, Q4, Q4K, Q5K, Q6K, Mixed, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q4_k", "q5_k", "q6_k", "blocks"
+const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
-// Bytes one weight takes in this format, scales included (for bandwidth figures); blocks: 0, the
-// bytes depend on the ggml type (PackedMatrix::bytes()).
+// Bytes one weight takes in this format, scales included (for bandwidth figures); blocks and mixed:
+// 0, the bytes depend on the parts (PackedMatrix::bytes()).
 double bytes_per_weight(WeightFormat format);
 
 constexpr int kPanel = 16;  // output rows per panel
@@ -49,7 +52,7 @@ constexpr int kSuperBlock = 256;  // q4_k / q6_k: input elements per GGUF K-quan
 // Formats whose kernels take the activations quantized to int8 per block (PreparedInput::q8).
 constexpr bool int8_activations(WeightFormat format) {
   return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q4K || format == WeightFormat::Q5K ||
-         format == WeightFormat::Q6K;
+         format == WeightFormat::Q6K || format == WeightFormat::Mixed;
 }
 constexpr bool k_panels(WeightFormat format) {
   return format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K;
@@ -84,8 +87,9 @@ class PackedMatrix {
   // W is [out][in] row-major (nn.Linear layout), given as fp32 or as raw bf16 bits.
   static PackedMatrix from_f32(const float* w, int out, int in, WeightFormat format);
   static PackedMatrix from_bf16(const uint16_t* w, int out, int in, WeightFormat format);
-  // The rows of each part in order (q | k | v, gate | up), same format and input width. Panels are
-  // copied as they are when every part but the last fills whole panels, else rows are repacked.
+  // The rows of each part in order (q | k | v, gate | up), same input width. Panels are copied as
+  // they are when every part but the last fills whole panels, else rows are repacked. Parts of
+  // different formats: mixed when all take int8 activations, else rows of ggml blocks (exact).
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
   // without changing a stored value: Q8_0 and Q5_0 -> int8, Q4_0 -> q4 (the same codes and fp16
@@ -102,7 +106,11 @@ class PackedMatrix {
   int panels() const { return panels_; }
   int in_padded() const { return in_padded_; }  // k rounded up to 2 (bf16) or to 32 (q8, q4)
   int blocks() const { return in_padded_ / kBlock; }
-  std::size_t bytes() const { return data_.size() + scales_.size(); }  // memory held
+  std::size_t bytes() const;  // memory held
+
+  // mixed: the parts, and the first row of part i in this matrix (part_rows()[i]).
+  const std::vector<PackedMatrix>& parts() const { return parts_; }
+  const std::vector<int>& part_rows() const { return part_rows_; }
 
   // Row r as fp32 exactly as the kernels see it (dequantized): out[in].
   void dequantize_row(int r, float* out) const;
@@ -130,6 +138,7 @@ class PackedMatrix {
 
  private:
   static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
+  static PackedMatrix concat_mixed(const std::vector<const PackedMatrix*>& parts);
   static PackedMatrix concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out);
   // q8/q4/q4_k/q6_k storage for panels_ x in_padded_ (both set): code bytes filled with the zero
   // code (padding rows and columns stay zero), scales zero (q8/q4: [panel][block][16] fp16).
@@ -148,6 +157,8 @@ class PackedMatrix {
   std::size_t panel_bytes_ = 0, scale_panel_bytes_ = 0;
   AlignedBuffer data_, scales_;
   std::vector<Segment> segments_;  // blocks only
+  std::vector<PackedMatrix> parts_;  // mixed only
+  std::vector<int> part_rows_;
 };
 
 // Activations prepared once per matmul for the format's kernels (shared by every output panel).
