@@ -159,6 +159,40 @@ TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
   EXPECT_EQ(PackedMatrix::from_ggml(rows.data(), kGgmlQ8_0, 16, 32).format(), WeightFormat::Blocks);
 }
 
+TEST(GgmlBlocks, KQuantPanelsConcatenateWithoutChangingAValue) {
+  // Parts of one K-quant type: whole panels are copied (32 | 16 rows), ragged ones repacked row by
+  // row (20 | 17 rows); the file's bytes come back from either, and each output keeps its bits.
+  const int in = 512;
+  for (uint32_t type : {kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K})
+    for (int first_rows : {32, 20}) {
+      const int second_rows = first_rows == 32 ? 16 : 17;
+      const auto a = random_rows(type, first_rows, in, 40), b = random_rows(type, second_rows, in, 41);
+      const PackedMatrix pa = PackedMatrix::from_ggml(a.data(), type, first_rows, in);
+      const PackedMatrix pb = PackedMatrix::from_ggml(b.data(), type, second_rows, in);
+      const PackedMatrix fused = PackedMatrix::concat_rows({&pa, &pb});
+      ASSERT_EQ(fused.format(), packed_format(type));
+      const PackedMatrix back = fused.to_blocks();
+      const std::size_t row_bytes = ggml_row_bytes(type, in);
+      for (int r = 0; r < first_rows + second_rows; ++r) {
+        uint32_t t;
+        const uint8_t* got = back.block_row(r, t);
+        const uint8_t* want = r < first_rows ? a.data() + r * row_bytes : b.data() + (r - first_rows) * row_bytes;
+        ASSERT_EQ(std::memcmp(got, want, row_bytes), 0) << ggml_type_name(type) << " row " << r << ", first part " << first_rows;
+      }
+      std::mt19937 rng(type);
+      std::normal_distribution<float> dist;
+      std::vector<float> x(3 * in), y(3 * fused.out()), ya(3 * first_rows), yb(3 * second_rows);
+      for (auto& v : x) v = dist(rng);
+      matmul(x.data(), 3, fused, nullptr, y.data());
+      matmul(x.data(), 3, pa, nullptr, ya.data());
+      matmul(x.data(), 3, pb, nullptr, yb.data());
+      for (int r = 0; r < 3; ++r)
+        for (int o = 0; o < fused.out(); ++o)
+          ASSERT_EQ(y[r * fused.out() + o], o < first_rows ? ya[r * first_rows + o] : yb[r * second_rows + o - first_rows])
+              << ggml_type_name(type) << " output " << o;
+    }
+}
+
 TEST(GgmlBlocks, PanelFormatsFuseAsAMixedMatrixWhoseRowsKeepTheirBits) {
   // A GGUF K-quant mix (q and k Q4_K, v Q6_K), with a Q8_0 part between and a second Q4_K part
   // after: each part keeps its panels and kernel, and each row of the fused matmul is the same

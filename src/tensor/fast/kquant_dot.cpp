@@ -1,8 +1,8 @@
-// Q4_K, Q5_K and Q6_K weight rows (GGUF K-quants, kept as stored in the blocks format) dotted with
-// activations quantized to int8 per 32 (PreparedInput's q8, scale and sum), in integer dot
-// products: vpdpbusd (AVX-512 VNNI), vpmaddubsw + vpmaddwd (AVX2), plain loops (scalar). Dequantizing
-// every weight to fp32 on every call left decode ~3x short of llama.cpp on a Q4_K_M file (which
-// quantizes activations too, to 8 bits per 256). Every instruction set computes the same values:
+// Q4_K, Q5_K and Q6_K weight rows kept as stored in the blocks format (a K-quant part fused with a
+// float or blocks part; on their own, and beside other panel formats, they run from their panels,
+// kquant_panels.cpp) dotted with activations quantized to int8 per 32 (PreparedInput's q8, scale
+// and sum), in integer dot products: vpdpbusd (AVX-512 VNNI), vpmaddubsw + vpmaddwd (AVX2), plain
+// loops (scalar), one weight row at a time. Every instruction set computes the same values:
 //   lane L (0-15) of each 64 weights holds the exact int32 sum of code * x over weights 4L..4L+3;
 //   acc[L] = fma(float(that sum), (d * sc) * x scale, acc[L]), sc the scale of those weights'
 //   run (32 weights in Q4_K / Q5_K, 16 in Q6_K) and x scale that of their activations' 32-block;

@@ -315,8 +315,8 @@ void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to)
   for (int b = 0; b < blocks; ++b) {
     if (format_ == WeightFormat::Q8)
       for (int kk = 0; kk < kBlock; ++kk) d[q8_offset(b, dr, kk)] = s[q8_offset(b, sr, kk)];
-    else  // one byte holds the row's weights j and j + 16
-      for (int j = 0; j < kBlock / 2; ++j) d[q4_offset(b, dr, j)] = s[q4_offset(b, sr, j)];
+    else  // one byte holds the row's weights j and j + 16 (q5_k / q6_k: their high bits follow)
+      for (int j = 0; j < kBlock / 2; ++j) d[b * block_bytes + q4_offset(0, dr, j)] = s[b * block_bytes + q4_offset(0, sr, j)];
     if (format_ == WeightFormat::Q6K)  // the high bits: 2 bytes per k-quad pair, 4 per row and half
       for (int h = 0; h < 2; ++h)
         std::memcpy(d + b * block_bytes + 256 + h * 64 + dr * 4, s + b * block_bytes + 256 + h * 64 + sr * 4, 4);
