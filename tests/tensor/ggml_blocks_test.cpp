@@ -61,12 +61,17 @@ struct IsaGuard {
   ~IsaGuard() { set_isa_limit(Isa::Avx512); }
 };
 
-// The types the matmul runs from their own bytes (blocks) or from the K-quant panels (Q8_0, Q5_0
-// and Q4_0 move to the int8 / q4 panels, tested on their own).
-const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
+// The types the matmul runs from their own bytes (blocks) or from panels of their own (Q8_0 and
+// Q4_0 move to the int8 / q4 panels, whose kernels fast_kernels_test covers).
+const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ5_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
 WeightFormat packed_format(uint32_t type) {
-  return type == kGgmlQ4_K ? WeightFormat::Q4K : type == kGgmlQ5_K ? WeightFormat::Q5K : type == kGgmlQ6_K ? WeightFormat::Q6K
-                                                                                                 : WeightFormat::Blocks;
+  switch (type) {
+    case kGgmlQ5_0: return WeightFormat::Q5;
+    case kGgmlQ4_K: return WeightFormat::Q4K;
+    case kGgmlQ5_K: return WeightFormat::Q5K;
+    case kGgmlQ6_K: return WeightFormat::Q6K;
+    default: return WeightFormat::Blocks;
+  }
 }
 
 }  // namespace
@@ -131,7 +136,7 @@ TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
         for (int j = 0; j < 32; ++j)
           if (rows[b + 2 + j] == 0x80) rows[b + 2 + j] = 0x81;
     const PackedMatrix m = PackedMatrix::from_ggml(rows.data(), type, out, in);
-    EXPECT_EQ(m.format(), type == kGgmlQ4_0 ? WeightFormat::Q4 : k_quant ? packed_format(type) : WeightFormat::Q8);
+    EXPECT_EQ(m.format(), type == kGgmlQ4_0 ? WeightFormat::Q4 : type == kGgmlQ8_0 ? WeightFormat::Q8 : packed_format(type));
     if (k_quant) EXPECT_EQ(m.bytes(), static_cast<std::size_t>(m.panels()) * kPanel * in * bytes_per_weight(m.format()));
     std::vector<float> expected(in), got(in), back_values(in);
     const PackedMatrix back = m.to_blocks();
@@ -139,15 +144,9 @@ TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
       dequantize_ggml_row(type, rows.data() + r * ggml_row_bytes(type, in), in, expected.data());
       m.dequantize_row(r, got.data());
       ASSERT_EQ(got, expected) << ggml_type_name(type) << " row " << r;
-      // Back to blocks: the same bytes (Q5_0 comes back as the Q8_0 blocks of the same values).
+      // Back to blocks: the same bytes.
       uint32_t t;
       const uint8_t* block_row = back.block_row(r, t);
-      if (type == kGgmlQ5_0) {
-        ASSERT_EQ(t, kGgmlQ8_0);
-        dequantize_ggml_row(t, block_row, in, back_values.data());
-        ASSERT_EQ(back_values, expected) << "row " << r;
-        continue;
-      }
       ASSERT_EQ(std::memcmp(block_row, rows.data() + r * ggml_row_bytes(type, in), ggml_row_bytes(type, in)), 0)
           << ggml_type_name(type) << " row " << r;
       ASSERT_EQ(t, type);
@@ -319,10 +318,11 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
       std::vector<float> y_scalar(static_cast<std::size_t>(rows) * out);
       set_isa_limit(Isa::Scalar);
       matmul(x.data(), rows, w, bias.data(), y_scalar.data());
-      // Q4_K, Q5_K and Q6_K rows take the activations quantized to int8 per 32 (integer dot
-      // products, as llama.cpp's K-quant kernels): the reference uses those values; the others fp32.
+      // Q5_0 and the K-quants take the activations quantized to int8 per 32 (integer dot products,
+      // as llama.cpp's kernels): the reference uses those values; the others fp32.
       std::vector<float> x_seen = x;
-      if (type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K) {
+      // (As blocks, only the K-quants do: kquant_dot.cpp.)
+      if (w.format() != WeightFormat::Blocks || type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K) {
         PreparedInput prepared;
         prepare_input(x.data(), rows, in, w, prepared);
         for (std::size_t k = 0; k < x_seen.size(); ++k)

@@ -55,10 +55,8 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   if (ggml_type == kGgmlQ4_K || ggml_type == kGgmlQ5_K || ggml_type == kGgmlQ6_K) return from_k_quant(rows, ggml_type, out, in);
   // Q8_0's code -128 has no place in the int8 panels (q + 128 must stay below the q8 kernels'
   // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
-  // Q5_0 (d * (q - 16), q of 5 bits) is an int8 code and an fp16 scale per 32 weights, as Q8_0:
-  // its weights move to the int8 panels unchanged (8.5 bits per weight instead of 5.5, read by the
-  // VNNI kernels instead of dequantized to fp32 on every call: the Q4_K_M mixes of models whose
-  // rows are not whole 256-weight super-blocks are mostly Q5_0).
+  // Q5_0 (d * (q - 16), q of 5 bits; the Q4_K_M mixes of models whose rows are not whole 256-weight
+  // super-blocks are mostly Q5_0) has panels of its own: q4's nibbles and a plane of fifth bits.
   const bool repack = ggml_type == kGgmlQ4_0 || ggml_type == kGgmlQ5_0 ||
                       (ggml_type == kGgmlQ8_0 && !q8_0_has_code_minus_128(rows, out, in));
   PackedMatrix m;
@@ -73,9 +71,10 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
     m.segments_.push_back({out, ggml_type, row_bytes, 0});
     return m;
   }
-  const bool q8 = ggml_type != kGgmlQ4_0, q5 = ggml_type == kGgmlQ5_0;
+  const bool q8 = ggml_type == kGgmlQ8_0, q5 = ggml_type == kGgmlQ5_0;
   const int block_bytes = static_cast<int>(ggml_block(ggml_type)->bytes);
-  m.format_ = q8 ? WeightFormat::Q8 : WeightFormat::Q4;
+  m.format_ = q8 ? WeightFormat::Q8 : q5 ? WeightFormat::Q5 : WeightFormat::Q4;
+  const std::size_t panel_block = detail::panel_block_bytes(m.format_);
   m.in_padded_ = in;  // a whole number of 32-weight blocks
   const int blocks = in / kBlock;
   m.allocate_quantized_panels();
@@ -87,22 +86,20 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
         const uint8_t* src = rows + static_cast<std::size_t>(p * kPanel + r) * row_bytes;
         for (int b = 0; b < blocks; ++b, src += block_bytes) {
           std::memcpy(&scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r], src, 2);
-          // Q8_0: d, 32 int8 codes -> q + 128. Q5_0: d, 32 fifth bits, 16 bytes of nibbles as
-          // Q4_0's -> (q - 16) + 128. Q4_0: d, 16 bytes whose low nibble is weight j and high
-          // nibble weight j + 16 — exactly the q4 panel's byte for the pair (j, j + 16).
-          if (q5) {
-            uint32_t fifth;
-            std::memcpy(&fifth, src + 2, 4);
-            for (int j = 0; j < 16; ++j) {
-              const int lo = (src[6 + j] & 0x0f) | (((fifth >> j) & 1) << 4), hi = (src[6 + j] >> 4) | (((fifth >> (j + 16)) & 1) << 4);
-              panel[q8_offset(b, r, j)] = static_cast<uint8_t>(lo - 16 + 128);
-              panel[q8_offset(b, r, j + 16)] = static_cast<uint8_t>(hi - 16 + 128);
-            }
-          } else if (q8) {
+          // Q8_0: d, 32 int8 codes -> q + 128. Q4_0: d, 16 bytes whose low nibble is weight j and
+          // high nibble weight j + 16 — exactly the q4 panel's byte for the pair (j, j + 16). Q5_0:
+          // d, 32 fifth bits (bit j: weight j), then Q4_0's 16 bytes of nibbles.
+          if (q8) {
             for (int kk = 0; kk < 32; ++kk) panel[q8_offset(b, r, kk)] = static_cast<uint8_t>(static_cast<int8_t>(src[2 + kk]) + 128);
-          } else {
-            for (int j = 0; j < 16; ++j) panel[q4_offset(b, r, j)] = src[2 + j];
+            continue;
           }
+          const uint8_t* nibbles = src + (q5 ? 6 : 2);
+          for (int j = 0; j < 16; ++j) panel[b * panel_block + q4_offset(0, r, j)] = nibbles[j];
+          if (!q5) continue;
+          uint32_t fifth;
+          std::memcpy(&fifth, src + 2, 4);
+          for (int kk = 0; kk < 32; ++kk)
+            panel[b * panel_block + 256 + r * 4 + kk % 4] |= static_cast<uint8_t>(((fifth >> kk) & 1) << (kk / 4));
         }
       }
     }
@@ -130,8 +127,9 @@ PackedMatrix PackedMatrix::to_blocks() const {
   }
   const uint32_t type = format_ == WeightFormat::F32 ? kGgmlF32 : format_ == WeightFormat::BF16 ? kGgmlBF16
                         : format_ == WeightFormat::Q8  ? kGgmlQ8_0 : format_ == WeightFormat::Q4 ? kGgmlQ4_0
+                        : format_ == WeightFormat::Q5  ? kGgmlQ5_0
                         : format_ == WeightFormat::Q4K ? kGgmlQ4_K : format_ == WeightFormat::Q5K ? kGgmlQ5_K : kGgmlQ6_K;
-  if ((type == kGgmlQ8_0 || type == kGgmlQ4_0) && in_ % kBlock != 0)
+  if ((type == kGgmlQ8_0 || type == kGgmlQ4_0 || type == kGgmlQ5_0) && in_ % kBlock != 0)
     fail("a {} matrix with rows of {} weights (not whole 32-weight blocks) cannot be fused with other formats", format_name(format_), in_);
   const std::size_t row_bytes = ggml_row_bytes(type, in_);
   PackedMatrix m;
@@ -157,13 +155,21 @@ PackedMatrix PackedMatrix::to_blocks() const {
         break;
       case WeightFormat::Q8:
       case WeightFormat::Q4:
+      case WeightFormat::Q5:
         for (int b = 0; b < in_ / kBlock; ++b) {
-          uint8_t* block = dst + b * (type == kGgmlQ8_0 ? 34 : 18);
+          uint8_t* block = dst + b * ggml_block(type)->bytes;
           std::memcpy(block, &panel_scales(p)[b * kPanel + r], 2);
-          if (type == kGgmlQ8_0)
+          if (type == kGgmlQ8_0) {
             for (int kk = 0; kk < 32; ++kk) block[2 + kk] = static_cast<uint8_t>(panel_data(p)[q8_offset(b, r, kk)] - 128);
-          else
-            for (int j = 0; j < 16; ++j) block[2 + j] = panel_data(p)[q4_offset(b, r, j)];
+            continue;
+          }
+          const std::size_t panel_block = detail::panel_block_bytes(format_);
+          uint8_t* nibbles = block + (type == kGgmlQ5_0 ? 6 : 2);
+          for (int j = 0; j < 16; ++j) nibbles[j] = panel_data(p)[b * panel_block + q4_offset(0, r, j)];
+          if (type != kGgmlQ5_0) continue;
+          uint32_t fifth = 0;
+          for (int kk = 0; kk < 32; ++kk) fifth |= static_cast<uint32_t>((panel_data(p)[b * panel_block + 256 + r * 4 + kk % 4] >> (kk / 4)) & 1) << kk;
+          std::memcpy(block + 2, &fifth, 4);
         }
         break;
       case WeightFormat::Q4K:

@@ -131,8 +131,9 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
 // number of them per weight byte is what the kernel's speed is.
 template <int MR, WeightFormat F, bool Prefetch>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
-  constexpr bool Q8 = F == WeightFormat::Q8, K5 = F == WeightFormat::Q5K, K6 = F == WeightFormat::Q6K;
-  constexpr bool mins = F == WeightFormat::Q4K || K5;  // q4_k, q5_k: (d * sc) * q - dmin * m
+  constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
+  constexpr bool fifth = F == WeightFormat::Q5 || F == WeightFormat::Q5K;  // 5-bit codes: nibble + a bit plane
+  constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
@@ -238,12 +239,14 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
     } else {
       // Nibbles (0..15) times q8 (|x| <= 127): a pair sum is at most 3,810, so the eight pair
       // sums of a block add up in int16 (<= 30,480) and one vpmaddwd per block widens them;
-      // q5_k's codes (0..31) make pair sums up to 7,874, widened every two groups.
+      // 5-bit codes (q5_0, q5_k: 0..31) make pair sums up to 7,874, widened every two groups.
       __m256i pairs[MR][2];
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
-        // q4's codes keep their +8 offset: subtract 8 * sum(x) of the block (q4_k's and q5_k's have none).
-        isum[m][0] = isum[m][1] = _mm256_set1_epi32(mins ? 0 : -8 * xsum[m * blocks + b]);
+        // q4's and q5_0's codes keep their +8 / +16 offset: subtract it times sum(x) of the block
+        // (q4_k's and q5_k's have none).
+        const int offset = mins ? 0 : F == WeightFormat::Q5 ? 16 : 8;
+        isum[m][0] = isum[m][1] = _mm256_set1_epi32(-offset * xsum[m * blocks + b]);
         pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
       }
       #pragma GCC unroll 4
@@ -259,7 +262,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
           const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + g * 64 + h * 32));
           __m256i lo = _mm256_and_si256(raw, low_nibbles);
           __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-          if constexpr (K5) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
+          if constexpr (fifth) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
             const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + 256 + h * 32));
             lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(bits, 4 - g), fifth_bit));
             hi = _mm256_or_si256(hi, _mm256_and_si256(g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit));
@@ -269,7 +272,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
             pairs[m][h] = _mm256_add_epi16(
                 pairs[m][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo[m]), _mm256_maddubs_epi16(hi, xhi[m])));
         }
-        if (g == 3 || (K5 && g == 1))
+        if (g == 3 || (fifth && g == 1))
           #pragma GCC unroll 16
           for (int m = 0; m < MR; ++m)
             #pragma GCC unroll 2
@@ -480,6 +483,7 @@ const KernelTable& avx2_kernels() {
   static const KernelTable table{bf16_avx2,
                                  quant_avx2<WeightFormat::Q8>,
                                  quant_avx2<WeightFormat::Q4>,
+                                 quant_avx2<WeightFormat::Q5>,
                                  quant_avx2<WeightFormat::Q4K>,
                                  quant_avx2<WeightFormat::Q5K>,
                                  quant_avx2<WeightFormat::Q6K>,

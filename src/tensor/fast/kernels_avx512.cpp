@@ -87,15 +87,16 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
-// int8 / q4 / q4_k / q6_k weights (F) against int8 activations: exact int32 sums per block of 32
+// int8 / q4 / q5_0 / q4_k / q5_k / q6_k weights (F) against int8 activations: exact int32 sums per block of 32
 // (q6_k: per half block, each with its own scale), then fp32 FMAs with the scales. The codes are
-// unsigned (vpdpbusd's first operand): q8 and q4 keep an offset (q + 128, q + 8) that the block's
+// unsigned (vpdpbusd's first operand): q8, q4 and q5_0 keep an offset (q + 128, q + 8, q + 16) that the block's
 // activation sum takes off; q4_k's codes are 0..15 and q5_k's 0..31 with a min per block; q6_k's
 // 0..63 mean q - 32.
 template <int MR, int NV, WeightFormat F, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
-  constexpr bool Q8 = F == WeightFormat::Q8, K5 = F == WeightFormat::Q5K, K6 = F == WeightFormat::Q6K;
-  constexpr bool mins = F == WeightFormat::Q4K || K5;  // q4_k, q5_k: (d * sc) * q - dmin * m
+  constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
+  constexpr bool fifth = F == WeightFormat::Q5 || F == WeightFormat::Q5K;  // 5-bit codes: nibble + a bit plane
+  constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
@@ -103,7 +104,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
   const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
   const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
-  constexpr int offset = Q8 ? 128 : F == WeightFormat::Q4 ? 8 : 0;  // stored code = q + offset
+  constexpr int offset = Q8 ? 128 : F == WeightFormat::Q4 ? 8 : F == WeightFormat::Q5 ? 16 : 0;  // stored code = q + offset
   const uint8_t* wp[NV];
   const uint8_t* sp[NV];
   #pragma GCC unroll 16
@@ -212,7 +213,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         __m512i lo[NV], hi[NV];
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) prefetch(v, g);
-        if (K5 && g == 0)
+        if (fifth && g == 0)
           #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) prefetch(v, 4);
         #pragma GCC unroll 16
@@ -220,7 +221,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
           const __m512i raw = _mm512_load_si512(wp[v] + b * block_bytes + g * 64);
           lo[v] = _mm512_and_si512(raw, low_nibbles);
           hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_nibbles);
-          if constexpr (K5) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
+          if constexpr (fifth) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
             const __m512i bits = _mm512_load_si512(wp[v] + b * block_bytes + 256);
             const __m512i up = _mm512_slli_epi16(bits, 4 - g), down = g == 0 ? bits : _mm512_srli_epi16(bits, g);
             lo[v] = _mm512_ternarylogic_epi32(lo[v], up, fifth_bit, 0xf8);  // lo | (up & 0x10)
@@ -459,6 +460,7 @@ const KernelTable& avx512_kernels() {
   static const KernelTable table{bf16_avx512,
                                  quant_avx512<WeightFormat::Q8>,
                                  quant_avx512<WeightFormat::Q4>,
+                                 quant_avx512<WeightFormat::Q5>,
                                  quant_avx512<WeightFormat::Q4K>,
                                  quant_avx512<WeightFormat::Q5K>,
                                  quant_avx512<WeightFormat::Q6K>,

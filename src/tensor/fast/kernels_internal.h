@@ -27,9 +27,20 @@ inline std::size_t q4_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 256 + ((kk / 4) % 4) * 64 + row_in_panel * 4 + kk % 4;
 }
 
+// The signed code of row r, input kk of block b in an int8 / q4 / q5_0 panel (stored q + 128, q + 8,
+// q + 16).
+inline int panel_int_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
+  if (f == WeightFormat::Q8) return static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
+  const std::size_t block = f == WeightFormat::Q5 ? static_cast<std::size_t>(b) * 320 : static_cast<std::size_t>(b) * 256;
+  const uint8_t byte = panel[block + q4_offset(0, r, kk % 16)];
+  const int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
+  if (f == WeightFormat::Q4) return q - 8;
+  return (q | (((panel[block + 256 + r * 4 + kk % 4] >> (kk / 4)) & 1) << 4)) - 16;
+}
+
 // Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
 constexpr int panel_block_bytes(WeightFormat f) {
-  return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : f == WeightFormat::Q5K ? 320 : 256;
+  return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : f == WeightFormat::Q5K || f == WeightFormat::Q5 ? 320 : 256;
 }
 // q4_k / q5_k / q6_k scales per panel and super-block: a header of fp16 per row (q4_k, q5_k: d[16]
 // then dmin[16]; q6_k: d[16]), then per block 32 bytes (q4_k, q5_k: sc[16] then m[16], u8; q6_k:
@@ -49,7 +60,7 @@ inline std::size_t q6_high_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 384 + 256 + ((kk / 4) % 4 / 2) * 64 + row_in_panel * 4 + kk % 4;
 }
 inline int q6_high_shift(int kk) { return ((kk / 4) % 2) * 4 + (kk >= 16 ? 2 : 0); }
-// q5_k: the fifth bit of code kk of a row is bit kk / 4 (its k-quad, 0-7) of the byte at
+// q5_0 / q5_k: the fifth bit of code kk of a row is bit kk / 4 (its k-quad, 0-7) of the byte at
 // q5_high_offset: per block, after its 256 bytes of nibbles, 64 bytes as [16 rows][4].
 inline std::size_t q5_high_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 320 + 256 + row_in_panel * 4 + kk % 4;
@@ -88,7 +99,7 @@ using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int w_rows, const
                          int n, float* acc);
 
 struct KernelTable {
-  PanelKernel bf16, q8, q4, q4k, q5k, q6k;
+  PanelKernel bf16, q8, q4, q5, q4k, q5k, q6k;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
@@ -148,6 +159,7 @@ inline PanelKernel panel_kernel(const KernelTable& table, WeightFormat f) {
     case WeightFormat::BF16: return table.bf16;
     case WeightFormat::Q8: return table.q8;
     case WeightFormat::Q4: return table.q4;
+    case WeightFormat::Q5: return table.q5;
     case WeightFormat::Q4K: return table.q4k;
     case WeightFormat::Q5K: return table.q5k;
     case WeightFormat::Q6K: return table.q6k;

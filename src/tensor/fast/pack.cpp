@@ -24,6 +24,7 @@ const char* format_name(WeightFormat format) {
     case WeightFormat::BF16: return "bf16";
     case WeightFormat::Q8: return "int8";
     case WeightFormat::Q4: return "q4";
+    case WeightFormat::Q5: return "q5_0";
     case WeightFormat::Q4K: return "q4_k";
     case WeightFormat::Q5K: return "q5_k";
     case WeightFormat::Q6K: return "q6_k";
@@ -47,6 +48,7 @@ double bytes_per_weight(WeightFormat format) {
     case WeightFormat::BF16: return 2.0;
     case WeightFormat::Q8: return 34.0 / 32.0;
     case WeightFormat::Q4: return 18.0 / 32.0;
+    case WeightFormat::Q5: return 22.0 / 32.0;
     case WeightFormat::Q4K: return 148.0 / 256.0;
     case WeightFormat::Q5K: return 180.0 / 256.0;
     case WeightFormat::Q6K: return 210.0 / 256.0;
@@ -275,10 +277,11 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       });
       return m;
     }
+    case WeightFormat::Q5:
     case WeightFormat::Q4K:
     case WeightFormat::Q5K:
     case WeightFormat::Q6K:
-      fail("weights cannot be packed into {} from floats: it holds a GGUF file's K-quant blocks as they are "
+      fail("weights cannot be packed into {} from floats: it holds a GGUF file's Q5_0 / K-quant blocks as they are "
            "(quantize with bench/hf_to_gguf.py --type q4_k_m, or choose --weights q4 / int8)",
            format_name(format));
     case WeightFormat::Mixed:
@@ -300,9 +303,9 @@ void PackedMatrix::allocate_quantized_panels() {
   scale_panel_bytes_ = static_cast<std::size_t>(blocks()) * detail::scale_block_bytes(format_);
   data_ = AlignedBuffer(panel_bytes_ * panels_);
   scales_ = AlignedBuffer(scale_panel_bytes_ * panels_);
-  // The zero code: q + 128, or 8 in both nibbles; q4_k / q6_k rows with zero scales are zero whatever
-  // their codes.
-  if (!k_panels(format_)) std::memset(data_.data(), q8 ? 128 : 0x88, data_.size());
+  // The zero code: q + 128, or 8 in both nibbles (from floats, whose rows may end inside a block).
+  // The GGUF formats' rows are whole blocks, and padding rows have zero scales.
+  if (format_ == WeightFormat::Q8 || format_ == WeightFormat::Q4) std::memset(data_.data(), q8 ? 128 : 0x88, data_.size());
 }
 
 void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to) {
@@ -320,7 +323,7 @@ void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to)
     if (format_ == WeightFormat::Q6K)  // the high bits: 2 bytes per k-quad pair, 4 per row and half
       for (int h = 0; h < 2; ++h)
         std::memcpy(d + b * block_bytes + 256 + h * 64 + dr * 4, s + b * block_bytes + 256 + h * 64 + sr * 4, 4);
-    if (format_ == WeightFormat::Q5K)  // the fifth bits: 4 bytes per row
+    if (format_ == WeightFormat::Q5K || format_ == WeightFormat::Q5)  // the fifth bits: 4 bytes per row
       std::memcpy(d + b * block_bytes + 256 + dr * 4, s + b * block_bytes + 256 + sr * 4, 4);
     if (!k_panels(format_)) {
       std::memcpy(ds + (b * kPanel + dr) * 2, ss + (b * kPanel + sr) * 2, 2);
@@ -467,19 +470,13 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
     case WeightFormat::Q6K: return dequantize_k_panel_row(row, dst);
     case WeightFormat::Mixed: return;  // above
     case WeightFormat::Q8:
-    case WeightFormat::Q4: {
+    case WeightFormat::Q4:
+    case WeightFormat::Q5: {
       const uint8_t* panel = panel_data(p);
       const uint16_t* scales = panel_scales(p);
       for (int k = 0; k < in_; ++k) {
         const int b = k / kBlock, kk = k % kBlock;
-        const float d = f16_to_f32(scales[b * kPanel + r]);
-        int q;
-        if (format_ == WeightFormat::Q8) q = static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
-        else {
-          const uint8_t byte = panel[q4_offset(b, r, kk)];
-          q = (kk >= 16 ? byte >> 4 : byte & 0x0f) - 8;
-        }
-        dst[k] = static_cast<float>(q) * d;
+        dst[k] = static_cast<float>(detail::panel_int_code(format_, panel, b, r, kk)) * f16_to_f32(scales[b * kPanel + r]);
       }
       return;
     }
@@ -601,7 +598,7 @@ void bf16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
   }
 }
 
-template <bool Q8>
+template <WeightFormat F>
 void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
   const PackedMatrix& w = *a.w;
   const int blocks = w.blocks();
@@ -614,15 +611,7 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
         float acc = 0;
         for (int b = 0; b < blocks; ++b) {
           int32_t isum = 0;
-          for (int kk = 0; kk < kBlock; ++kk) {
-            int q;
-            if (Q8) q = static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
-            else {
-              const uint8_t byte = panel[q4_offset(b, r, kk)];
-              q = (kk >= 16 ? byte >> 4 : byte & 0x0f) - 8;
-            }
-            isum += q * x[b * kBlock + kk];
-          }
+          for (int kk = 0; kk < kBlock; ++kk) isum += panel_int_code(F, panel, b, r, kk) * x[b * kBlock + kk];
           const float scale = f16_to_f32(scales[b * kPanel + r]) * a.in->scale[static_cast<std::size_t>(row) * blocks + b];
           acc = std::fma(static_cast<float>(isum), scale, acc);
         }
@@ -633,7 +622,13 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable table{bf16_scalar, quant_scalar<true>, quant_scalar<false>, q4k_scalar, q5k_scalar, q6k_scalar};
+  static const KernelTable table{bf16_scalar,
+                                 quant_scalar<WeightFormat::Q8>,
+                                 quant_scalar<WeightFormat::Q4>,
+                                 quant_scalar<WeightFormat::Q5>,
+                                 q4k_scalar,
+                                 q5k_scalar,
+                                 q6k_scalar};
   return table;
 }
 }  // namespace detail

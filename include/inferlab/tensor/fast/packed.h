@@ -8,6 +8,9 @@
 //   q4:   per block of 32 k, 4 groups of [16 rows][4 bytes]: low nibble = k-quad g, high
 //         nibble = k-quad g+4, value q in [0,15] meaning (q-8)*scale
 //                                                     (18 bytes per 32 weights, like q4_0)
+//   q5_0: GGUF Q5_0 in panels: q4's nibbles, the fifth bit of each code in 64 more bytes per block
+//         (bit i of byte [row][t] for k-quad i), one fp16 scale per (row, block); value (q-16)*scale
+//                                                     (22 bytes per 32 weights, as Q5_0)
 //   q4_k: GGUF Q4_K in panels (kquant_panels.cpp): codes 0..15 as q4's, value (d*sc)*q - dmin*m;
 //         per 256 k an fp16 d and dmin per row, per block a 6-bit sc and m per row (byte each)
 //                                                     (148 bytes per 256 weights; Q4_K: 144)
@@ -37,9 +40,9 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, Q8, Q4, Q4K, Q5K, Q6K, Mixed, Blocks };
+enum class WeightFormat { F32, BF16, Q8, Q4, Q5, Q4K, Q5K, Q6K, Mixed, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
+const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q5_0", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
 // Bytes one weight takes in this format, scales included (for bandwidth figures); blocks and mixed:
 // 0, the bytes depend on the parts (PackedMatrix::bytes()).
@@ -51,8 +54,8 @@ constexpr int kSuperBlock = 256;  // q4_k / q6_k: input elements per GGUF K-quan
 
 // Formats whose kernels take the activations quantized to int8 per block (PreparedInput::q8).
 constexpr bool int8_activations(WeightFormat format) {
-  return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q4K || format == WeightFormat::Q5K ||
-         format == WeightFormat::Q6K || format == WeightFormat::Mixed;
+  return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q5 || format == WeightFormat::Q4K ||
+         format == WeightFormat::Q5K || format == WeightFormat::Q6K || format == WeightFormat::Mixed;
 }
 constexpr bool k_panels(WeightFormat format) {
   return format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K;
@@ -92,11 +95,11 @@ class PackedMatrix {
   // different formats: mixed when all take int8 activations, else rows of ggml blocks (exact).
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
-  // without changing a stored value: Q8_0 and Q5_0 -> int8, Q4_0 -> q4 (the same codes and fp16
+  // without changing a stored value: Q8_0 -> int8, Q4_0 -> q4, Q5_0 -> q5_0 (the same codes and fp16
   // scales, rearranged into panels), Q4_K / Q5_K / Q6_K -> q4_k / q5_k / q6_k, BF16 -> bf16, F32 -> f32, every
   // other type kept as blocks.
   static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
-  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q4_k / q5_k / q6_k -> Q4_K /
+  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q5_0 -> Q5_0, q4_k / q5_k / q6_k -> Q4_K /
   // Q5_K / Q6_K, bf16 -> BF16, f32 -> F32): exact, so matrices of different formats can be fused.
   PackedMatrix to_blocks() const;
 
@@ -118,7 +121,7 @@ class PackedMatrix {
   // Raw storage, for the kernels.
   const uint8_t* panel_data(int panel) const { return data_.data() + static_cast<std::size_t>(panel) * panel_bytes_; }
   std::size_t panel_bytes() const { return panel_bytes_; }
-  // q8/q4: fp16 scales [panel][block][16].
+  // q8/q4/q5_0: fp16 scales [panel][block][16].
   const uint16_t* panel_scales(int panel) const { return reinterpret_cast<const uint16_t*>(panel_scale_bytes(panel)); }
   // A panel's scales as bytes (q4_k / q6_k: see kscale_offset), scale_panel_bytes() per panel.
   const uint8_t* panel_scale_bytes(int panel) const { return scales_.data() + static_cast<std::size_t>(panel) * scale_panel_bytes_; }
@@ -140,7 +143,7 @@ class PackedMatrix {
   static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
   static PackedMatrix concat_mixed(const std::vector<const PackedMatrix*>& parts);
   static PackedMatrix concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out);
-  // q8/q4/q4_k/q6_k storage for panels_ x in_padded_ (both set): code bytes filled with the zero
+  // q8/q4/q5_0/q4_k/q5_k/q6_k storage for panels_ x in_padded_ (both set): code bytes filled with the zero
   // code (padding rows and columns stay zero), scales zero (q8/q4: [panel][block][16] fp16).
   void allocate_quantized_panels();
   // q4_k / q5_k / q6_k (kquant_panels.cpp): from GGUF rows, back to them, and one row as fp32.
