@@ -66,6 +66,7 @@ struct IsaGuard {
 const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ5_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
 WeightFormat packed_format(uint32_t type) {
   switch (type) {
+    case kGgmlF16: return WeightFormat::F16;
     case kGgmlQ5_0: return WeightFormat::Q5;
     case kGgmlQ4_K: return WeightFormat::Q4K;
     case kGgmlQ5_K: return WeightFormat::Q5K;
@@ -127,7 +128,7 @@ TEST(GgmlBlocks, Q5_0AndQ6KDecodeAsTheFormatDescribes) {
 }
 
 TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
-  for (uint32_t type : {kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K}) {
+  for (uint32_t type : {kGgmlF16, kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K}) {
     const bool k_quant = type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K;
     const int out = 37, in = k_quant ? 512 : 96;
     auto rows = random_rows(type, out, in, 1);
@@ -137,6 +138,7 @@ TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
           if (rows[b + 2 + j] == 0x80) rows[b + 2 + j] = 0x81;
     const PackedMatrix m = PackedMatrix::from_ggml(rows.data(), type, out, in);
     EXPECT_EQ(m.format(), type == kGgmlQ4_0 ? WeightFormat::Q4 : type == kGgmlQ8_0 ? WeightFormat::Q8 : packed_format(type));
+    if (type == kGgmlF16) EXPECT_EQ(m.bytes(), static_cast<std::size_t>(m.panels()) * kPanel * in * 2);
     if (k_quant) EXPECT_EQ(m.bytes(), static_cast<std::size_t>(m.panels()) * kPanel * in * bytes_per_weight(m.format()));
     std::vector<float> expected(in), got(in), back_values(in);
     const PackedMatrix back = m.to_blocks();
@@ -322,7 +324,7 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
       // as llama.cpp's kernels): the reference uses those values; the others fp32.
       std::vector<float> x_seen = x;
       // (As blocks, only the K-quants do: kquant_dot.cpp.)
-      if (w.format() != WeightFormat::Blocks || type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K) {
+      if (int8_activations(w.format()) || (w.format() == WeightFormat::Blocks && (type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K))) {
         PreparedInput prepared;
         prepare_input(x.data(), rows, in, w, prepared);
         for (std::size_t k = 0; k < x_seen.size(); ++k)

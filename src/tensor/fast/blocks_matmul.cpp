@@ -52,6 +52,7 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   const std::size_t row_bytes = ggml_row_bytes(ggml_type, in);  // throws for unsupported types / partial blocks
   if (ggml_type == kGgmlF32) return from_f32(reinterpret_cast<const float*>(rows), out, in, WeightFormat::F32);
   if (ggml_type == kGgmlBF16) return from_bf16(reinterpret_cast<const uint16_t*>(rows), out, in, WeightFormat::BF16);
+  if (ggml_type == kGgmlF16) return from_f16(reinterpret_cast<const uint16_t*>(rows), out, in);
   if (ggml_type == kGgmlQ4_K || ggml_type == kGgmlQ5_K || ggml_type == kGgmlQ6_K) return from_k_quant(rows, ggml_type, out, in);
   // Q8_0's code -128 has no place in the int8 panels (q + 128 must stay below the q8 kernels'
   // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
@@ -126,6 +127,7 @@ PackedMatrix PackedMatrix::to_blocks() const {
     return m;
   }
   const uint32_t type = format_ == WeightFormat::F32 ? kGgmlF32 : format_ == WeightFormat::BF16 ? kGgmlBF16
+                        : format_ == WeightFormat::F16 ? kGgmlF16
                         : format_ == WeightFormat::Q8  ? kGgmlQ8_0 : format_ == WeightFormat::Q4 ? kGgmlQ4_0
                         : format_ == WeightFormat::Q5  ? kGgmlQ5_0
                         : format_ == WeightFormat::Q4K ? kGgmlQ4_K : format_ == WeightFormat::Q5K ? kGgmlQ5_K : kGgmlQ6_K;
@@ -146,6 +148,9 @@ PackedMatrix PackedMatrix::to_blocks() const {
     const int p = row / kPanel, r = row % kPanel;
     switch (format_) {
       case WeightFormat::F32: std::memcpy(dst, f32_data() + static_cast<std::size_t>(row) * in_, row_bytes); break;
+      case WeightFormat::F16:
+        for (int k = 0; k < in_; ++k) std::memcpy(dst + 2 * k, panel_data(p) + (k * kPanel + r) * 2, 2);
+        break;
       case WeightFormat::BF16:
         dequantize_row(row, values.data());
         for (int k = 0; k < in_; ++k) {

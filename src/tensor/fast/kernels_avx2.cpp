@@ -318,6 +318,46 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
     for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
 }
 
+// f16 weights (per k, 16 rows of fp16: two vcvtph2ps of 8) and the fp32 activations as given, per
+// row and output one FMA chain in k order (f16_panels.cpp's scalar kernel).
+template <int MR, int NV>
+void f16_tile(const KernelArgs& a, int row0, int panel0) {
+  const PackedMatrix& w = *a.w;
+  const int in = w.in();
+  const float* x = a.x + static_cast<std::size_t>(row0) * in;
+  const uint8_t* wp[NV];
+  #pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v);
+  __m256 acc[MR][NV][2];
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[m][v][0] = acc[m][v][1] = _mm256_setzero_ps();
+  for (int k = 0; k < in; ++k) {
+    __m256 wv[NV][2];
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if (k % 2 == 0) prefetch(wp[v] + k * 32 + kPrefetchBytes<NV>);  // a line holds two k
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) wv[v][h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(wp[v] + k * 32 + h * 16)));
+    }
+    #pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m256 xb = _mm256_broadcast_ss(x + static_cast<std::size_t>(m) * in + k);
+      #pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) acc[m][v][h] = _mm256_fmadd_ps(wv[v][h], xb, acc[m][v][h]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) store8(a, row0 + m, (panel0 + v) * kPanel + h * 8, acc[m][v][h]);
+}
+
 using TileFn = void (*)(const KernelArgs&, int row0, int panel0);
 
 template <TileFn... Fns>
@@ -363,6 +403,20 @@ void bf16_avx2(const KernelArgs& a, int pb, int pe) {
     }
   }
 }
+// f16: one row streams 2 panels per pass; more rows go in blocks of up to 4 over one panel, which
+// stays in L1 for the next block (8 accumulators, 2 weight vectors, 1 broadcast of 16 registers).
+void f16_avx2(const KernelArgs& a, int pb, int pe) {
+  if (a.rows == 1) {
+    int p = pb;
+    for (; p + 2 <= pe; p += 2) f16_tile<1, 2>(a, 0, p);
+    if (p < pe) f16_tile<1, 1>(a, 0, p);
+    return;
+  }
+  static constexpr auto tiles = table_of<f16_tile<1, 1>, f16_tile<2, 1>, f16_tile<3, 1>, f16_tile<4, 1>>();
+  for (int p = pb; p < pe; ++p)
+    for (int row0 = 0; row0 < a.rows; row0 += 4) tiles[std::min(4, a.rows - row0) - 1](a, row0, p);
+}
+
 // Integer tiles hold two accumulator sets (int32 per block, fp32 overall): at most 2 rows per
 // pass over a panel, which stays in L1/L2 for the next row blocks; the first pass (the only one in
 // decode) prefetches. One panel per pass: two panels' int16/int32 partial sums did not fit the 16
@@ -481,6 +535,7 @@ void dot16_avx2(const float* w, std::size_t w_stride, int w_rows, const float* x
 
 const KernelTable& avx2_kernels() {
   static const KernelTable table{bf16_avx2,
+                                 f16_avx2,
                                  quant_avx2<WeightFormat::Q8>,
                                  quant_avx2<WeightFormat::Q4>,
                                  quant_avx2<WeightFormat::Q5>,

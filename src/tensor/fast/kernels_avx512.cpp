@@ -87,6 +87,47 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
+// f16 weights (per k, 16 rows of fp16) widened by vcvtph2ps and dotted with the fp32 activations
+// as given, per row and output one FMA chain in k order (f16_panels.cpp's scalar kernel).
+template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
+void f16_tile(const KernelArgs& a, int row0, int panel0) {
+  const PackedMatrix& w = *a.w;
+  const int in = w.in();
+  const float* x = a.x + static_cast<std::size_t>(row0) * in;
+  const uint8_t* wp[NV];
+  #pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v);
+  __m512 acc[MR][NV];
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
+  auto step = [&](int k, std::ptrdiff_t ahead) __attribute__((always_inline)) {
+    __m512 wv[NV];
+    #pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) {
+      if (k % 2 == 0) prefetch_line<Hint>(wp[v] + k * 32 + ahead);  // a line holds two k
+      wv[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + k * 32)));
+    }
+    #pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m512 xb = _mm512_set1_ps(x[static_cast<std::size_t>(m) * in + k]);
+      #pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_fmadd_ps(wv[v], xb, acc[m][v]);
+    }
+  };
+  // As bf16_tile: near a panel's end the prefetch moves on to the panel NV further.
+  constexpr int ahead = InFlight / NV;
+  const int tail = std::max(0, in - ahead / 32);
+  for (int k = 0; k < tail; ++k) step(k, ahead);
+  const std::ptrdiff_t next = ahead + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
+  for (int k = tail; k < in; ++k) step(k, next);
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
+}
+
 // int8 / q4 / q5_0 / q4_k / q5_k / q6_k weights (F) against int8 activations: exact int32 sums per block of 32
 // (q6_k: per half block, each with its own scale), then fp32 FMAs with the scales. The codes are
 // unsigned (vpdpbusd's first operand): q8, q4 and q5_0 keep an offset (q + 128, q + 8, q + 16) that the block's
@@ -343,6 +384,11 @@ struct Bf16Kernel {
   static constexpr bool fits = MR * NV <= 24;
   static constexpr TileFn fn = fits ? bf16_tile<(fits ? MR : 1), NV> : nullptr;
 };
+template <int MR, int NV>
+struct F16Kernel {
+  static constexpr bool fits = MR * NV <= 24;
+  static constexpr TileFn fn = fits ? f16_tile<(fits ? MR : 1), NV> : nullptr;
+};
 template <WeightFormat F>
 struct QuantKernel {
   template <int MR, int NV>
@@ -357,6 +403,11 @@ struct QuantKernel {
 void bf16_avx512(const KernelArgs& a, int pb, int pe) {
   if (a.rows == 1) return run_single_row<bf16_tile<1, 2, kNta, kRowFlight>, bf16_tile<1, 1, kNta, kRowFlight>>(a, pb, pe);
   run_panels<Bf16Kernel, 4, 4, 4, 6, 4>(a, pb, pe);
+}
+// f16: the bf16 shapes (fp32 FMAs, up to 24 accumulators).
+void f16_avx512(const KernelArgs& a, int pb, int pe) {
+  if (a.rows == 1) return run_single_row<f16_tile<1, 2, kNta, kRowFlight>, f16_tile<1, 1, kNta, kRowFlight>>(a, pb, pe);
+  run_panels<F16Kernel, 4, 4, 4, 6, 4>(a, pb, pe);
 }
 // Integer tiles hold two accumulator sets (int32 per block, fp32 overall). Prefill: 4 rows x 2
 // panels, all in registers. A decode batch: up to 8 rows x 2 panels, whose 16 fp32 totals the
@@ -458,6 +509,7 @@ void dot16_avx512(const float* w, std::size_t w_stride, int w_rows, const float*
 
 const KernelTable& avx512_kernels() {
   static const KernelTable table{bf16_avx512,
+                                 f16_avx512,
                                  quant_avx512<WeightFormat::Q8>,
                                  quant_avx512<WeightFormat::Q4>,
                                  quant_avx512<WeightFormat::Q5>,

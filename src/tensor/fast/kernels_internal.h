@@ -13,7 +13,7 @@ struct KernelArgs {
   const float* bias = nullptr;  // may be null
   float* y = nullptr;           // [rows][w->out()]
   int rows = 0;
-  const float* x = nullptr;     // blocks: the fp32 activations [rows][w->in()] as given
+  const float* x = nullptr;     // blocks, f16: the fp32 activations [rows][w->in()] as given
   std::size_t y_stride = 0;     // floats from one row of y to the next; 0: w->out() (a mixed matrix's part: the whole's)
 };
 inline std::size_t y_stride(const KernelArgs& a) { return a.y_stride ? a.y_stride : static_cast<std::size_t>(a.w->out()); }
@@ -99,7 +99,7 @@ using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int w_rows, const
                          int n, float* acc);
 
 struct KernelTable {
-  PanelKernel bf16, q8, q4, q5, q4k, q5k, q6k;
+  PanelKernel bf16, f16, q8, q4, q5, q4k, q5k, q6k;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
@@ -157,6 +157,7 @@ bool has_int_dot_rows(const PackedMatrix& w);
 inline PanelKernel panel_kernel(const KernelTable& table, WeightFormat f) {
   switch (f) {
     case WeightFormat::BF16: return table.bf16;
+    case WeightFormat::F16: return table.f16;
     case WeightFormat::Q8: return table.q8;
     case WeightFormat::Q4: return table.q4;
     case WeightFormat::Q5: return table.q5;
@@ -166,6 +167,8 @@ inline PanelKernel panel_kernel(const KernelTable& table, WeightFormat f) {
     default: return nullptr;
   }
 }
+// The scalar f16 kernel (f16_panels.cpp).
+void f16_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 // The scalar q4_k / q5_k / q6_k kernels (kquant_panels.cpp): the oracle of the SIMD ones.
 void q4k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q5k_scalar(const KernelArgs& args, int panel_begin, int panel_end);

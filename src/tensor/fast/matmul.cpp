@@ -75,6 +75,15 @@ void matmul(const float* x, int rows, const PackedMatrix& w, const float* bias, 
     else
       detail::prepare_rows(x, 0, rows, w.in(), w, prepared, true);
   };
+  if (w.format() == WeightFormat::F16) {  // the activations as given (fp32)
+    const detail::KernelArgs args{nullptr, &w, bias, y, rows, x};
+    const detail::PanelKernel kernel = kernels_for(isa).f16;
+    const int panels = w.panels();
+    if (pool.size() == 1 || panels < 2) return kernel(args, 0, panels);
+    const std::vector<int> bounds = guided_chunks(panels, pool.size(), 4);
+    return pool.run_chunks(static_cast<int64_t>(bounds.size()) - 1,
+                           [&](int64_t chunk) { kernel(args, bounds[chunk], bounds[chunk + 1]); });
+  }
   if (w.format() == WeightFormat::Blocks) {
     // K-quant rows take int8 activations (kquant_dot.cpp); the other block types the fp32 ones.
     const bool int_rows = detail::has_int_dot_rows(w);

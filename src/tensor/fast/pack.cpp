@@ -22,6 +22,7 @@ const char* format_name(WeightFormat format) {
   switch (format) {
     case WeightFormat::F32: return "f32";
     case WeightFormat::BF16: return "bf16";
+    case WeightFormat::F16: return "f16";
     case WeightFormat::Q8: return "int8";
     case WeightFormat::Q4: return "q4";
     case WeightFormat::Q5: return "q5_0";
@@ -46,6 +47,7 @@ double bytes_per_weight(WeightFormat format) {
   switch (format) {
     case WeightFormat::F32: return 4.0;
     case WeightFormat::BF16: return 2.0;
+    case WeightFormat::F16: return 2.0;
     case WeightFormat::Q8: return 34.0 / 32.0;
     case WeightFormat::Q4: return 18.0 / 32.0;
     case WeightFormat::Q5: return 22.0 / 32.0;
@@ -277,11 +279,12 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
       });
       return m;
     }
+    case WeightFormat::F16:
     case WeightFormat::Q5:
     case WeightFormat::Q4K:
     case WeightFormat::Q5K:
     case WeightFormat::Q6K:
-      fail("weights cannot be packed into {} from floats: it holds a GGUF file's Q5_0 / K-quant blocks as they are "
+      fail("weights cannot be packed into {} from floats: it holds a GGUF file's F16 / Q5_0 / K-quant tensors as they are "
            "(quantize with bench/hf_to_gguf.py --type q4_k_m, or choose --weights q4 / int8)",
            format_name(format));
     case WeightFormat::Mixed:
@@ -314,6 +317,10 @@ void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to)
   uint8_t* d = data_.data() + dp * panel_bytes_;
   const uint8_t* ss = src.panel_scale_bytes(sp);
   uint8_t* ds = scales_.data() + dp * scale_panel_bytes_;
+  if (format_ == WeightFormat::F16) {  // 2 bytes per k
+    for (int k = 0; k < in_; ++k) std::memcpy(d + k * 32 + dr * 2, s + k * 32 + sr * 2, 2);
+    return;
+  }
   const std::size_t block_bytes = detail::panel_block_bytes(format_);
   for (int b = 0; b < blocks; ++b) {
     if (format_ == WeightFormat::Q8)
@@ -385,7 +392,7 @@ PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& p
     if (i + 1 < parts.size() && p.out_ % kPanel != 0) whole_panels = false;
     out += p.out_;
   }
-  if (!whole_panels && int8_activations(first.format_)) return concat_quantized_rows(parts, out);
+  if (!whole_panels && (int8_activations(first.format_) || first.format_ == WeightFormat::F16)) return concat_quantized_rows(parts, out);
   if (!whole_panels || first.format_ == WeightFormat::F32) {
     // Rows through fp32: exact for f32 and bf16.
     std::vector<float> rows(static_cast<std::size_t>(out) * first.in_);
@@ -457,6 +464,11 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
     case WeightFormat::BF16: {
       const uint16_t* panel = reinterpret_cast<const uint16_t*>(panel_data(p));
       for (int k = 0; k < in_; ++k) dst[k] = bf16_to_f32(panel[(k / 2) * 32 + r * 2 + k % 2]);
+      return;
+    }
+    case WeightFormat::F16: {
+      const uint16_t* panel = reinterpret_cast<const uint16_t*>(panel_data(p));
+      for (int k = 0; k < in_; ++k) dst[k] = f16_to_f32(panel[k * kPanel + r]);
       return;
     }
     case WeightFormat::Blocks: {
@@ -623,6 +635,7 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
 
 const KernelTable& scalar_kernels() {
   static const KernelTable table{bf16_scalar,
+                                 f16_scalar,
                                  quant_scalar<WeightFormat::Q8>,
                                  quant_scalar<WeightFormat::Q4>,
                                  quant_scalar<WeightFormat::Q5>,
@@ -644,6 +657,10 @@ void matmul_scalar(const float* x, int rows, const PackedMatrix& w, const float*
         y[static_cast<std::size_t>(row) * w.out() + o] = acc + (bias ? bias[o] : 0.0f);
       }
     return;
+  }
+  if (w.format() == WeightFormat::F16) {  // the activations as given
+    const detail::KernelArgs args{nullptr, &w, bias, y, rows, x};
+    return detail::f16_scalar(args, 0, w.panels());
   }
   if (w.format() == WeightFormat::Blocks) {
     PreparedInput prepared;

@@ -3,6 +3,8 @@
 // Every format stores output rows in panels of 16 (padded with zero rows), interleaved along the
 // input dimension so that one 64-byte load feeds 16 output lanes:
 //   bf16: per k-pair [16 rows][2 bf16]                (vdpbf16ps operand; 2 bytes/weight)
+//   f16:  GGUF F16 in panels: per k [16 rows] fp16 (f16_panels.cpp; widened to fp32 in registers
+//         and dotted with the fp32 activations as given; 2 bytes/weight)
 //   q8:   per block of 32 k, per k-quad [16 rows][4 u8] holding q+128, q in [-127,127], plus one
 //         fp16 scale per (row, block)                 (vpdpbusd operand; 34 bytes per 32 weights)
 //   q4:   per block of 32 k, 4 groups of [16 rows][4 bytes]: low nibble = k-quad g, high
@@ -40,9 +42,9 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, Q8, Q4, Q5, Q4K, Q5K, Q6K, Mixed, Blocks };
+enum class WeightFormat { F32, BF16, F16, Q8, Q4, Q5, Q4K, Q5K, Q6K, Mixed, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "int8", "q4", "q5_0", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
+const char* format_name(WeightFormat format);        // "f32", "bf16", "f16", "int8", "q4", "q5_0", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
 // Bytes one weight takes in this format, scales included (for bandwidth figures); blocks and mixed:
 // 0, the bytes depend on the parts (PackedMatrix::bytes()).
@@ -96,18 +98,19 @@ class PackedMatrix {
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
   // without changing a stored value: Q8_0 -> int8, Q4_0 -> q4, Q5_0 -> q5_0 (the same codes and fp16
-  // scales, rearranged into panels), Q4_K / Q5_K / Q6_K -> q4_k / q5_k / q6_k, BF16 -> bf16, F32 -> f32, every
+  // scales, rearranged into panels), Q4_K / Q5_K / Q6_K -> q4_k / q5_k / q6_k, BF16 -> bf16, F16 -> f16, F32 -> f32, every
   // other type kept as blocks.
   static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
-  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q5_0 -> Q5_0, q4_k / q5_k / q6_k -> Q4_K /
-  // Q5_K / Q6_K, bf16 -> BF16, f32 -> F32): exact, so matrices of different formats can be fused.
+  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q5_0 -> Q5_0, q4_k / q5_k /
+  // q6_k -> Q4_K / Q5_K / Q6_K, bf16 -> BF16, f16 -> F16, f32 -> F32): exact, so matrices of different
+  // formats can be fused.
   PackedMatrix to_blocks() const;
 
   WeightFormat format() const { return format_; }
   int out() const { return out_; }
   int in() const { return in_; }
   int panels() const { return panels_; }
-  int in_padded() const { return in_padded_; }  // k rounded up to 2 (bf16) or to 32 (q8, q4)
+  int in_padded() const { return in_padded_; }  // k rounded up to 2 (bf16) or to 32 (q8, q4); f16: k
   int blocks() const { return in_padded_ / kBlock; }
   std::size_t bytes() const;  // memory held
 
@@ -150,6 +153,8 @@ class PackedMatrix {
   static PackedMatrix from_k_quant(const uint8_t* rows, uint32_t ggml_type, int out, int in);
   void k_panels_to_blocks(uint8_t* row_bytes, int row) const;
   void dequantize_k_panel_row(int row, float* dst) const;
+  // f16 (f16_panels.cpp): from GGUF F16 rows.
+  static PackedMatrix from_f16(const uint16_t* rows, int out, int in);
   // Copies row `from` of `src` (same format and width) to row `to` of this matrix.
   void copy_quantized_row(const PackedMatrix& src, int from, int to);
   template <typename Source>
