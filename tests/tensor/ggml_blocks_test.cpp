@@ -61,13 +61,16 @@ struct IsaGuard {
   ~IsaGuard() { set_isa_limit(Isa::Avx512); }
 };
 
-// The types the matmul runs from their own bytes (blocks) or from panels of their own (Q8_0 and
-// Q4_0 move to the int8 / q4 panels, whose kernels fast_kernels_test covers).
+// The types that run from panels of their own (Q8_0 and Q4_0 move to the int8 / q4 panels, whose
+// kernels fast_kernels_test covers); every one also as rows of blocks (how it runs when fused with
+// a float part).
 const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ5_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
 WeightFormat packed_format(uint32_t type) {
   switch (type) {
     case kGgmlF16: return WeightFormat::F16;
     case kGgmlQ5_0: return WeightFormat::Q5;
+    case kGgmlQ4_1: return WeightFormat::Q4_1;
+    case kGgmlQ5_1: return WeightFormat::Q5_1;
     case kGgmlQ4_K: return WeightFormat::Q4K;
     case kGgmlQ5_K: return WeightFormat::Q5K;
     case kGgmlQ6_K: return WeightFormat::Q6K;
@@ -128,7 +131,7 @@ TEST(GgmlBlocks, Q5_0AndQ6KDecodeAsTheFormatDescribes) {
 }
 
 TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
-  for (uint32_t type : {kGgmlF16, kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K}) {
+  for (uint32_t type : {kGgmlF16, kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K}) {
     const bool k_quant = type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K;
     const int out = 37, in = k_quant ? 512 : 96;
     auto rows = random_rows(type, out, in, 1);
@@ -251,11 +254,15 @@ TEST(GgmlBlocks, PanelFormatsFuseAsAMixedMatrixWhoseRowsKeepTheirBits) {
   set_threads(0);
 }
 
-TEST(GgmlBlocks, MixedFormatsWithBlocksFuseIntoBlocksExactly) {
+TEST(GgmlBlocks, MixedFormatsWithAFloatPartFuseIntoBlocksExactly) {
   const int in = 256;
-  auto a = random_rows(kGgmlQ4_K, 20, in, 3), b = random_rows(kGgmlQ4_1, 16, in, 4), c = random_rows(kGgmlQ6_K, 5, in, 5);
+  auto a = random_rows(kGgmlQ4_K, 20, in, 3), c = random_rows(kGgmlQ6_K, 5, in, 5);
+  std::vector<float> b(16 * in);  // an F32 part (a GGUF may keep q in F32 beside quantized k / v)
+  std::mt19937 frng(4);
+  std::normal_distribution<float> fdist(0.0f, 0.02f);
+  for (auto& v : b) v = fdist(frng);
   const PackedMatrix pa = PackedMatrix::from_ggml(a.data(), kGgmlQ4_K, 20, in);
-  const PackedMatrix pb = PackedMatrix::from_ggml(b.data(), kGgmlQ4_1, 16, in);
+  const PackedMatrix pb = PackedMatrix::from_ggml(reinterpret_cast<const uint8_t*>(b.data()), kGgmlF32, 16, in);
   const PackedMatrix pc = PackedMatrix::from_ggml(c.data(), kGgmlQ6_K, 5, in);
   const PackedMatrix fused = PackedMatrix::concat_rows({&pa, &pb, &pc});
   ASSERT_EQ(fused.format(), WeightFormat::Blocks);
@@ -268,9 +275,9 @@ TEST(GgmlBlocks, MixedFormatsWithBlocksFuseIntoBlocksExactly) {
       fused.dequantize_row(row, got.data());
       ASSERT_EQ(got, expected) << "fused row " << row;
     }
-  // The fused matmul: its panels mix Q4_K, Q4_1 and Q6_K rows (integer dots for the K-quants, the
-  // fp32 path for Q4_1). Each K-quant row gives the bits it gives in its own matrix as blocks
-  // (alone, Q4_K and Q6_K take their panels); the Q4_1 rows their fp32 dot products.
+  // The fused matmul: its panels mix Q4_K, F32 and Q6_K rows (integer dots for the K-quants, the
+  // fp32 path for F32). Each K-quant row gives the bits it gives in its own matrix as blocks
+  // (alone, Q4_K and Q6_K take their panels); the F32 rows their fp32 dot products.
   const PackedMatrix pa_blocks = pa.to_blocks(), pc_blocks = pc.to_blocks();
   IsaGuard guard;
   std::mt19937 rng(11);
@@ -291,7 +298,7 @@ TEST(GgmlBlocks, MixedFormatsWithBlocksFuseIntoBlocksExactly) {
           pb.dequantize_row(o, expected.data());
           double dot = 0, mag = 0;
           for (int k = 0; k < in; ++k) dot += static_cast<double>(expected[k]) * x[r * in + k], mag += std::fabs(expected[k] * x[r * in + k]);
-          ASSERT_NEAR(y[r * 41 + 20 + o], dot, 2e-6 * mag + 1e-6) << isa_name(isa) << " Q4_1 row " << o;
+          ASSERT_NEAR(y[r * 41 + 20 + o], dot, 2e-6 * mag + 1e-6) << isa_name(isa) << " F32 row " << o;
         }
       }
     }

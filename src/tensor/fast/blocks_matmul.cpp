@@ -58,7 +58,7 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
   // Q5_0 (d * (q - 16), q of 5 bits; the Q4_K_M mixes of models whose rows are not whole 256-weight
   // super-blocks are mostly Q5_0) has panels of its own: q4's nibbles and a plane of fifth bits.
-  const bool repack = ggml_type == kGgmlQ4_0 || ggml_type == kGgmlQ5_0 ||
+  const bool repack = ggml_type == kGgmlQ4_0 || ggml_type == kGgmlQ5_0 || ggml_type == kGgmlQ4_1 || ggml_type == kGgmlQ5_1 ||
                       (ggml_type == kGgmlQ8_0 && !q8_0_has_code_minus_128(rows, out, in));
   PackedMatrix m;
   m.out_ = out;
@@ -72,9 +72,14 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
     m.segments_.push_back({out, ggml_type, row_bytes, 0});
     return m;
   }
-  const bool q8 = ggml_type == kGgmlQ8_0, q5 = ggml_type == kGgmlQ5_0;
+  const bool q8 = ggml_type == kGgmlQ8_0, q5 = ggml_type == kGgmlQ5_0 || ggml_type == kGgmlQ5_1;
+  const bool with_min = ggml_type == kGgmlQ4_1 || ggml_type == kGgmlQ5_1;  // d, m, then as Q4_0 / Q5_0
   const int block_bytes = static_cast<int>(ggml_block(ggml_type)->bytes);
-  m.format_ = q8 ? WeightFormat::Q8 : q5 ? WeightFormat::Q5 : WeightFormat::Q4;
+  m.format_ = q8                          ? WeightFormat::Q8
+              : ggml_type == kGgmlQ5_0    ? WeightFormat::Q5
+              : ggml_type == kGgmlQ4_1    ? WeightFormat::Q4_1
+              : ggml_type == kGgmlQ5_1    ? WeightFormat::Q5_1
+                                          : WeightFormat::Q4;
   const std::size_t panel_block = detail::panel_block_bytes(m.format_);
   m.in_padded_ = in;  // a whole number of 32-weight blocks
   const int blocks = in / kBlock;
@@ -86,19 +91,26 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
       for (int r = 0; r < kPanel && p * kPanel + r < out; ++r) {
         const uint8_t* src = rows + static_cast<std::size_t>(p * kPanel + r) * row_bytes;
         for (int b = 0; b < blocks; ++b, src += block_bytes) {
-          std::memcpy(&scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r], src, 2);
+          if (with_min) {  // d[16] then m[16] per (panel, block)
+            std::memcpy(&scales[(static_cast<std::size_t>(p) * blocks + b) * 32 + r], src, 2);
+            std::memcpy(&scales[(static_cast<std::size_t>(p) * blocks + b) * 32 + 16 + r], src + 2, 2);
+          } else {
+            std::memcpy(&scales[(static_cast<std::size_t>(p) * blocks + b) * kPanel + r], src, 2);
+          }
           // Q8_0: d, 32 int8 codes -> q + 128. Q4_0: d, 16 bytes whose low nibble is weight j and
           // high nibble weight j + 16 — exactly the q4 panel's byte for the pair (j, j + 16). Q5_0:
-          // d, 32 fifth bits (bit j: weight j), then Q4_0's 16 bytes of nibbles.
+          // d, 32 fifth bits (bit j: weight j), then Q4_0's 16 bytes of nibbles. Q4_1 / Q5_1: d, m,
+          // then as Q4_0 / Q5_0.
           if (q8) {
             for (int kk = 0; kk < 32; ++kk) panel[q8_offset(b, r, kk)] = static_cast<uint8_t>(static_cast<int8_t>(src[2 + kk]) + 128);
             continue;
           }
-          const uint8_t* nibbles = src + (q5 ? 6 : 2);
+          const uint8_t* after_scales = src + (with_min ? 4 : 2);  // then Q5's fifth bits, then the nibbles
+          const uint8_t* nibbles = after_scales + (q5 ? 4 : 0);
           for (int j = 0; j < 16; ++j) panel[b * panel_block + q4_offset(0, r, j)] = nibbles[j];
           if (!q5) continue;
           uint32_t fifth;
-          std::memcpy(&fifth, src + 2, 4);
+          std::memcpy(&fifth, after_scales, 4);
           for (int kk = 0; kk < 32; ++kk)
             panel[b * panel_block + 256 + r * 4 + kk % 4] |= static_cast<uint8_t>(((fifth >> kk) & 1) << (kk / 4));
         }
@@ -130,8 +142,10 @@ PackedMatrix PackedMatrix::to_blocks() const {
                         : format_ == WeightFormat::F16 ? kGgmlF16
                         : format_ == WeightFormat::Q8  ? kGgmlQ8_0 : format_ == WeightFormat::Q4 ? kGgmlQ4_0
                         : format_ == WeightFormat::Q5  ? kGgmlQ5_0
+                        : format_ == WeightFormat::Q4_1 ? kGgmlQ4_1
+                        : format_ == WeightFormat::Q5_1 ? kGgmlQ5_1
                         : format_ == WeightFormat::Q4K ? kGgmlQ4_K : format_ == WeightFormat::Q5K ? kGgmlQ5_K : kGgmlQ6_K;
-  if ((type == kGgmlQ8_0 || type == kGgmlQ4_0 || type == kGgmlQ5_0) && in_ % kBlock != 0)
+  if (int8_activations(format_) && in_ % kBlock != 0)
     fail("a {} matrix with rows of {} weights (not whole 32-weight blocks) cannot be fused with other formats", format_name(format_), in_);
   const std::size_t row_bytes = ggml_row_bytes(type, in_);
   PackedMatrix m;
@@ -161,20 +175,29 @@ PackedMatrix PackedMatrix::to_blocks() const {
       case WeightFormat::Q8:
       case WeightFormat::Q4:
       case WeightFormat::Q5:
+      case WeightFormat::Q4_1:
+      case WeightFormat::Q5_1:
         for (int b = 0; b < in_ / kBlock; ++b) {
           uint8_t* block = dst + b * ggml_block(type)->bytes;
-          std::memcpy(block, &panel_scales(p)[b * kPanel + r], 2);
+          const bool with_min = detail::block_mins(format_), q5 = detail::five_bit_codes(format_);
+          if (with_min) {
+            std::memcpy(block, &panel_scales(p)[b * 32 + r], 2);
+            std::memcpy(block + 2, &panel_scales(p)[b * 32 + 16 + r], 2);
+          } else {
+            std::memcpy(block, &panel_scales(p)[b * kPanel + r], 2);
+          }
           if (type == kGgmlQ8_0) {
             for (int kk = 0; kk < 32; ++kk) block[2 + kk] = static_cast<uint8_t>(panel_data(p)[q8_offset(b, r, kk)] - 128);
             continue;
           }
           const std::size_t panel_block = detail::panel_block_bytes(format_);
-          uint8_t* nibbles = block + (type == kGgmlQ5_0 ? 6 : 2);
+          uint8_t* after_scales = block + (with_min ? 4 : 2);
+          uint8_t* nibbles = after_scales + (q5 ? 4 : 0);
           for (int j = 0; j < 16; ++j) nibbles[j] = panel_data(p)[b * panel_block + q4_offset(0, r, j)];
-          if (type != kGgmlQ5_0) continue;
+          if (!q5) continue;
           uint32_t fifth = 0;
           for (int kk = 0; kk < 32; ++kk) fifth |= static_cast<uint32_t>((panel_data(p)[b * panel_block + 256 + r * 4 + kk % 4] >> (kk / 4)) & 1) << kk;
-          std::memcpy(block + 2, &fifth, 4);
+          std::memcpy(after_scales, &fifth, 4);
         }
         break;
       case WeightFormat::Q4K:

@@ -132,7 +132,7 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
 template <int MR, WeightFormat F, bool Prefetch>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
-  constexpr bool fifth = F == WeightFormat::Q5 || F == WeightFormat::Q5K;  // 5-bit codes: nibble + a bit plane
+  constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
   constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
@@ -244,8 +244,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
         // q4's and q5_0's codes keep their +8 / +16 offset: subtract it times sum(x) of the block
-        // (q4_k's and q5_k's have none).
-        const int offset = mins ? 0 : F == WeightFormat::Q5 ? 16 : 8;
+        // (the formats with a min have none).
+        const int offset = F == WeightFormat::Q5 ? 16 : F == WeightFormat::Q4 ? 8 : 0;
         isum[m][0] = isum[m][1] = _mm256_set1_epi32(-offset * xsum[m * blocks + b]);
         pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
       }
@@ -281,6 +281,25 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
               pairs[m][h] = _mm256_setzero_si256();
             }
       }
+    }
+    if constexpr (block_mins(F)) {  // q4_1 / q5_1: d * q + m, an fp16 d[16] and m[16] per block
+      __m256 dv[2], mv[2];
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        dv[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + h * 16)));
+        mv[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + 32 + h * 16)));
+      }
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) {
+        const float s = xscale[m * blocks + b];
+        const __m256 xs = _mm256_set1_ps(s), xm = _mm256_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(dv[h], xs), acc[m][h]);
+          acc[m][h] = _mm256_fmadd_ps(mv[h], xm, acc[m][h]);
+        }
+      }
+      continue;
     }
     if constexpr (mins) {
       const uint8_t* bs = sp + kscale_offset(F, b);
@@ -539,6 +558,8 @@ const KernelTable& avx2_kernels() {
                                  quant_avx2<WeightFormat::Q8>,
                                  quant_avx2<WeightFormat::Q4>,
                                  quant_avx2<WeightFormat::Q5>,
+                                 quant_avx2<WeightFormat::Q4_1>,
+                                 quant_avx2<WeightFormat::Q5_1>,
                                  quant_avx2<WeightFormat::Q4K>,
                                  quant_avx2<WeightFormat::Q5K>,
                                  quant_avx2<WeightFormat::Q6K>,

@@ -136,7 +136,7 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
 template <int MR, int NV, WeightFormat F, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
-  constexpr bool fifth = F == WeightFormat::Q5 || F == WeightFormat::Q5K;  // 5-bit codes: nibble + a bit plane
+  constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
   constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
@@ -280,6 +280,25 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
           }
         }
       }
+    }
+    if constexpr (block_mins(F)) {  // q4_1 / q5_1: d * q + m, an fp16 d[16] and m[16] per block
+      __m512 dv[NV], mv[NV];
+      #pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) {
+        dv[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes)));
+        mv[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes + 32)));
+      }
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) {
+        const float s = xscale[m * blocks + b];
+        const __m512 xs = _mm512_set1_ps(s), xm = _mm512_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
+        #pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) {
+          acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(dv[v], xs), acc[m][v]);
+          acc[m][v] = _mm512_fmadd_ps(mv[v], xm, acc[m][v]);
+        }
+      }
+      return;
     }
     if constexpr (mins) {
       __m512 ws[NV], wm[NV];
@@ -513,6 +532,8 @@ const KernelTable& avx512_kernels() {
                                  quant_avx512<WeightFormat::Q8>,
                                  quant_avx512<WeightFormat::Q4>,
                                  quant_avx512<WeightFormat::Q5>,
+                                 quant_avx512<WeightFormat::Q4_1>,
+                                 quant_avx512<WeightFormat::Q5_1>,
                                  quant_avx512<WeightFormat::Q4K>,
                                  quant_avx512<WeightFormat::Q5K>,
                                  quant_avx512<WeightFormat::Q6K>,

@@ -27,27 +27,31 @@ inline std::size_t q4_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 256 + ((kk / 4) % 4) * 64 + row_in_panel * 4 + kk % 4;
 }
 
-// The signed code of row r, input kk of block b in an int8 / q4 / q5_0 panel (stored q + 128, q + 8,
-// q + 16).
+// Codes of 5 bits: q4's nibbles plus a plane of fifth bits (q5_high_offset).
+constexpr bool five_bit_codes(WeightFormat f) { return f == WeightFormat::Q5 || f == WeightFormat::Q5_1 || f == WeightFormat::Q5K; }
+// q4_1 / q5_1: an fp16 d and m per (row, block), value d * q + m.
+constexpr bool block_mins(WeightFormat f) { return f == WeightFormat::Q4_1 || f == WeightFormat::Q5_1; }
+// The code of row r, input kk of block b in an int8 / q4 / q5_0 / q4_1 / q5_1 panel: int8, q4 and q5_0
+// signed (stored q + 128, q + 8, q + 16), q4_1 and q5_1 as stored (0..15, 0..31).
 inline int panel_int_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
   if (f == WeightFormat::Q8) return static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
-  const std::size_t block = f == WeightFormat::Q5 ? static_cast<std::size_t>(b) * 320 : static_cast<std::size_t>(b) * 256;
+  const std::size_t block = static_cast<std::size_t>(b) * (five_bit_codes(f) ? 320 : 256);
   const uint8_t byte = panel[block + q4_offset(0, r, kk % 16)];
-  const int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
-  if (f == WeightFormat::Q4) return q - 8;
-  return (q | (((panel[block + 256 + r * 4 + kk % 4] >> (kk / 4)) & 1) << 4)) - 16;
+  int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
+  if (five_bit_codes(f)) q |= ((panel[block + 256 + r * 4 + kk % 4] >> (kk / 4)) & 1) << 4;
+  return q - (f == WeightFormat::Q4 ? 8 : f == WeightFormat::Q5 ? 16 : 0);
 }
 
 // Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
 constexpr int panel_block_bytes(WeightFormat f) {
-  return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : f == WeightFormat::Q5K || f == WeightFormat::Q5 ? 320 : 256;
+  return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : five_bit_codes(f) ? 320 : 256;
 }
 // q4_k / q5_k / q6_k scales per panel and super-block: a header of fp16 per row (q4_k, q5_k: d[16]
 // then dmin[16]; q6_k: d[16]), then per block 32 bytes (q4_k, q5_k: sc[16] then m[16], u8; q6_k:
 // sc[16] of k 0-15 then sc[16] of k 16-31, int8).
 constexpr int kheader_bytes(WeightFormat f) { return f == WeightFormat::Q6K ? 32 : 64; }
-constexpr int scale_block_bytes(WeightFormat f) {  // the average for q4_k / q6_k
-  return k_panels(f) ? (kheader_bytes(f) + 8 * 32) / 8 : kPanel * 2;
+constexpr int scale_block_bytes(WeightFormat f) {  // the average for q4_k / q5_k / q6_k; q4_1 / q5_1: d[16], m[16]
+  return k_panels(f) ? (kheader_bytes(f) + 8 * 32) / 8 : block_mins(f) ? kPanel * 4 : kPanel * 2;
 }
 constexpr std::size_t kheader_offset(WeightFormat f, int block) {
   return static_cast<std::size_t>(block / 8) * (kheader_bytes(f) + 8 * 32);
@@ -99,7 +103,7 @@ using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int w_rows, const
                          int n, float* acc);
 
 struct KernelTable {
-  PanelKernel bf16, f16, q8, q4, q5, q4k, q5k, q6k;
+  PanelKernel bf16, f16, q8, q4, q5, q4_1, q5_1, q4k, q5k, q6k;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
@@ -161,6 +165,8 @@ inline PanelKernel panel_kernel(const KernelTable& table, WeightFormat f) {
     case WeightFormat::Q8: return table.q8;
     case WeightFormat::Q4: return table.q4;
     case WeightFormat::Q5: return table.q5;
+    case WeightFormat::Q4_1: return table.q4_1;
+    case WeightFormat::Q5_1: return table.q5_1;
     case WeightFormat::Q4K: return table.q4k;
     case WeightFormat::Q5K: return table.q5k;
     case WeightFormat::Q6K: return table.q6k;

@@ -26,6 +26,8 @@ const char* format_name(WeightFormat format) {
     case WeightFormat::Q8: return "int8";
     case WeightFormat::Q4: return "q4";
     case WeightFormat::Q5: return "q5_0";
+    case WeightFormat::Q4_1: return "q4_1";
+    case WeightFormat::Q5_1: return "q5_1";
     case WeightFormat::Q4K: return "q4_k";
     case WeightFormat::Q5K: return "q5_k";
     case WeightFormat::Q6K: return "q6_k";
@@ -51,6 +53,8 @@ double bytes_per_weight(WeightFormat format) {
     case WeightFormat::Q8: return 34.0 / 32.0;
     case WeightFormat::Q4: return 18.0 / 32.0;
     case WeightFormat::Q5: return 22.0 / 32.0;
+    case WeightFormat::Q4_1: return 20.0 / 32.0;
+    case WeightFormat::Q5_1: return 24.0 / 32.0;
     case WeightFormat::Q4K: return 148.0 / 256.0;
     case WeightFormat::Q5K: return 180.0 / 256.0;
     case WeightFormat::Q6K: return 210.0 / 256.0;
@@ -281,10 +285,12 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
     }
     case WeightFormat::F16:
     case WeightFormat::Q5:
+    case WeightFormat::Q4_1:
+    case WeightFormat::Q5_1:
     case WeightFormat::Q4K:
     case WeightFormat::Q5K:
     case WeightFormat::Q6K:
-      fail("weights cannot be packed into {} from floats: it holds a GGUF file's F16 / Q5_0 / K-quant tensors as they are "
+      fail("weights cannot be packed into {} from floats: it holds a GGUF file's tensors as they are "
            "(quantize with bench/hf_to_gguf.py --type q4_k_m, or choose --weights q4 / int8)",
            format_name(format));
     case WeightFormat::Mixed:
@@ -330,8 +336,12 @@ void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to)
     if (format_ == WeightFormat::Q6K)  // the high bits: 2 bytes per k-quad pair, 4 per row and half
       for (int h = 0; h < 2; ++h)
         std::memcpy(d + b * block_bytes + 256 + h * 64 + dr * 4, s + b * block_bytes + 256 + h * 64 + sr * 4, 4);
-    if (format_ == WeightFormat::Q5K || format_ == WeightFormat::Q5)  // the fifth bits: 4 bytes per row
+    if (detail::five_bit_codes(format_))  // the fifth bits: 4 bytes per row
       std::memcpy(d + b * block_bytes + 256 + dr * 4, s + b * block_bytes + 256 + sr * 4, 4);
+    if (detail::block_mins(format_)) {  // d[16] then m[16] per block
+      for (int h = 0; h < 2; ++h) std::memcpy(ds + b * 64 + h * 32 + dr * 2, ss + b * 64 + h * 32 + sr * 2, 2);
+      continue;
+    }
     if (!k_panels(format_)) {
       std::memcpy(ds + (b * kPanel + dr) * 2, ss + (b * kPanel + sr) * 2, 2);
       continue;
@@ -492,6 +502,17 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
       }
       return;
     }
+    case WeightFormat::Q4_1:
+    case WeightFormat::Q5_1: {  // as ggml's dequantization: q * d + m
+      const uint8_t* panel = panel_data(p);
+      const uint16_t* scales = panel_scales(p);  // per block d[16], m[16]
+      for (int k = 0; k < in_; ++k) {
+        const int b = k / kBlock, kk = k % kBlock;
+        dst[k] = static_cast<float>(detail::panel_int_code(format_, panel, b, r, kk)) * f16_to_f32(scales[b * 32 + r]) +
+                 f16_to_f32(scales[b * 32 + 16 + r]);
+      }
+      return;
+    }
   }
 }
 
@@ -624,7 +645,14 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
         for (int b = 0; b < blocks; ++b) {
           int32_t isum = 0;
           for (int kk = 0; kk < kBlock; ++kk) isum += panel_int_code(F, panel, b, r, kk) * x[b * kBlock + kk];
-          const float scale = f16_to_f32(scales[b * kPanel + r]) * a.in->scale[static_cast<std::size_t>(row) * blocks + b];
+          const std::size_t at = static_cast<std::size_t>(row) * blocks + b;
+          if constexpr (block_mins(F)) {  // d * q + m: the m term times the block's activation sum
+            const float xs = a.in->scale[at];
+            acc = std::fma(static_cast<float>(isum), f16_to_f32(scales[b * 32 + r]) * xs, acc);
+            acc = std::fma(f16_to_f32(scales[b * 32 + 16 + r]), xs * static_cast<float>(a.in->sum[at]), acc);
+            continue;
+          }
+          const float scale = f16_to_f32(scales[b * kPanel + r]) * a.in->scale[at];
           acc = std::fma(static_cast<float>(isum), scale, acc);
         }
         store(a, row, p * kPanel + r, acc);
@@ -639,6 +667,8 @@ const KernelTable& scalar_kernels() {
                                  quant_scalar<WeightFormat::Q8>,
                                  quant_scalar<WeightFormat::Q4>,
                                  quant_scalar<WeightFormat::Q5>,
+                                 quant_scalar<WeightFormat::Q4_1>,
+                                 quant_scalar<WeightFormat::Q5_1>,
                                  q4k_scalar,
                                  q5k_scalar,
                                  q6k_scalar};

@@ -13,6 +13,8 @@
 //   q5_0: GGUF Q5_0 in panels: q4's nibbles, the fifth bit of each code in 64 more bytes per block
 //         (bit i of byte [row][t] for k-quad i), one fp16 scale per (row, block); value (q-16)*scale
 //                                                     (22 bytes per 32 weights, as Q5_0)
+//   q4_1, q5_1: GGUF Q4_1 / Q5_1 in panels: q4's (q5_0's) codes, unsigned, and per (row, block) an
+//         fp16 d and m; value d*q + m                 (20 / 24 bytes per 32 weights, as the files)
 //   q4_k: GGUF Q4_K in panels (kquant_panels.cpp): codes 0..15 as q4's, value (d*sc)*q - dmin*m;
 //         per 256 k an fp16 d and dmin per row, per block a 6-bit sc and m per row (byte each)
 //                                                     (148 bytes per 256 weights; Q4_K: 144)
@@ -26,8 +28,8 @@
 //         mix: q and k in Q4_K, v in Q6_K), each part kept in its own panels and kernel; one
 //         preparation of the activations and one pass of the thread pool for all of them
 //   f32:  plain row-major [out][in] (OpenBLAS sgemm)
-//   blocks: GGUF's own row-major rows of ggml blocks (Q4_1, Q5_1, F16, and K-quant rows
-//         fused with other formats; see ggml_blocks.h), kept as stored; a fused matrix may hold one
+//   blocks: GGUF's own row-major rows of ggml blocks (every type, when fused with a float part, and
+//         Q8_0 blocks holding the code -128; see ggml_blocks.h), kept as stored; a fused matrix may hold one
 //         type per row range. K-quant rows are dotted in integers with int8 activations
 //         (kquant_dot.cpp), the other rows dequantized to fp32.
 // Quantization follows llama.cpp's q8_0 / q4_0 (block 32, scale from the block's largest |w|).
@@ -42,9 +44,9 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, F16, Q8, Q4, Q5, Q4K, Q5K, Q6K, Mixed, Blocks };
+enum class WeightFormat { F32, BF16, F16, Q8, Q4, Q5, Q4_1, Q5_1, Q4K, Q5K, Q6K, Mixed, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "f16", "int8", "q4", "q5_0", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
+const char* format_name(WeightFormat format);        // "f32", "bf16", "f16", "int8", "q4", "q5_0", "q4_1", "q5_1", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
 // Bytes one weight takes in this format, scales included (for bandwidth figures); blocks and mixed:
 // 0, the bytes depend on the parts (PackedMatrix::bytes()).
@@ -56,8 +58,9 @@ constexpr int kSuperBlock = 256;  // q4_k / q6_k: input elements per GGUF K-quan
 
 // Formats whose kernels take the activations quantized to int8 per block (PreparedInput::q8).
 constexpr bool int8_activations(WeightFormat format) {
-  return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q5 || format == WeightFormat::Q4K ||
-         format == WeightFormat::Q5K || format == WeightFormat::Q6K || format == WeightFormat::Mixed;
+  return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q5 || format == WeightFormat::Q4_1 ||
+         format == WeightFormat::Q5_1 || format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K ||
+         format == WeightFormat::Mixed;
 }
 constexpr bool k_panels(WeightFormat format) {
   return format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K;
@@ -97,11 +100,11 @@ class PackedMatrix {
   // different formats: mixed when all take int8 activations, else rows of ggml blocks (exact).
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
-  // without changing a stored value: Q8_0 -> int8, Q4_0 -> q4, Q5_0 -> q5_0 (the same codes and fp16
+  // without changing a stored value: Q8_0 -> int8, Q4_0 -> q4, Q5_0 / Q4_1 / Q5_1 -> q5_0 / q4_1 / q5_1 (the same codes and fp16
   // scales, rearranged into panels), Q4_K / Q5_K / Q6_K -> q4_k / q5_k / q6_k, BF16 -> bf16, F16 -> f16, F32 -> f32, every
   // other type kept as blocks.
   static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
-  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q5_0 -> Q5_0, q4_k / q5_k /
+  // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q5_0 / q4_1 / q5_1 -> Q5_0 / Q4_1 / Q5_1, q4_k / q5_k /
   // q6_k -> Q4_K / Q5_K / Q6_K, bf16 -> BF16, f16 -> F16, f32 -> F32): exact, so matrices of different
   // formats can be fused.
   PackedMatrix to_blocks() const;
