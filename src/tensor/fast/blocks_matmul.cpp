@@ -112,7 +112,7 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
           uint32_t fifth;
           std::memcpy(&fifth, after_scales, 4);
           for (int kk = 0; kk < 32; ++kk)
-            panel[b * panel_block + 256 + r * 4 + kk % 4] |= static_cast<uint8_t>(((fifth >> kk) & 1) << (kk / 4));
+            panel[detail::q5_high_offset(b, r, kk)] |= static_cast<uint8_t>(((fifth >> kk) & 1) << (kk / 4));
         }
       }
     }
@@ -196,7 +196,7 @@ PackedMatrix PackedMatrix::to_blocks() const {
           for (int j = 0; j < 16; ++j) nibbles[j] = panel_data(p)[b * panel_block + q4_offset(0, r, j)];
           if (!q5) continue;
           uint32_t fifth = 0;
-          for (int kk = 0; kk < 32; ++kk) fifth |= static_cast<uint32_t>((panel_data(p)[b * panel_block + 256 + r * 4 + kk % 4] >> (kk / 4)) & 1) << kk;
+          for (int kk = 0; kk < 32; ++kk) fifth |= static_cast<uint32_t>((panel_data(p)[detail::q5_high_offset(b, r, kk)] >> (kk / 4)) & 1) << kk;
           std::memcpy(after_scales, &fifth, 4);
         }
         break;

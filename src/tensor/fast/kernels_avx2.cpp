@@ -125,8 +125,9 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
     for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
 }
 
-// int8 (q8) and 4-bit weights against q8 activations, one block of 32 k at a time: exact int32
-// sums per block, then one fp32 FMA with the two scales. AVX2 has no u8 x s8 -> i32 dot product:
+// The quantized formats (int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k) against q8 activations, one
+// block of 32 k at a time: exact int32 sums per block (q6_k: per half), then the format's fp32 FMAs
+// in the order of the AVX-512 and scalar kernels. AVX2 has no u8 x s8 -> i32 dot product:
 // vpmaddubsw gives i16 pair sums and vpmaddwd widens them; both run on one pipe on Zen 1, so the
 // number of them per weight byte is what the kernel's speed is.
 template <int MR, WeightFormat F, bool Prefetch>

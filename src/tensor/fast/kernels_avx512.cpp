@@ -128,11 +128,11 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
-// int8 / q4 / q5_0 / q4_k / q5_k / q6_k weights (F) against int8 activations: exact int32 sums per block of 32
-// (q6_k: per half block, each with its own scale), then fp32 FMAs with the scales. The codes are
-// unsigned (vpdpbusd's first operand): q8, q4 and q5_0 keep an offset (q + 128, q + 8, q + 16) that the block's
-// activation sum takes off; q4_k's codes are 0..15 and q5_k's 0..31 with a min per block; q6_k's
-// 0..63 mean q - 32.
+// The quantized formats (F: int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k) against int8 activations:
+// exact int32 sums per block of 32 (q6_k: per half block, each with its own scale), then fp32 FMAs
+// with the scales. The codes are unsigned (vpdpbusd's first operand): int8, q4 and q5_0 keep an
+// offset (q + 128, q + 8, q + 16) that the block's activation sum takes off; q4_1 / q5_1 (d * q + m)
+// and q4_k / q5_k ((d * sc) * q - dmin * m) add their min times that sum; q6_k's 0..63 mean q - 32.
 template <int MR, int NV, WeightFormat F, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
@@ -157,8 +157,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
   constexpr int block_bytes = panel_block_bytes(F);  // per panel
-  constexpr int scale_bytes = scale_block_bytes(F);  // per panel and block (q4_k / q6_k: on average)
-  // q4_k / q6_k: a block's scales (16 bytes from `at`, u8 or int8) times the super-block's fp16 d
+  constexpr int scale_bytes = scale_block_bytes(F);  // per panel and block (the K-quants: on average)
+  // The K-quants: a block's scales (16 bytes from `at`, u8 or int8) times the super-block's fp16 d
   // (exact in fp32).
   auto k_scales = [&](const uint8_t* at, const uint8_t* head) __attribute__((always_inline)) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));

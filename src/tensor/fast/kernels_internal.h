@@ -31,17 +31,6 @@ inline std::size_t q4_offset(int block, int row_in_panel, int kk) {
 constexpr bool five_bit_codes(WeightFormat f) { return f == WeightFormat::Q5 || f == WeightFormat::Q5_1 || f == WeightFormat::Q5K; }
 // q4_1 / q5_1: an fp16 d and m per (row, block), value d * q + m.
 constexpr bool block_mins(WeightFormat f) { return f == WeightFormat::Q4_1 || f == WeightFormat::Q5_1; }
-// The code of row r, input kk of block b in an int8 / q4 / q5_0 / q4_1 / q5_1 panel: int8, q4 and q5_0
-// signed (stored q + 128, q + 8, q + 16), q4_1 and q5_1 as stored (0..15, 0..31).
-inline int panel_int_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
-  if (f == WeightFormat::Q8) return static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
-  const std::size_t block = static_cast<std::size_t>(b) * (five_bit_codes(f) ? 320 : 256);
-  const uint8_t byte = panel[block + q4_offset(0, r, kk % 16)];
-  int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
-  if (five_bit_codes(f)) q |= ((panel[block + 256 + r * 4 + kk % 4] >> (kk / 4)) & 1) << 4;
-  return q - (f == WeightFormat::Q4 ? 8 : f == WeightFormat::Q5 ? 16 : 0);
-}
-
 // Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
 constexpr int panel_block_bytes(WeightFormat f) {
   return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : five_bit_codes(f) ? 320 : 256;
@@ -68,6 +57,15 @@ inline int q6_high_shift(int kk) { return ((kk / 4) % 2) * 4 + (kk >= 16 ? 2 : 0
 // q5_high_offset: per block, after its 256 bytes of nibbles, 64 bytes as [16 rows][4].
 inline std::size_t q5_high_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 320 + 256 + row_in_panel * 4 + kk % 4;
+}
+// The code of row r, input kk of block b in an int8 / q4 / q5_0 / q4_1 / q5_1 panel: int8, q4 and q5_0
+// signed (stored q + 128, q + 8, q + 16), q4_1 and q5_1 as stored (0..15, 0..31).
+inline int panel_int_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
+  if (f == WeightFormat::Q8) return static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
+  const uint8_t byte = panel[static_cast<std::size_t>(b) * panel_block_bytes(f) + q4_offset(0, r, kk % 16)];
+  int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
+  if (five_bit_codes(f)) q |= ((panel[q5_high_offset(b, r, kk)] >> (kk / 4)) & 1) << 4;
+  return q - (f == WeightFormat::Q4 ? 8 : f == WeightFormat::Q5 ? 16 : 0);
 }
 
 // Software prefetch in the AVX2 and AVX-512 kernels: every weight load asks for its line

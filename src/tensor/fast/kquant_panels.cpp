@@ -1,16 +1,18 @@
-// GGUF Q4_K, Q5_K and Q6_K matrices in panels of 16 rows (the q4_k / q5_k / q6_k formats, packed.h): the same
-// codes and scales as the file's blocks, laid out as the q4 panels are, so a decode batch streams
-// the weights once for all its rows with 16 outputs per vector (rows of blocks, dotted one output at
-// a time in kquant_dot.cpp, gave 8 streams only 1.83x one stream). Packing, the way back to blocks,
-// the dequantized rows, and the scalar kernels that the AVX2 / AVX-512 ones match bit for bit.
+// GGUF Q4_K, Q5_K and Q6_K matrices in panels of 16 rows (the q4_k / q5_k / q6_k formats, packed.h):
+// the same codes and scales as the file's blocks, laid out as the q4 panels are, so a decode batch
+// streams the weights once for all its rows with 16 outputs per vector (rows of blocks, dotted one
+// output at a time in kquant_dot.cpp, gave 8 streams only 1.83x one stream). Packing, the way back
+// to blocks, the dequantized rows, and the scalar kernels that the AVX2 / AVX-512 ones match bit
+// for bit.
 //
 // Per output and block of 32 inputs, with x the int8 activations, xs their scale and Σx their sum:
 //   q4_k, q5_k: value (d * sc) * q - dmin * m, q in 0..15 (q5_k: 0..31):
-//         acc = fma(float(Σ q x), (float(sc) * d) * xs, acc); acc = fma(-(float(m) * dmin), xs * float(Σx), acc)
+//         acc = fma(float(Σ q x), (float(sc) * d) * xs, acc);
+//         acc = fma(-(float(m) * dmin), xs * float(Σx), acc)
 //   q6_k: value (d * sc) * (q - 32), q in 0..63, one sc per 16 inputs (lo: k 0-15, hi: k 16-31):
 //         for lo, then hi: acc = fma(float(Σ q x - 32 Σx), (float(sc) * d) * xs, acc)
-// d * sc and dmin * m are exact in fp32 (an fp16 times a 6- or 8-bit integer), so the weights' values
-// are the file's; the integer sums are exact, so the only roundings are those of these FMAs.
+// d * sc and dmin * m are exact in fp32 (an fp16 times a 6- or 8-bit integer), so the weights'
+// values are the file's; the integer sums are exact, so the only roundings are those of these FMAs.
 #include <cstring>
 
 #include "inferlab/tensor/fast/ggml_blocks.h"
@@ -73,14 +75,13 @@ void set_k_code(WeightFormat f, uint8_t* block, int e, int q) {
 }
 // A row's code kk of block b in a panel (the q4 nibble, plus q5_k's fifth bit or q6_k's high bits).
 int panel_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
-  const uint8_t byte = panel[q4_offset(b, r, kk % 16) + b * (detail::panel_block_bytes(f) - 256)];
-  int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
-  if (f == WeightFormat::Q5K) q |= ((panel[q5_high_offset(b, r, kk)] >> (kk / 4)) & 1) << 4;
-  if (f == WeightFormat::Q6K) q |= ((panel[q6_high_offset(b, r, kk)] >> q6_high_shift(kk)) & 3) << 4;
-  return q;
+  if (f != WeightFormat::Q6K) return detail::panel_int_code(f, panel, b, r, kk);  // as stored: no offset
+  const uint8_t byte = panel[b * detail::panel_block_bytes(f) + q4_offset(0, r, kk % 16)];
+  const int low = kk >= 16 ? byte >> 4 : byte & 0x0f;
+  return low | (((panel[q6_high_offset(b, r, kk)] >> q6_high_shift(kk)) & 3) << 4);
 }
 void set_panel_code(WeightFormat f, uint8_t* panel, int b, int r, int kk, int q) {
-  uint8_t& byte = panel[q4_offset(b, r, kk % 16) + b * (detail::panel_block_bytes(f) - 256)];
+  uint8_t& byte = panel[b * detail::panel_block_bytes(f) + q4_offset(0, r, kk % 16)];
   byte = kk >= 16 ? static_cast<uint8_t>((byte & 0x0f) | ((q & 0x0f) << 4)) : static_cast<uint8_t>((byte & 0xf0) | (q & 0x0f));
   if (f == WeightFormat::Q5K) {
     uint8_t& high = panel[q5_high_offset(b, r, kk)];

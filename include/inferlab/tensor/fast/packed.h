@@ -28,9 +28,9 @@
 //         mix: q and k in Q4_K, v in Q6_K), each part kept in its own panels and kernel; one
 //         preparation of the activations and one pass of the thread pool for all of them
 //   f32:  plain row-major [out][in] (OpenBLAS sgemm)
-//   blocks: GGUF's own row-major rows of ggml blocks (every type, when fused with a float part, and
-//         Q8_0 blocks holding the code -128; see ggml_blocks.h), kept as stored; a fused matrix may hold one
-//         type per row range. K-quant rows are dotted in integers with int8 activations
+//   blocks: GGUF's own row-major rows of ggml blocks (every type when fused with a float part, and
+//         Q8_0 blocks holding the code -128; see ggml_blocks.h), kept as stored; a fused matrix may
+//         hold one type per row range. K-quant rows are dotted in integers with int8 activations
 //         (kquant_dot.cpp), the other rows dequantized to fp32.
 // Quantization follows llama.cpp's q8_0 / q4_0 (block 32, scale from the block's largest |w|).
 #pragma once
@@ -46,7 +46,8 @@ namespace inferlab::fast {
 
 enum class WeightFormat { F32, BF16, F16, Q8, Q4, Q5, Q4_1, Q5_1, Q4K, Q5K, Q6K, Mixed, Blocks };
 
-const char* format_name(WeightFormat format);        // "f32", "bf16", "f16", "int8", "q4", "q5_0", "q4_1", "q5_1", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
+// "f32", "bf16", "f16", "int8", "q4", "q5_0", "q4_1", "q5_1", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
+const char* format_name(WeightFormat format);
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
 // Bytes one weight takes in this format, scales included (for bandwidth figures); blocks and mixed:
 // 0, the bytes depend on the parts (PackedMatrix::bytes()).
@@ -54,7 +55,7 @@ double bytes_per_weight(WeightFormat format);
 
 constexpr int kPanel = 16;  // output rows per panel
 constexpr int kBlock = 32;  // input elements per quantization block
-constexpr int kSuperBlock = 256;  // q4_k / q6_k: input elements per GGUF K-quant super-block
+constexpr int kSuperBlock = 256;  // q4_k / q5_k / q6_k: input elements per GGUF K-quant super-block
 
 // Formats whose kernels take the activations quantized to int8 per block (PreparedInput::q8).
 constexpr bool int8_activations(WeightFormat format) {
@@ -65,7 +66,6 @@ constexpr bool int8_activations(WeightFormat format) {
 constexpr bool k_panels(WeightFormat format) {
   return format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K;
 }
-
 
 // Buffers from this size on are 2 MiB aligned and asked for transparent huge pages (pack.cpp).
 constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
