@@ -34,21 +34,10 @@ namespace {
 // Bytes per super-block of 256.
 int k_block_bytes(WeightFormat f) { return f == WeightFormat::Q4K ? 144 : f == WeightFormat::Q5K ? 176 : 210; }
 
-// Weight e (0-255) of a super-block: Q4_K's 4-bit code (64 weights per 32 bytes: low nibbles for
+// Sets weight e (0-255) of a super-block: Q4_K's 4-bit code (64 weights per 32 bytes: low nibbles for
 // sub-block 2c, high for 2c + 1); Q5_K's the same nibbles (after qh[32]) and its fifth bit, bit
 // e / 32 of qh[e % 32]; Q6_K's 6-bit code (quarter c of each half: low 4 bits in
 // ql[32 (c % 2) + l] >> (c < 2 ? 0 : 4), top 2 bits in qh[l] >> 2c) and its scale e / 16.
-int q4_k_code(const uint8_t* block, int e, bool fifth) {
-  const uint8_t byte = block[(fifth ? 48 : 16) + 32 * (e / 64) + e % 32];
-  const int low = e % 64 < 32 ? byte & 0x0f : byte >> 4;
-  return fifth ? low | (((block[16 + e % 32] >> (e / 32)) & 1) << 4) : low;
-}
-int q6_k_code(const uint8_t* block, int e) {
-  const int half = e / 128, c = (e % 128) / 32, l = e % 32;
-  const int low = (block[64 * half + 32 * (c % 2) + l] >> (c < 2 ? 0 : 4)) & 0x0f;
-  const int top = (block[128 + 32 * half + l] >> (2 * c)) & 3;
-  return low | (top << 4);
-}
 void set_q4_k_code(uint8_t* block, int e, int q, bool fifth) {
   uint8_t& byte = block[(fifth ? 48 : 16) + 32 * (e / 64) + e % 32];
   const int low = q & 0x0f;
@@ -66,13 +55,11 @@ void set_q6_k_code(uint8_t* block, int e, int q) {
   top = static_cast<uint8_t>((top & ~(3 << (2 * c))) | ((q >> 4) << (2 * c)));
 }
 
-int k_code(WeightFormat f, const uint8_t* block, int e) {
-  return f == WeightFormat::Q6K ? q6_k_code(block, e) : q4_k_code(block, e, f == WeightFormat::Q5K);
-}
 void set_k_code(WeightFormat f, uint8_t* block, int e, int q) {
   if (f == WeightFormat::Q6K) set_q6_k_code(block, e, q);
   else set_q4_k_code(block, e, q, f == WeightFormat::Q5K);
 }
+
 // A row's code kk of block b in a panel (the q4 nibble, plus q5_k's fifth bit or q6_k's high bits).
 int panel_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
   if (f != WeightFormat::Q6K) return detail::panel_int_code(f, panel, b, r, kk);  // as stored: no offset
@@ -80,17 +67,27 @@ int panel_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
   const int low = kk >= 16 ? byte >> 4 : byte & 0x0f;
   return low | (((panel[q6_high_offset(b, r, kk)] >> q6_high_shift(kk)) & 3) << 4);
 }
-void set_panel_code(WeightFormat f, uint8_t* panel, int b, int r, int kk, int q) {
-  uint8_t& byte = panel[b * detail::panel_block_bytes(f) + q4_offset(0, r, kk % 16)];
-  byte = kk >= 16 ? static_cast<uint8_t>((byte & 0x0f) | ((q & 0x0f) << 4)) : static_cast<uint8_t>((byte & 0xf0) | (q & 0x0f));
-  if (f == WeightFormat::Q5K) {
-    uint8_t& high = panel[q5_high_offset(b, r, kk)];
-    high = static_cast<uint8_t>((high & ~(1 << (kk / 4))) | ((q >> 4) << (kk / 4)));
-  }
+
+// Sub-block j's 32 codes of a super-block into row r of the panel's block (`dst`): nibble bytes
+// (code t low, t + 16 high) and the 5th-bit / top-2-bit plane, a byte at a time (code by code, the
+// packing took ~3 ns per weight: seconds to load a 7B file).
+void pack_block_codes(WeightFormat f, const uint8_t* block, int j, uint8_t* dst, int r) {
+  const uint8_t* low;  // 32 bytes whose nibble at `shift` is the block's code kk
+  int shift;
   if (f == WeightFormat::Q6K) {
-    uint8_t& high = panel[q6_high_offset(b, r, kk)];
-    high = static_cast<uint8_t>((high & ~(3 << q6_high_shift(kk))) | ((q >> 4) << q6_high_shift(kk)));
+    const int half = j / 4, c = j % 4;  // ql[32 (c % 2) ..] >> (c < 2 ? 0 : 4); qh[l] >> 2c
+    low = block + 64 * half + 32 * (c % 2), shift = c < 2 ? 0 : 4;
+    const uint8_t* top = block + 128 + 32 * half;
+    for (int kk = 0; kk < kBlock; ++kk)
+      dst[q6_high_offset(0, r, kk)] |= static_cast<uint8_t>(((top[kk] >> (2 * c)) & 3) << q6_high_shift(kk));
+  } else {  // Q4_K / Q5_K: qs[32 (j / 2) ..], low nibbles for even j; Q5_K's fifth bit: qh[kk] >> j
+    const bool fifth = f == WeightFormat::Q5K;
+    low = block + (fifth ? 48 : 16) + 32 * (j / 2), shift = (j % 2) * 4;
+    if (fifth)
+      for (int kk = 0; kk < kBlock; ++kk) dst[q5_high_offset(0, r, kk)] |= static_cast<uint8_t>(((block[16 + kk] >> j) & 1) << (kk / 4));
   }
+  for (int t = 0; t < kBlock / 2; ++t)
+    dst[q4_offset(0, r, t)] = static_cast<uint8_t>(((low[t] >> shift) & 0x0f) | (((low[t + 16] >> shift) & 0x0f) << 4));
 }
 
 float half_at(const uint8_t* p) {
@@ -130,7 +127,7 @@ PackedMatrix PackedMatrix::from_k_quant(const uint8_t* rows, uint32_t ggml_type,
             uint8_t* bs = scales + kscale_offset(f, b);
             if (mins) ggml_k4_scale_min(j, block + 4, bs[r], bs[kPanel + r]);
             else bs[r] = block[192 + 2 * j], bs[kPanel + r] = block[192 + 2 * j + 1];
-            for (int kk = 0; kk < kBlock; ++kk) set_panel_code(f, panel, b, r, kk, k_code(f, block, 32 * j + kk));
+            pack_block_codes(f, block, j, panel + static_cast<std::size_t>(b) * detail::panel_block_bytes(f), r);
           }
         }
       }
