@@ -108,7 +108,7 @@ class GgufTensorSource : public TensorSource {
   // GGUF row (h, j, i) holds HF row (h, i, j) for head h, half i, pair j: undone on a copy.
   TensorView unpermute(TensorView view, const std::string& name, int heads) const {
     const int64_t rows = view.shape.empty() ? 0 : view.shape[0];
-    if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+    if (heads <= 0 || rows <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
       fail("GGUF file {}: tensor {} has {} rows, not {} heads of an even size", gguf_.path.string(), name, rows, heads);
     const int64_t head_dim = rows / heads, half = head_dim / 2;
     const std::size_t row_bytes = view.bytes / static_cast<std::size_t>(rows);

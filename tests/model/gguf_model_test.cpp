@@ -280,6 +280,15 @@ TEST_F(GgufModelFiles, PartialBlocksAndUnsupportedArchitecture) {
   EXPECT_NE(e.find("architecture 'mamba' is not supported for GGUF model files"), std::string::npos) << e;
 }
 
+TEST_F(GgufModelFiles, LlamaQueryWithoutRowsIsNamed) {
+  // fuzz_gguf_model: a llama attn_q of 0 rows reached the q/k row un-permutation, which divided by
+  // the row count.
+  GgufBuilder b("llama");
+  b.tensor("blk.0.attn_q.weight").dims = {32, 0};
+  const std::string e = load_error(b.write("no-rows.gguf"));
+  EXPECT_NE(e.find("tensor blk.0.attn_q.weight has 0 rows, not 2 heads of an even size"), std::string::npos) << e;
+}
+
 // A llama model whose vocabulary is SentencePiece's (tokenizer.ggml.model "llama": scores, byte
 // tokens, <s> added in front): the model and its tokenizer load from the one file and generate.
 TEST_F(GgufModelFiles, SentencePieceVocabularyModelLoadsAndGenerates) {

@@ -147,7 +147,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   constexpr int block_bytes = panel_block_bytes(F);  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
                 low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30), fifth_bit = _mm256_set1_epi8(0x10);
-  // q4_k / q6_k: 8 of a block's scales (u8 or int8) times the super-block's fp16 d (exact in fp32).
+  // The K-quants: 8 of a block's scales (u8 or int8) times the super-block's fp16 d (exact in fp32).
   auto k_scales = [&](const uint8_t* at, const uint8_t* head) __attribute__((always_inline)) {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at));
     const __m256i wide = K6 ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
