@@ -533,7 +533,7 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
     for (const PackedMatrix& part : w.parts()) q6k |= part.format() == WeightFormat::Q6K;
     prepared.sum_low.resize(q6k ? static_cast<std::size_t>(rows) * w.blocks() : 0);
   } else {
-    fail("prepare_input: f32 weights and blocks without K-quant rows take the activations as they are");
+    fail("prepare_input: {} weights take the activations as they are", format_name(w.format()));
   }
 }
 
