@@ -1,7 +1,7 @@
-// The blocks format (packed.h): GGUF rows of ggml blocks packed as they are stored, or repacked
-// without changing a value into the int8 / q4 panels (Q8_0 and Q5_0, Q4_0; Q4_K, Q5_K and Q6_K into
-// their own panels in kquant_panels.cpp); its kernel; and the exact
-// conversion of every format to blocks, so that a GGUF mix of types can be fused (q|k|v, gate|up).
+// GGUF tensors into panels without changing a value: Q8_0 -> int8, Q4_0 -> q4, Q5_0 / Q4_1 / Q5_1
+// -> panels like q4's (here), F16 (f16_panels.cpp), Q4_K / Q5_K / Q6_K (kquant_panels.cpp); the
+// blocks format (packed.h) that keeps the rest as stored, and its kernel; and the exact conversion of
+// every format to blocks, so that a mix of types with a float part can be fused (q|k|v, gate|up).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -57,7 +57,8 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   // Q8_0's code -128 has no place in the int8 panels (q + 128 must stay below the q8 kernels'
   // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
   // Q5_0 (d * (q - 16), q of 5 bits; the Q4_K_M mixes of models whose rows are not whole 256-weight
-  // super-blocks are mostly Q5_0) has panels of its own: q4's nibbles and a plane of fifth bits.
+  // super-blocks are mostly Q5_0), Q4_1 and Q5_1 (d * q + m) have panels of their own: q4's nibbles,
+  // a plane of fifth bits for the 5-bit ones, and their fp16 scales (and mins) per row and block.
   const bool repack = ggml_type == kGgmlQ4_0 || ggml_type == kGgmlQ5_0 || ggml_type == kGgmlQ4_1 || ggml_type == kGgmlQ5_1 ||
                       (ggml_type == kGgmlQ8_0 && !q8_0_has_code_minus_128(rows, out, in));
   PackedMatrix m;
