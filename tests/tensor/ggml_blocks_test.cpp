@@ -1,7 +1,7 @@
 // GGUF block types: the decoder against blocks built by hand from the format description, exact
-// repacking (Q8_0, Q5_0, Q4_0) and conversion back to blocks, and the blocks kernel on every instruction
-// set (bit-identical to the scalar path, rows independent of the batch, float64 reference; the
-// K-quants on int8 activations).
+// repacking of every type into its panels and back to the file's bytes, mixed matrices, and the
+// kernels on every instruction set (bit-identical to the scalar path, rows independent of the batch,
+// float64 reference; every quantized type on int8 activations), as panels and as rows of blocks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
