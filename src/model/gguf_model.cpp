@@ -110,6 +110,7 @@ class GgufTensorSource : public TensorSource {
     const int64_t rows = view.shape.empty() ? 0 : view.shape[0];
     if (heads <= 0 || rows <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
       fail("GGUF file {}: tensor {} has {} rows, not {} heads of an even size", gguf_.path.string(), name, rows, heads);
+    if (view.bytes == 0) return view;  // rows of no weights: the shape check names it
     const int64_t head_dim = rows / heads, half = head_dim / 2;
     const std::size_t row_bytes = view.bytes / static_cast<std::size_t>(rows);
     std::lock_guard<std::mutex> lock(mutex_);

@@ -285,8 +285,13 @@ TEST_F(GgufModelFiles, LlamaQueryWithoutRowsIsNamed) {
   // the row count.
   GgufBuilder b("llama");
   b.tensor("blk.0.attn_q.weight").dims = {32, 0};
-  const std::string e = load_error(b.write("no-rows.gguf"));
+  std::string e = load_error(b.write("no-rows.gguf"));
   EXPECT_NE(e.find("tensor blk.0.attn_q.weight has 0 rows, not 2 heads of an even size"), std::string::npos) << e;
+  // And rows of no weights (0 columns): the un-permutation copied from a null buffer.
+  GgufBuilder c("llama");
+  c.tensor("blk.0.attn_q.weight").dims = {0, 32};
+  e = load_error(c.write("no-columns.gguf"));
+  EXPECT_NE(e.find("(blk.0.attn_q.weight) has shape [32, 0] but"), std::string::npos) << e;
 }
 
 // A llama model whose vocabulary is SentencePiece's (tokenizer.ggml.model "llama": scores, byte
