@@ -159,6 +159,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     bench.tests.push_back(summarize_test(args.prompt, 0, args.depth, std::move(samples)));
   }
   bench.decode_weight_bytes = model->decode_weight_bytes();
+  bench.weight_formats = model->weight_formats();
   int64_t probe_peak_before = 0, probe_bytes = 0;
   if (args.gen > 0) {
     std::optional<fast::ReadProbe> probe;
@@ -208,8 +209,8 @@ std::string engine_bench_text(const EngineBench& b) {
                         b.threads, t.name, t.mean_ts, t.stddev_ts);
   for (const EngineTest& t : b.tests) {
     if (t.n_gen == 0) continue;
-    text += fmt::format("\n{}: {:.1f} MB of weights per token, {:.1f} GB/s", t.name, b.decode_weight_bytes / 1e6,
-                        t.mean_ts * b.decode_weight_bytes / 1e9);
+    text += fmt::format("\n{}: {:.1f} MB of weights per token ({}), {:.1f} GB/s", t.name, b.decode_weight_bytes / 1e6,
+                        b.weight_formats, t.mean_ts * b.decode_weight_bytes / 1e9);
     if (t.n_depth > 0)  // not in the share below, which is the weights' (the measure of decode)
       text += fmt::format(" (and {:.2f} MB of K/V per token, {:.2f} GB/s)", t.kv_bytes_per_token / 1e6,
                           t.mean_ts * t.kv_bytes_per_token / 1e9);
@@ -243,7 +244,8 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
   doc["model"] = b.options.model;
   doc["architecture"] = b.architecture;
   doc["weights"] = b.options.weights;
-  doc["output_weights"] = b.output_weights;  // the lm_head's format (LoadOptions::output_weights resolved)
+  doc["output_weights"] = b.output_weights;
+  doc["weight_formats"] = b.weight_formats;  // decode's bytes by the format they are held in  // the lm_head's format (LoadOptions::output_weights resolved)
   doc["threads"] = b.threads;
   doc["kernels"] = b.kernels;
   doc["matmul_params"] = b.matmul_params;

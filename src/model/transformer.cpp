@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "inferlab/util/error.h"
 #include "inferlab/tensor/fast/attention.h"
@@ -189,6 +193,29 @@ std::size_t TransformerModel::decode_weight_bytes() const {
   std::size_t total = bytes(w_.lm_head);
   for (const LayerWeights& layer : w_.layers) total += bytes(layer.qkv) + bytes(layer.out) + bytes(layer.up) + bytes(layer.down);
   return total;
+}
+
+std::string TransformerModel::weight_formats() const {
+  std::map<std::string, std::size_t> by_format;
+  auto add = [&](const LinearWeight& l) {
+    if (!l.packed) {
+      if (l.weight) by_format["f32"] += l.weight->size() * sizeof(float);
+      return;
+    }
+    if (l.packed->parts().empty()) by_format[fast::format_name(l.packed->format())] += l.packed->bytes();
+    for (const fast::PackedMatrix& part : l.packed->parts()) by_format[fast::format_name(part.format())] += part.bytes();
+  };
+  add(w_.lm_head);
+  for (const LayerWeights& layer : w_.layers)
+    for (const LinearWeight* l : {&layer.qkv, &layer.out, &layer.up, &layer.down}) add(*l);
+  std::vector<std::pair<std::size_t, std::string>> shares;
+  std::size_t total = 0;
+  for (const auto& [format, bytes] : by_format) shares.emplace_back(bytes, format), total += bytes;
+  std::sort(shares.begin(), shares.end(), std::greater<>());
+  std::string text;
+  for (const auto& [bytes, format] : shares)
+    text += fmt::format("{}{} {:.0f} %", text.empty() ? "" : ", ", format, 100.0 * static_cast<double>(bytes) / static_cast<double>(std::max<std::size_t>(total, 1)));
+  return text;
 }
 
 namespace {

@@ -121,6 +121,7 @@ class TransformerModel : public Model {
   const std::filesystem::path& path() const override { return path_; }
   std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) override;
   std::size_t decode_weight_bytes() const override;
+  std::string weight_formats() const override;
 
  private:
   ModelConfig config_;

@@ -209,6 +209,10 @@ TEST_F(GgufModelFiles, FloatAndQuantizedPartsOfOneFusedMatrixLoadAndRun) {
   std::vector<std::vector<float>> logits;
   for (const char* weights : {"auto", "f32"}) {
     auto model = Model::load(file.string(), LoadOptions{.threads = 1, .weights = weights});
+    // What decode reads, by format: as stored, q|k|v and gate|up fused as rows of blocks (each
+    // with a float part), the rest f32; converted, all f32.
+    const std::string formats = model->weight_formats();
+    EXPECT_EQ(formats, std::string(weights) == "f32" ? "f32 100 %" : "blocks 54 %, f32 46 %");
     KVCache cache(model->config(), 64, 16);
     SequenceKV seq;
     const std::vector<int32_t> tokens{1, 2, 3};

@@ -58,6 +58,7 @@ struct EngineBench {
   std::string output_weights;    // the lm_head's format, resolved
   double lm_head_params = 0;
   std::size_t decode_weight_bytes = 0;  // Model::decode_weight_bytes: read per decoded token
+  std::string weight_formats;           // Model::weight_formats: those bytes by format
   double load_seconds = 0;
   int64_t rss_after_load_bytes = 0, peak_rss_bytes = 0;
   std::optional<int64_t> huge_pages_after_load_bytes;  // resident on transparent huge pages (unknown: nullopt)

@@ -53,6 +53,9 @@ class Model {
   // projection as held (packed bytes, scales included; f32 at 4 bytes). What bounds decode speed,
   // so decode's share of the memory bandwidth is tokens/s x this / the measured bandwidth.
   virtual std::size_t decode_weight_bytes() const = 0;
+  // Those bytes by the format they are held in, largest share first: "q6_k 55 %, q4_k 44 %, f32 1 %"
+  // (a GGUF mix as it runs; a fused matrix of mixed formats counts each part in its own).
+  virtual std::string weight_formats() const = 0;
 };
 
 }  // namespace inferlab
