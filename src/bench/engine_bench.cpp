@@ -244,8 +244,8 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
   doc["model"] = b.options.model;
   doc["architecture"] = b.architecture;
   doc["weights"] = b.options.weights;
-  doc["output_weights"] = b.output_weights;
-  doc["weight_formats"] = b.weight_formats;  // decode's bytes by the format they are held in  // the lm_head's format (LoadOptions::output_weights resolved)
+  doc["output_weights"] = b.output_weights;  // the lm_head's format (LoadOptions::output_weights resolved)
+  doc["weight_formats"] = b.weight_formats;  // decode's bytes by the format they are held in
   doc["threads"] = b.threads;
   doc["kernels"] = b.kernels;
   doc["matmul_params"] = b.matmul_params;

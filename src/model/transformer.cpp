@@ -186,16 +186,8 @@ std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::jso
 TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights, std::filesystem::path path)
     : config_(std::move(config)), w_(std::move(weights)), path_(std::move(path)) {}
 
-std::size_t TransformerModel::decode_weight_bytes() const {
-  auto bytes = [](const LinearWeight& l) -> std::size_t {
-    return l.packed ? l.packed->bytes() : l.weight ? l.weight->size() * sizeof(float) : 0;
-  };
-  std::size_t total = bytes(w_.lm_head);
-  for (const LayerWeights& layer : w_.layers) total += bytes(layer.qkv) + bytes(layer.out) + bytes(layer.up) + bytes(layer.down);
-  return total;
-}
-
-std::string TransformerModel::weight_formats() const {
+// Decode's weight bytes by the format they are held in (a mixed matrix counted by its parts).
+std::map<std::string, std::size_t> TransformerModel::weight_bytes_by_format() const {
   std::map<std::string, std::size_t> by_format;
   auto add = [&](const LinearWeight& l) {
     if (!l.packed) {
@@ -208,13 +200,24 @@ std::string TransformerModel::weight_formats() const {
   add(w_.lm_head);
   for (const LayerWeights& layer : w_.layers)
     for (const LinearWeight* l : {&layer.qkv, &layer.out, &layer.up, &layer.down}) add(*l);
+  return by_format;
+}
+
+std::size_t TransformerModel::decode_weight_bytes() const {
+  std::size_t total = 0;
+  for (const auto& [format, bytes] : weight_bytes_by_format()) total += bytes;
+  return total;
+}
+
+std::string TransformerModel::weight_formats() const {
   std::vector<std::pair<std::size_t, std::string>> shares;
   std::size_t total = 0;
-  for (const auto& [format, bytes] : by_format) shares.emplace_back(bytes, format), total += bytes;
+  for (const auto& [format, bytes] : weight_bytes_by_format()) shares.emplace_back(bytes, format), total += bytes;
   std::sort(shares.begin(), shares.end(), std::greater<>());
   std::string text;
   for (const auto& [bytes, format] : shares)
-    text += fmt::format("{}{} {:.0f} %", text.empty() ? "" : ", ", format, 100.0 * static_cast<double>(bytes) / static_cast<double>(std::max<std::size_t>(total, 1)));
+    text += fmt::format("{}{} {:.0f} %", text.empty() ? "" : ", ", format,
+                        100.0 * static_cast<double>(bytes) / static_cast<double>(std::max<std::size_t>(total, 1)));
   return text;
 }
 

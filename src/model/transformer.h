@@ -2,6 +2,7 @@
 // src/model/arch/<name>.cpp fills in (config keys + HF tensor names -> these blocks).
 #pragma once
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -124,6 +125,7 @@ class TransformerModel : public Model {
   std::string weight_formats() const override;
 
  private:
+  std::map<std::string, std::size_t> weight_bytes_by_format() const;
   ModelConfig config_;
   TransformerWeights w_;
   std::filesystem::path path_;
