@@ -432,8 +432,19 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // panels, all in registers. A decode batch: up to 8 rows x 2 panels, whose 16 fp32 totals the
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
+// One row of the K-quants and of q4_1 / q5_1 (more scale bytes and epilogue per block): one panel
+// per tile, 6 KiB ahead with prefetcht0, read faster than the 2-panel non-temporal tiles that suit
+// int8 / q4 (Zen 5, binaries alternated 4 times: a 1,024-wide Q4_K_M tg64 119-126 -> 129-138 t/s at
+// 1 thread, 213 -> 233-246 at 2, its Q5_K_M 112-114 -> 112-119; our q4 file with one panel per tile
+// lost 129-133 -> 119-120, so int8 / q4 keep theirs; docs/speed.md).
+template <WeightFormat F>
+constexpr bool kOnePanelRow = k_panels(F) || block_mins(F);
 template <WeightFormat F>
 void quant_avx512(const KernelArgs& a, int pb, int pe) {
+  if (a.rows == 1 && kOnePanelRow<F>) {
+    for (int p = pb; p < pe; ++p) quant_tile<1, 1, F>(a, 0, p);
+    return;
+  }
   if (a.rows == 1) return run_single_row<quant_tile<1, 2, F, kNta, kRowFlight>, quant_tile<1, 1, F, kNta, kRowFlight>>(a, pb, pe);
   run_panels<QuantKernel<F>::template Of, 2, 8, 2, 4, 2>(a, pb, pe);
 }
