@@ -44,7 +44,7 @@ void f16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
         const float* x = a.x + static_cast<std::size_t>(row) * w.in();
         float acc = 0;
         for (int k = 0; k < w.in(); ++k) acc = std::fma(f16_to_f32(panel[k * kPanel + r]), x[k], acc);
-        a.y[static_cast<std::size_t>(row) * y_stride(a) + p * kPanel + r] = acc + (a.bias ? a.bias[p * kPanel + r] : 0.0f);
+        store_output(a, row, p * kPanel + r, acc);
       }
   }
 }

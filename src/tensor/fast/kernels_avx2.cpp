@@ -283,31 +283,22 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
             }
       }
     }
-    if constexpr (block_mins(F)) {  // q4_1 / q5_1: d * q + m, an fp16 d[16] and m[16] per block
-      __m256 dv[2], mv[2];
-      #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        dv[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + h * 16)));
-        mv[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + 32 + h * 16)));
-      }
-      #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) {
-        const float s = xscale[m * blocks + b];
-        const __m256 xs = _mm256_set1_ps(s), xm = _mm256_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
-        #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(dv[h], xs), acc[m][h]);
-          acc[m][h] = _mm256_fmadd_ps(mv[h], xm, acc[m][h]);
-        }
-      }
-      continue;
-    }
-    if constexpr (mins) {
-      const uint8_t* bs = sp + kscale_offset(F, b);
-      const uint8_t* head = sp + kheader_offset(F, b);
+    if constexpr (block_mins(F) || mins) {
+      // A scale and a min per output and block: q4_1 / q5_1's fp16 d and m (d * q + m), the
+      // K-quants' (float(sc) * d) and (float(m) * dmin) ((d * sc) * q - dmin * m).
       __m256 ws[2], wm[2];
       #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) ws[h] = k_scales(bs + h * 8, head + h * 16), wm[h] = k_scales(bs + kPanel + h * 8, head + 32 + h * 16);
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (block_mins(F)) {
+          ws[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + h * 16)));
+          wm[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + 32 + h * 16)));
+        } else {
+          const uint8_t* bs = sp + kscale_offset(F, b);
+          const uint8_t* head = sp + kheader_offset(F, b);
+          ws[h] = k_scales(bs + h * 8, head + h * 16);
+          wm[h] = k_scales(bs + kPanel + h * 8, head + 32 + h * 16);
+        }
+      }
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
         const float s = xscale[m * blocks + b];
@@ -315,7 +306,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(ws[h], xs), acc[m][h]);
-          acc[m][h] = _mm256_fnmadd_ps(wm[h], xm, acc[m][h]);
+          acc[m][h] = block_mins(F) ? _mm256_fmadd_ps(wm[h], xm, acc[m][h]) : _mm256_fnmadd_ps(wm[h], xm, acc[m][h]);
         }
       }
       continue;

@@ -281,33 +281,21 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         }
       }
     }
-    if constexpr (block_mins(F)) {  // q4_1 / q5_1: d * q + m, an fp16 d[16] and m[16] per block
-      __m512 dv[NV], mv[NV];
-      #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) {
-        dv[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes)));
-        mv[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes + 32)));
-      }
-      #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) {
-        const float s = xscale[m * blocks + b];
-        const __m512 xs = _mm512_set1_ps(s), xm = _mm512_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
-        #pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v) {
-          acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(dv[v], xs), acc[m][v]);
-          acc[m][v] = _mm512_fmadd_ps(mv[v], xm, acc[m][v]);
-        }
-      }
-      return;
-    }
-    if constexpr (mins) {
+    if constexpr (block_mins(F) || mins) {
+      // A scale and a min per output and block: q4_1 / q5_1's fp16 d and m (d * q + m), the
+      // K-quants' (float(sc) * d) and (float(m) * dmin) ((d * sc) * q - dmin * m).
       __m512 ws[NV], wm[NV];
       #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) {
-        const uint8_t* bs = sp[v] + kscale_offset(F, b);
-        const uint8_t* head = sp[v] + kheader_offset(F, b);
-        ws[v] = k_scales(bs, head);
-        wm[v] = k_scales(bs + kPanel, head + 32);
+        if constexpr (block_mins(F)) {
+          ws[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes)));
+          wm[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes + 32)));
+        } else {
+          const uint8_t* bs = sp[v] + kscale_offset(F, b);
+          const uint8_t* head = sp[v] + kheader_offset(F, b);
+          ws[v] = k_scales(bs, head);
+          wm[v] = k_scales(bs + kPanel, head + 32);
+        }
       }
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
@@ -316,7 +304,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(ws[v], xs), acc[m][v]);
-          acc[m][v] = _mm512_fnmadd_ps(wm[v], xm, acc[m][v]);
+          acc[m][v] = block_mins(F) ? _mm512_fmadd_ps(wm[v], xm, acc[m][v]) : _mm512_fnmadd_ps(wm[v], xm, acc[m][v]);
         }
       }
       return;

@@ -17,6 +17,10 @@ struct KernelArgs {
   std::size_t y_stride = 0;     // floats from one row of y to the next; 0: w->out() (a mixed matrix's part: the whole's)
 };
 inline std::size_t y_stride(const KernelArgs& a) { return a.y_stride ? a.y_stride : static_cast<std::size_t>(a.w->out()); }
+// The scalar kernels' output: row `row`, column `col` of y, plus its bias.
+inline void store_output(const KernelArgs& a, int row, int col, float acc) {
+  a.y[static_cast<std::size_t>(row) * y_stride(a) + col] = acc + (a.bias ? a.bias[col] : 0.0f);
+}
 
 // q8: byte of k = block*32 + kk in a panel's row; q4: the byte whose low nibble holds kk < 16 and
 // whose high nibble holds kk + 16.

@@ -217,7 +217,7 @@ void k_panels_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
             acc = std::fma(static_cast<float>(isum[1] - 32 * high), ws_high * xs, acc);
           }
         }
-        a.y[static_cast<std::size_t>(row) * y_stride(a) + p * kPanel + r] = acc + (a.bias ? a.bias[p * kPanel + r] : 0.0f);
+        store_output(a, row, p * kPanel + r, acc);
       }
   }
 }

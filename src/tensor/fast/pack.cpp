@@ -609,10 +609,6 @@ void prepare_input(const float* x, int rows, int in, const PackedMatrix& w, Prep
 
 namespace detail {
 namespace {
-void store(const KernelArgs& a, int row, int col, float acc) {
-  a.y[static_cast<std::size_t>(row) * y_stride(a) + col] = acc + (a.bias ? a.bias[col] : 0.0f);
-}
-
 void bf16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
   const PackedMatrix& w = *a.w;
   for (int p = panel_begin; p < panel_end; ++p) {
@@ -626,7 +622,7 @@ void bf16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
           acc = std::fma(bf16_to_f32(panel[kp * 32 + r * 2 + 1]), bf16_to_f32(x[2 * kp + 1]), acc);
           acc = std::fma(bf16_to_f32(panel[kp * 32 + r * 2]), bf16_to_f32(x[2 * kp]), acc);
         }
-        store(a, row, p * kPanel + r, acc);
+        store_output(a, row, p * kPanel + r, acc);
       }
   }
 }
@@ -655,7 +651,7 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
           const float scale = f16_to_f32(scales[b * kPanel + r]) * a.in->scale[at];
           acc = std::fma(static_cast<float>(isum), scale, acc);
         }
-        store(a, row, p * kPanel + r, acc);
+        store_output(a, row, p * kPanel + r, acc);
       }
   }
 }
