@@ -27,8 +27,9 @@ inline int32_t load_i32(const void* p) {
 
 // Each weight panel is its own stream; the hardware prefetcher alone left decode at 60-75 % of the
 // read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches InFlight / NV bytes
-// ahead (kernels_internal.h): a single row 2.5 KiB in its 2-panel tiles (prefetchnta), 2-4 rows
-// 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles.
+// ahead (kernels_internal.h): a single bf16 / f16 row 2.5 KiB in its 2-panel tiles (prefetchnta),
+// 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles; a single quantized row
+// 6 KiB in one panel (quant_row_tile, and quant_tile<1, 1> for the K-quants).
 
 // _mm_prefetch with the hint as a template argument. GCC's _mm_prefetch takes an enum _mm_hint and
 // clang's a constant, so neither spelling compiles on both; both expand to this builtin, whose
@@ -37,6 +38,8 @@ template <int Hint>
 inline void prefetch_line(const void* p) {
   __builtin_prefetch(p, 0, Hint);
 }
+
+inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
 
 inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
   const int n = std::min(16, a.w->out() - col);
@@ -133,7 +136,7 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
 // with the scales. The codes are unsigned (vpdpbusd's first operand): int8, q4 and q5_0 keep an
 // offset (q + 128, q + 8, q + 16) that the block's activation sum takes off; q4_1 / q5_1 (d * q + m)
 // and q4_k / q5_k ((d * sc) * q - dmin * m) add their min times that sum; q6_k's 0..63 mean q - 32.
-template <int MR, int NV, WeightFormat F, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
+template <int MR, int NV, WeightFormat F>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
   constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
@@ -169,10 +172,10 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     __m512i isum[MR][NV];
     const int8_t* xb = x + b * kBlock;
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) prefetch_line<Hint>(sp[v] + b * scale_bytes + scale_ahead);
+    for (int v = 0; v < NV; ++v) prefetch_line<_MM_HINT_T0>(sp[v] + b * scale_bytes + scale_ahead);
     // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
     auto prefetch = [&](int v, int line) __attribute__((always_inline)) {
-      prefetch_line<Hint>(wp[v] + b * block_bytes + line * 64 + data_ahead);
+      prefetch_line<_MM_HINT_T0>(wp[v] + b * block_bytes + line * 64 + data_ahead);
     };
     if constexpr (K6) {
       // Two halves of 16 k, each its own int32 sums and scale: codes from the q4 nibbles (low
@@ -327,7 +330,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   // at their own distance from the panel's end: when the scales moved on with the weights (2-4
   // blocks from the end instead of 8), the first 4-6 blocks of every tile's scales were never
   // fetched early (q4 +2-6 % at 1 row, int8 within noise, on a Zen 5).
-  constexpr int data_ahead = InFlight / NV;
+  constexpr int data_ahead = kPrefetchBytes<NV>;
   constexpr int kScaleAheadBlocks = std::max(8, (data_ahead + block_bytes - 1) / block_bytes);
   const std::ptrdiff_t skip = NV - 1;
   const std::ptrdiff_t data_near = data_ahead, data_next = data_near + skip * static_cast<std::ptrdiff_t>(w.panel_bytes());
@@ -342,6 +345,69 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
+}
+
+// One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
+// panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
+// panel at a time, each block asking at its start for its lines kPrefetchBytes<1> ahead
+// (prefetcht0), the scales left to the hardware prefetcher, the shape of the AVX2 tiles. On a Zen 5
+// this read DRAM faster than quant_tile's 512-bit two-panel tiles with prefetchnta, at 1 and 2
+// threads (processes alternated, docs/speed.md); it adds the same exact int32 sums per block and
+// makes the same fp32 FMAs in block order, so the bits are those of every other tile.
+template <WeightFormat F>
+void quant_row_tile(const KernelArgs& a, int panel) {
+  static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
+  constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5;
+  constexpr int offset = Q8 ? 128 : fifth ? 16 : 8;  // stored code = q + offset
+  constexpr int block_bytes = panel_block_bytes(F), scale_bytes = scale_block_bytes(F);
+  const PackedMatrix& w = *a.w;
+  const int blocks = w.blocks();
+  const int8_t* x = a.in->q8.data();
+  const float* xscale = a.in->scale.data();
+  const int32_t* xsum = a.in->sum.data();
+  const uint8_t* wp = w.panel_data(panel);
+  const uint8_t* sp = w.panel_scale_bytes(panel);
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0f), fifth_bit = _mm256_set1_epi8(0x10);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int b = 0; b < blocks; ++b) {
+    const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
+    #pragma GCC unroll 8
+    for (int line = 0; line < block_bytes; line += 64) prefetch_line<_MM_HINT_T0>(wb + line + kPrefetchBytes<1>);
+    const int8_t* xb = x + b * kBlock;
+    __m256i isum[2];
+    isum[0] = isum[1] = _mm256_set1_epi32(-offset * xsum[b]);
+    if constexpr (Q8) {
+      #pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const __m256i xv = _mm256_set1_epi32(load_i32(xb + q * 4));
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) isum[h] = _mm256_dpbusd_epi32(isum[h], load256(wb + q * 64 + h * 32), xv);
+      }
+    } else {
+      #pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        const __m256i xlo = _mm256_set1_epi32(load_i32(xb + g * 4)), xhi = _mm256_set1_epi32(load_i32(xb + (g + 4) * 4));
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m256i raw = load256(wb + g * 64 + h * 32);
+          __m256i lo = _mm256_and_si256(raw, low_nibbles), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+          if constexpr (fifth) {  // as in quant_tile: bits g and g + 4 of each row's byte, moved to bit 4
+            const __m256i bits = load256(wb + 256 + h * 32);
+            lo = _mm256_ternarylogic_epi32(lo, _mm256_slli_epi16(bits, 4 - g), fifth_bit, 0xf8);
+            hi = _mm256_ternarylogic_epi32(hi, g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit, 0xf8);
+          }
+          isum[h] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(isum[h], lo, xlo), hi, xhi);
+        }
+      }
+    }
+    const __m256 xs = _mm256_set1_ps(xscale[b]);
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256 ws = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * scale_bytes + h * 16)));
+      acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(ws, xs), acc[h]);
+    }
+  }
+  store_tile_row(a, 0, panel * kPanel, _mm512_insertf32x8(_mm512_castps256_ps512(acc[0]), acc[1], 1));
 }
 
 using TileFn = void (*)(const KernelArgs&, int row0, int panel0);
@@ -420,20 +486,21 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // panels, all in registers. A decode batch: up to 8 rows x 2 panels, whose 16 fp32 totals the
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
-// One row of the K-quants and of q4_1 / q5_1 (more scale bytes and epilogue per block): one panel
-// per tile, 6 KiB ahead with prefetcht0, read faster than the 2-panel non-temporal tiles that suit
-// int8 / q4 (Zen 5, binaries alternated 4 times: a 1,024-wide Q4_K_M tg64 119-126 -> 129-138 t/s at
-// 1 thread, 213 -> 233-246 at 2, its Q5_K_M 112-114 -> 112-119; our q4 file with one panel per tile
-// lost 129-133 -> 119-120, so int8 / q4 keep theirs; docs/speed.md).
-template <WeightFormat F>
-constexpr bool kOnePanelRow = k_panels(F) || block_mins(F);
+// One row: int8 / q4 / q5_0 in quant_row_tile; the K-quants and q4_1 / q5_1 (more scale bytes and
+// epilogue per block) one panel per 512-bit tile, 6 KiB ahead with prefetcht0, which read faster
+// than two-panel non-temporal tiles (Zen 5: a 1,024-wide Q4_K_M tg64 119-126 -> 129-138 t/s at 1
+// thread, 213 -> 233-246 at 2; docs/speed.md).
 template <WeightFormat F>
 void quant_avx512(const KernelArgs& a, int pb, int pe) {
-  if (a.rows == 1 && kOnePanelRow<F>) {
-    for (int p = pb; p < pe; ++p) quant_tile<1, 1, F>(a, 0, p);
+  if (a.rows == 1) {
+    for (int p = pb; p < pe; ++p) {
+      if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5)
+        quant_row_tile<F>(a, p);
+      else
+        quant_tile<1, 1, F>(a, 0, p);
+    }
     return;
   }
-  if (a.rows == 1) return run_single_row<quant_tile<1, 2, F, kNta, kRowFlight>, quant_tile<1, 1, F, kNta, kRowFlight>>(a, pb, pe);
   run_panels<QuantKernel<F>::template Of, 2, 8, 2, 4, 2>(a, pb, pe);
 }
 
