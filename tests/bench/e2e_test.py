@@ -19,6 +19,8 @@ usage: e2e_test.py CASE INFERLAB_CLI SHARED_DIR
                     bisection step of the closed-form answer (concurrency levels and rates)
   capacity_demo     bench capacity against inferlab serve (INFERLAB_TEST_MODEL): three searches
                     agree within one step; /server_info's flags in the environment, no API key
+  ab_binaries       bench/ab_binaries.sh on INFERLAB_TEST_MODEL: each round's t/s per binary, the
+                    median and per-round ratios recomputed from them; bad arguments exit 2 by name
 Exit 77 = skipped.
 """
 import csv
@@ -974,11 +976,48 @@ def test_capacity_demo():
             proc.wait()
 
 
+def test_ab_binaries():
+    """bench/ab_binaries.sh alternating the CLI with a copy of itself: one line per round with a
+    tg t/s per binary, then per binary the median t/s and the median (lowest-highest) of its ratio
+    to the first, each recomputed here from the rounds printed; bad arguments are named, exit 2."""
+    model = os.environ.get("INFERLAB_TEST_MODEL")
+    if not model or not os.path.exists(os.path.join(model, "config.json")):
+        print("skipped: INFERLAB_TEST_MODEL names no model")
+        return 77
+    script = os.path.join(HERE, "..", "..", "bench", "ab_binaries.sh")
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "inferlab-copy")
+        with open(CLI, "rb") as src, open(copy, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(copy, 0o755)
+        r = subprocess.run(["bash", script, "-n", "3", "--tg", "4", "-r", "1", "-m", model, CLI, copy],
+                           capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0, f"ab_binaries.sh exit {r.returncode}: {r.stderr}")
+        rounds = [list(map(float, m.group(1).split())) for m in re.finditer(r"^round \d+: (.+)$", r.stdout, re.M)]
+        check(len(rounds) == 3 and all(len(x) == 2 and min(x) > 0 for x in rounds), f"3 rounds of 2 figures: {r.stdout}")
+        summary = re.findall(r"^(.+): tg median ([\d.]+) t/s, ratio to the first: median ([\d.]+) \(([\d.]+)-([\d.]+)\)$",
+                             r.stdout, re.M)
+        check([s[0] for s in summary] == [CLI, copy], f"a summary line per binary, in order: {r.stdout}")
+        if len(rounds) == 3 and len(summary) == 2:
+            for j, (name, med, ratio, lo, hi) in enumerate(summary):
+                tps = sorted(x[j] for x in rounds)
+                ratios = sorted(x[j] / x[0] for x in rounds)
+                check(abs(float(med) - tps[1]) < 0.051, f"{name}: median t/s {med} vs {tps}")
+                check(abs(float(ratio) - ratios[1]) < 0.0006 and abs(float(lo) - ratios[0]) < 0.0006
+                      and abs(float(hi) - ratios[2]) < 0.0006, f"{name}: ratios {ratio} ({lo}-{hi}) vs {ratios}")
+        for args, needle in [([CLI], "give two binaries or more"), (["-m", os.path.join(tmp, "none"), CLI, copy], "does not exist"),
+                             (["--bogus", CLI, copy], "unknown option --bogus"),
+                             (["-m", model, CLI, os.path.join(tmp, "missing")], "is not an executable")]:
+            bad = subprocess.run(["bash", script] + args, capture_output=True, text=True, timeout=60)
+            check(bad.returncode == 2 and needle in bad.stderr, f"{args}: exit {bad.returncode}: {bad.stderr}")
+
+
 if __name__ == "__main__":
     result = {"report_cli": test_report_cli, "report_stats": test_report_stats, "serve_timing": test_serve_timing, "serve_failures": test_serve_failures,
               "serve_concurrency": test_serve_concurrency, "serve_repeat": test_serve_repeat,
               "serve_server_timings": test_serve_server_timings, "chat_cli": test_chat_cli, "latency_cli": test_latency_cli,
-              "capacity_scripted": test_capacity_scripted, "capacity_demo": test_capacity_demo}[CASE]()
+              "capacity_scripted": test_capacity_scripted, "capacity_demo": test_capacity_demo,
+              "ab_binaries": test_ab_binaries}[CASE]()
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)
