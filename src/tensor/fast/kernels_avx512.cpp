@@ -28,8 +28,8 @@ inline int32_t load_i32(const void* p) {
 // Each weight panel is its own stream; the hardware prefetcher alone left decode at 60-75 % of the
 // read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches InFlight / NV bytes
 // ahead (kernels_internal.h): a single bf16 / f16 row 2.5 KiB in its 2-panel tiles (prefetchnta),
-// 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles; a single quantized row
-// 6 KiB in one panel (quant_row_tile, and quant_tile<1, 1> for the K-quants).
+// 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles; a single int8 / q4 /
+// q5_0 row 5 KiB in one panel (quant_row_tile, prefetchnta), a K-quant row 6 KiB (quant_tile<1, 1>).
 
 // _mm_prefetch with the hint as a template argument. GCC's _mm_prefetch takes an enum _mm_hint and
 // clang's a constant, so neither spelling compiles on both; both expand to this builtin, whose
@@ -349,11 +349,12 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 
 // One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
 // panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
-// panel at a time, each block asking at its start for its lines kPrefetchBytes<1> ahead
-// (prefetcht0), the scales left to the hardware prefetcher, the shape of the AVX2 tiles. On a Zen 5
-// this read DRAM faster than quant_tile's 512-bit two-panel tiles with prefetchnta, at 1 and 2
-// threads (processes alternated, docs/speed.md); it adds the same exact int32 sums per block and
-// makes the same fp32 FMAs in block order, so the bits are those of every other tile.
+// panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead
+// (prefetchnta), the scales left to the hardware prefetcher. On a Zen 5 this read DRAM faster
+// than quant_tile's 512-bit two-panel tiles (int8 at 1 thread 89 -> 95 % of the read bandwidth, 2
+// threads +7 %; q4 +5-8 %) and than this shape with prefetcht0 (the AVX2 tiles' one) or with two
+// panels, measured in separate processes alternated (docs/speed.md). It adds the same exact int32
+// sums per block and makes the same fp32 FMAs in block order: the bits of every other tile.
 template <WeightFormat F>
 void quant_row_tile(const KernelArgs& a, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
@@ -372,7 +373,7 @@ void quant_row_tile(const KernelArgs& a, int panel) {
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
     #pragma GCC unroll 8
-    for (int line = 0; line < block_bytes; line += 64) prefetch_line<_MM_HINT_T0>(wb + line + kPrefetchBytes<1>);
+    for (int line = 0; line < block_bytes; line += 64) prefetch_line<_MM_HINT_NTA>(wb + line + kSingleRowBytesInFlight);
     const int8_t* xb = x + b * kBlock;
     __m256i isum[2];
     isum[0] = isum[1] = _mm256_set1_epi32(-offset * xsum[b]);

@@ -81,11 +81,10 @@ constexpr int kBytesInFlight = 6 * 1024;
 template <int NV>
 constexpr int kPrefetchBytes = kBytesInFlight / NV;
 
-// A single bf16 / f16 row (one decode stream): the AVX-512 kernels stream 2 panels per tile with
-// 5 KiB in flight, prefetched non-temporally (prefetchnta). Against 4 panels with 6 KiB (prefetcht0),
-// bf16 decode read 3 points more of the memory bandwidth on a Zen 5 at 1 thread (bench engine
-// --bandwidth, docs/speed.md). (The quantized formats' single row streams one panel with prefetcht0:
-// measured in separate processes, that read faster there.)
+// A single row (one decode stream) on AVX-512: bf16 / f16 stream 2 panels per tile, int8 / q4 / q5_0
+// one (quant_row_tile), with 5 KiB in flight, prefetched non-temporally (prefetchnta): lines read
+// once stay out of the L2. Against 4 panels with 6 KiB (prefetcht0), bf16 decode read 3 points more
+// of the memory bandwidth on a Zen 5 at 1 thread (bench engine --bandwidth, docs/speed.md).
 constexpr int kSingleRowBytesInFlight = 5 * 1024;
 
 // Each computes y for output panels [panel_begin, panel_end) and every row.
