@@ -351,9 +351,9 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 // panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
 // panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead
 // (prefetchnta), the scales left to the hardware prefetcher. On a Zen 5 this read DRAM faster
-// than quant_tile's 512-bit two-panel tiles (int8 at 1 thread 89 -> 95 % of the read bandwidth, 2
-// threads +7 %; q4 +5-8 %) and than this shape with prefetcht0 (the AVX2 tiles' one) or with two
-// panels, measured in separate processes alternated (docs/speed.md). It adds the same exact int32
+// than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and 2 threads, 89 -> 95 % of the
+// read bandwidth at 1; Q4_0 +3 % / +11 %) and than this shape with prefetcht0 (the AVX2 tiles') or
+// with two panels, each measured in its own process, alternated (docs/speed.md). It adds the same exact int32
 // sums per block and makes the same fp32 FMAs in block order: the bits of every other tile.
 template <WeightFormat F>
 void quant_row_tile(const KernelArgs& a, int panel) {
