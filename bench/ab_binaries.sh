@@ -15,6 +15,7 @@ set -euo pipefail
 rounds=10 model="" threads=1 tg=64 reps=3
 bins=()
 while [[ $# -gt 0 ]]; do
+  if [[ "$1" =~ ^(-n|-m|-t|--tg|-r)$ && $# -lt 2 ]]; then echo "ab_binaries.sh: $1 needs a value" >&2; exit 2; fi
   case "$1" in
     -n) rounds="$2"; shift 2 ;;
     -m) model="$2"; shift 2 ;;
@@ -25,6 +26,9 @@ while [[ $# -gt 0 ]]; do
     -*) echo "ab_binaries.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) bins+=("$1"); shift ;;
   esac
+done
+for pair in "-n:$rounds" "-t:$threads" "--tg:$tg" "-r:$reps"; do
+  [[ "${pair#*:}" =~ ^[1-9][0-9]*$ ]] || { echo "ab_binaries.sh: ${pair%%:*} takes a positive whole number, not '${pair#*:}'" >&2; exit 2; }
 done
 cd "$(dirname "$0")/.."
 if [[ -z "$model" ]]; then

@@ -1007,6 +1007,9 @@ def test_ab_binaries():
                       and abs(float(hi) - ratios[2]) < 0.0006, f"{name}: ratios {ratio} ({lo}-{hi}) vs {ratios}")
         for args, needle in [([CLI], "give two binaries or more"), (["-m", os.path.join(tmp, "none"), CLI, copy], "does not exist"),
                              (["--bogus", CLI, copy], "unknown option --bogus"),
+                             (["-n", "0", CLI, copy], "-n takes a positive whole number, not '0'"),
+                             (["-t", "two", CLI, copy], "-t takes a positive whole number, not 'two'"),
+                             ([CLI, copy, "-m"], "-m needs a value"),
                              (["-m", model, CLI, os.path.join(tmp, "missing")], "is not an executable")]:
             bad = subprocess.run(["bash", script] + args, capture_output=True, text=True, timeout=60)
             check(bad.returncode == 2 and needle in bad.stderr, f"{args}: exit {bad.returncode}: {bad.stderr}")
