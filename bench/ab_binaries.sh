@@ -30,9 +30,9 @@ done
 for pair in "-n:$rounds" "-t:$threads" "--tg:$tg" "-r:$reps"; do
   [[ "${pair#*:}" =~ ^[1-9][0-9]*$ ]] || { echo "ab_binaries.sh: ${pair%%:*} takes a positive whole number, not '${pair#*:}'" >&2; exit 2; }
 done
-cd "$(dirname "$0")/.."
+# Paths are the caller's; only the default model is looked up beside the script.
 if [[ -z "$model" ]]; then
-  model=$(ls models/*.q4_0.gguf 2>/dev/null | head -1 || true)
+  model=$(ls "$(dirname "$0")"/../models/*.q4_0.gguf 2>/dev/null | head -1 || true)
   [[ -n "$model" ]] || { echo "ab_binaries.sh: no -m MODEL and no models/*.q4_0.gguf (bench/speed.sh makes one)" >&2; exit 2; }
 fi
 [[ -e "$model" ]] || { echo "ab_binaries.sh: model $model does not exist" >&2; exit 2; }
