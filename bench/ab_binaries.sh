@@ -30,14 +30,14 @@ done
 for pair in "-n:$rounds" "-t:$threads" "--tg:$tg" "-r:$reps"; do
   [[ "${pair#*:}" =~ ^[1-9][0-9]*$ ]] || { echo "ab_binaries.sh: ${pair%%:*} takes a positive whole number, not '${pair#*:}'" >&2; exit 2; }
 done
+[[ ${#bins[@]} -ge 2 ]] || { echo "ab_binaries.sh: give two binaries or more (see --help)" >&2; exit 2; }
+for b in "${bins[@]}"; do [[ -x "$b" ]] || { echo "ab_binaries.sh: $b is not an executable" >&2; exit 2; }; done
 # Paths are the caller's; only the default model is looked up beside the script.
 if [[ -z "$model" ]]; then
   model=$(ls "$(dirname "$0")"/../models/*.q4_0.gguf 2>/dev/null | head -1 || true)
   [[ -n "$model" ]] || { echo "ab_binaries.sh: no -m MODEL and no models/*.q4_0.gguf (bench/speed.sh makes one)" >&2; exit 2; }
 fi
 [[ -e "$model" ]] || { echo "ab_binaries.sh: model $model does not exist" >&2; exit 2; }
-[[ ${#bins[@]} -ge 2 ]] || { echo "ab_binaries.sh: give two binaries or more (see --help)" >&2; exit 2; }
-for b in "${bins[@]}"; do [[ -x "$b" ]] || { echo "ab_binaries.sh: $b is not an executable" >&2; exit 2; }; done
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $threads thread(s), $model, tg$tg x $reps per process, $rounds rounds"
 runs=$(mktemp)
