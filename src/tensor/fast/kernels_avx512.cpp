@@ -28,8 +28,9 @@ inline int32_t load_i32(const void* p) {
 // Each weight panel is its own stream; the hardware prefetcher alone left decode at 60-75 % of the
 // read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches InFlight / NV bytes
 // ahead (kernels_internal.h): a single bf16 / f16 row 2.5 KiB in its 2-panel tiles (prefetchnta),
-// 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles; a single int8 / q4 /
-// q5_0 row 5 KiB in one panel (quant_row_tile, prefetchnta), a K-quant row 6 KiB (quant_tile<1, 1>).
+// 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles, a K-quant / q4_1 /
+// q5_1 row 6 KiB in one panel (quant_tile<1, 1>). A single int8 / q4 / q5_0 row instead asks for
+// each block's lines 5 KiB ahead at the block's start (quant_row_tile, prefetchnta).
 
 // _mm_prefetch with the hint as a template argument. GCC's _mm_prefetch takes an enum _mm_hint and
 // clang's a constant, so neither spelling compiles on both; both expand to this builtin, whose
