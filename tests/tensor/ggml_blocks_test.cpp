@@ -318,7 +318,7 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
     std::mt19937 rng(type);
     std::normal_distribution<float> dist;
     for (const PackedMatrix* form : forms)
-    for (int rows : {1, 3, 8, 17}) {
+    for (int rows : {1, 2, 3, 8, 17}) {
       const PackedMatrix& w = *form;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " as " + format_name(w.format()) + ", rows " + std::to_string(rows));
       std::vector<float> x(static_cast<std::size_t>(rows) * in), bias(out);

@@ -137,18 +137,25 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
 // with the scales. The codes are unsigned (vpdpbusd's first operand): int8, q4 and q5_0 keep an
 // offset (q + 128, q + 8, q + 16) that the block's activation sum takes off; q4_1 / q5_1 (d * q + m)
 // and q4_k / q5_k ((d * sc) * q - dmin * m) add their min times that sum; q6_k's 0..63 mean q - 32.
-template <int MR, int NV, WeightFormat F>
+// ByBlock: the tile holds every row of a decode batch (row0 0, MR rows) and reads the activations'
+// *_by_block copies, whose strides are constants: with the rows' own strides (in_padded, blocks)
+// the 8-row tiles ran out of general registers for the rows' pointers and spilled them (8 rows of
+// q4 / int8 8-11 % faster this way on a Zen 5, bench kernels --rows 8).
+template <int MR, int NV, WeightFormat F, bool ByBlock>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
   constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
   constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
-  const std::size_t ldx = w.in_padded();
   const int blocks = w.blocks();
-  const int8_t* x = a.in->q8.data() + row0 * ldx;
-  const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
-  const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
-  const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
+  // Row m of block b: q8 codes at x + m * x_row + b * x_block, scale / sums at [m * s_row + b * s_block].
+  const std::size_t x_row = ByBlock ? kBlock : w.in_padded(), x_block = ByBlock ? MR * kBlock : kBlock;
+  const std::size_t s_row = ByBlock ? 1 : blocks, s_block = ByBlock ? MR : 1;
+  const PreparedInput& in = *a.in;
+  const int8_t* x = ByBlock ? in.q8_by_block.data() : in.q8.data() + row0 * x_row;
+  const float* xscale = ByBlock ? in.scale_by_block.data() : in.scale.data() + row0 * s_row;
+  const int32_t* xsum = ByBlock ? in.sum_by_block.data() : in.sum.data() + row0 * s_row;
+  const int32_t* xsum_low = !K6 ? nullptr : ByBlock ? in.sum_low_by_block.data() : in.sum_low.data() + row0 * s_row;
   constexpr int offset = Q8 ? 128 : F == WeightFormat::Q4 ? 8 : F == WeightFormat::Q5 ? 16 : 0;  // stored code = q + offset
   const uint8_t* wp[NV];
   const uint8_t* sp[NV];
@@ -171,7 +178,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   };
   auto block = [&](int b, std::ptrdiff_t data_ahead, std::ptrdiff_t scale_ahead) __attribute__((always_inline)) {
     __m512i isum[MR][NV];
-    const int8_t* xb = x + b * kBlock;
+    const int8_t* xb = x + b * x_block;
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) prefetch_line<_MM_HINT_T0>(sp[v] + b * scale_bytes + scale_ahead);
     // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
@@ -196,7 +203,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
       for (int half = 0; half < 2; ++half) {
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
-          const int32_t low = xsum_low[m * blocks + b], sum = half == 0 ? low : xsum[m * blocks + b] - low;
+          const int32_t low = xsum_low[m * s_row + b * s_block], sum = half == 0 ? low : xsum[m * s_row + b * s_block] - low;
           const __m512i start = _mm512_set1_epi32(-32 * sum);
           #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) isum[m][v] = start;
@@ -216,14 +223,14 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
           }
           #pragma GCC unroll 16
           for (int m = 0; m < MR; ++m) {
-            const __m512i xv = _mm512_set1_epi32(load_i32(xb + m * ldx + half * 16 + g * 4));
+            const __m512i xv = _mm512_set1_epi32(load_i32(xb + m * x_row + half * 16 + g * 4));
             #pragma GCC unroll 16
             for (int v = 0; v < NV; ++v) isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], code[v], xv);
           }
         }
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
-          const __m512 xs = _mm512_set1_ps(xscale[m * blocks + b]);
+          const __m512 xs = _mm512_set1_ps(xscale[m * s_row + b * s_block]);
           #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v)
             acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(ws[half][v], xs), acc[m][v]);
@@ -233,7 +240,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     }
     #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m512i start = _mm512_set1_epi32(-offset * xsum[m * blocks + b]);
+      const __m512i start = _mm512_set1_epi32(-offset * xsum[m * s_row + b * s_block]);
       #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) isum[m][v] = start;
     }
@@ -247,7 +254,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + b * 512 + q * 64);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
-          const __m512i xv = _mm512_set1_epi32(load_i32(xb + m * ldx + q * 4));
+          const __m512i xv = _mm512_set1_epi32(load_i32(xb + m * x_row + q * 4));
           #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], wv[v], xv);
         }
@@ -275,8 +282,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
         }
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
-          const __m512i xlo = _mm512_set1_epi32(load_i32(xb + m * ldx + g * 4));
-          const __m512i xhi = _mm512_set1_epi32(load_i32(xb + m * ldx + (g + 4) * 4));
+          const __m512i xlo = _mm512_set1_epi32(load_i32(xb + m * x_row + g * 4));
+          const __m512i xhi = _mm512_set1_epi32(load_i32(xb + m * x_row + (g + 4) * 4));
           #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) {
             isum[m][v] = _mm512_dpbusd_epi32(isum[m][v], lo[v], xlo);
@@ -303,8 +310,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
       }
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
-        const float s = xscale[m * blocks + b];
-        const __m512 xs = _mm512_set1_ps(s), xm = _mm512_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
+        const float s = xscale[m * s_row + b * s_block];
+        const __m512 xs = _mm512_set1_ps(s), xm = _mm512_set1_ps(s * static_cast<float>(xsum[m * s_row + b * s_block]));
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(ws[v], xs), acc[m][v]);
@@ -319,7 +326,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
       wscale[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes)));
     #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m512 xs = _mm512_set1_ps(xscale[m * blocks + b]);
+      const __m512 xs = _mm512_set1_ps(xscale[m * s_row + b * s_block]);
       #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v)
         acc[m][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][v]), _mm512_mul_ps(wscale[v], xs), acc[m][v]);
@@ -464,12 +471,17 @@ struct F16Kernel {
   static constexpr bool fits = MR * NV <= 24;
   static constexpr TileFn fn = fits ? f16_tile<(fits ? MR : 1), NV> : nullptr;
 };
-template <WeightFormat F>
+// Integer tiles (up to 16 accumulators), as quant_avx512 runs them: 2 rows x 4 panels, a decode
+// batch of up to kBatchRows rows x 2 panels (both ByBlock: one tile of every row), prefill tiles of
+// up to kBigQuantRows rows x 2 panels.
+constexpr int kSmallQuantRows = 2, kBatchRows = 8, kBigQuantRows = 4;
+template <WeightFormat F, bool ByBlock>
 struct QuantKernel {
   template <int MR, int NV>
   struct Of {
-    static constexpr bool fits = MR * NV <= 16;
-    static constexpr TileFn fn = fits ? quant_tile<(fits ? MR : 1), NV, F> : nullptr;
+    static constexpr bool used = ByBlock ? MR >= 2 && (NV <= 2 || MR <= kSmallQuantRows) : MR <= kBigQuantRows && NV <= 2;
+    static constexpr bool fits = used && MR * NV <= 16;
+    static constexpr TileFn fn = fits ? quant_tile<(fits ? MR : 2), NV, F, ByBlock> : nullptr;
   };
 };
 
@@ -488,6 +500,7 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // panels, all in registers. A decode batch: up to 8 rows x 2 panels, whose 16 fp32 totals the
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
+// 2 to 8 rows read the activations' *_by_block copies (quant_tile's ByBlock).
 // One row: int8 / q4 / q5_0 in quant_row_tile; the K-quants and q4_1 / q5_1 (more scale bytes and
 // epilogue per block) one panel per 512-bit tile, 6 KiB ahead with prefetcht0, which read faster
 // than two-panel non-temporal tiles (Zen 5: a 1,024-wide Q4_K_M tg64 119-126 -> 129-138 t/s at 1
@@ -499,11 +512,13 @@ void quant_avx512(const KernelArgs& a, int pb, int pe) {
       if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5)
         quant_row_tile<F>(a, p);
       else
-        quant_tile<1, 1, F>(a, 0, p);
+        quant_tile<1, 1, F, false>(a, 0, p);
     }
     return;
   }
-  run_panels<QuantKernel<F>::template Of, 2, 8, 2, 4, 2>(a, pb, pe);
+  constexpr int small = kSmallQuantRows, batch = kBatchRows, big = kBigQuantRows;
+  if (a.rows <= batch) return run_panels<QuantKernel<F, true>::template Of, small, batch, 2, big, 2>(a, pb, pe);
+  run_panels<QuantKernel<F, false>::template Of, small, batch, 2, big, 2>(a, pb, pe);
 }
 
 // f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet (not vcvtneps2bf16, which
@@ -608,7 +623,8 @@ const KernelTable& avx512_kernels() {
                                  bf16_row_avx512,
                                  q8_row_avx512,
                                  false,
-                                 dot16_avx512};
+                                 dot16_avx512,
+                                 kBatchRows};
   return table;
 }
 

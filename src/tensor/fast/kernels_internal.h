@@ -109,7 +109,13 @@ struct KernelTable {
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
   Dot16Fn dot16 = nullptr;   // null: the scalar loop
+  // The int8-activation panel kernels read PreparedInput's *_by_block copies for 2 up to this many
+  // rows (0: never; filled by prepare_rows).
+  int by_block_rows = 0;
 };
+
+// Whether size_prepared / prepare_rows fill PreparedInput's *_by_block copies for `rows`.
+inline bool reads_by_block(const KernelTable& table, int rows) { return rows >= 2 && rows <= table.by_block_rows; }
 
 // The blocks kernels' reduction of lanes to one float, in one fixed tree (lane j + lane j + 8, then
 // + 4, then (0 + 2) + (1 + 3)), so every instruction set's kernel ends with the same bits. SSE,

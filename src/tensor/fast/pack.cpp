@@ -532,6 +532,11 @@ void size_prepared(int rows, const PackedMatrix& w, PreparedInput& prepared) {
     bool q6k = w.format() == WeightFormat::Q6K;
     for (const PackedMatrix& part : w.parts()) q6k |= part.format() == WeightFormat::Q6K;
     prepared.sum_low.resize(q6k ? static_cast<std::size_t>(rows) * w.blocks() : 0);
+    const bool by_block = int8_activations(w.format()) && reads_by_block(active_kernels(), rows);
+    prepared.q8_by_block.resize(by_block ? n : 0);
+    prepared.scale_by_block.resize(by_block ? prepared.scale.size() : 0);
+    prepared.sum_by_block.resize(by_block ? prepared.sum.size() : 0);
+    prepared.sum_low_by_block.resize(by_block ? prepared.sum_low.size() : 0);
   } else {
     fail("prepare_input: {} weights take the activations as they are", format_name(w.format()));
   }
@@ -589,12 +594,21 @@ void prepare_rows(const float* x, int row_begin, int row_end, int in, const Pack
     int8_t* dst = prepared.q8.data() + static_cast<std::size_t>(r) * w.in_padded();
     quantize_row(simd, src, in, blocks, dst, prepared.scale.data() + static_cast<std::size_t>(r) * blocks,
                  prepared.sum.data() + static_cast<std::size_t>(r) * blocks);
-    if (prepared.sum_low.empty()) continue;
-    // q6_k's blocks have two scales (16 k each): the sum of the first half's codes too.
-    int32_t* low = prepared.sum_low.data() + static_cast<std::size_t>(r) * blocks;
-    for (int b = 0; b < blocks; ++b) {
-      low[b] = 0;
-      for (int k = 0; k < kBlock / 2; ++k) low[b] += dst[b * kBlock + k];
+    if (!prepared.sum_low.empty()) {
+      // q6_k's blocks have two scales (16 k each): the sum of the first half's codes too.
+      int32_t* low = prepared.sum_low.data() + static_cast<std::size_t>(r) * blocks;
+      for (int b = 0; b < blocks; ++b) {
+        low[b] = 0;
+        for (int k = 0; k < kBlock / 2; ++k) low[b] += dst[b * kBlock + k];
+      }
+    }
+    if (prepared.q8_by_block.empty()) continue;
+    for (int b = 0; b < blocks; ++b) {  // row r of each block's rows side by side
+      const std::size_t from = static_cast<std::size_t>(r) * blocks + b, to = static_cast<std::size_t>(b) * prepared.rows + r;
+      std::memcpy(prepared.q8_by_block.data() + to * kBlock, dst + b * kBlock, kBlock);
+      prepared.scale_by_block[to] = prepared.scale[from];
+      prepared.sum_by_block[to] = prepared.sum[from];
+      if (!prepared.sum_low.empty()) prepared.sum_low_by_block[to] = prepared.sum_low[from];
     }
   }
 }

@@ -181,6 +181,12 @@ struct PreparedInput {
   std::vector<float> scale;      // [rows][blocks] d
   std::vector<int32_t> sum;      // [rows][blocks] sum of q over the block
   std::vector<int32_t> sum_low;  // q6_k only: [rows][blocks] sum of q over the block's first 16
+  // Decode batches (2 rows up to the active kernels' by_block_rows; empty otherwise): the same q8,
+  // scale, sum and sum_low with each block's rows side by side, [blocks][rows][32] and
+  // [blocks][rows], so a tile of every row reaches them all from one pointer per block.
+  std::vector<int8_t> q8_by_block;
+  std::vector<float> scale_by_block;
+  std::vector<int32_t> sum_by_block, sum_low_by_block;
 };
 
 // Rounds / quantizes x[rows][in] the way the kernels of `format` consume it.
