@@ -56,6 +56,7 @@ GenerateResult generate_greedy(Model& model, std::span<const int32_t> prompt, co
   result.finish_reason = "length";
   const std::size_t vocab = config.vocab_size;
   std::vector<int32_t> input;
+  std::vector<float> logits;  // reused by every step
   for (int step = 0; static_cast<int>(result.tokens.size()) < options.max_new_tokens; ++step) {
     std::vector<int32_t> draft;
     if (!options.use_cache) {
@@ -72,7 +73,7 @@ GenerateResult generate_greedy(Model& model, std::span<const int32_t> prompt, co
     }
     if (!seq.reserve(cache, static_cast<int>(input.size()))) fail("generate: KV cache exhausted");
     BatchEntry entry{input, &seq, !draft.empty()};
-    std::vector<float> logits = model.forward(std::span<const BatchEntry>(&entry, 1), cache);
+    model.forward_into(std::span<const BatchEntry>(&entry, 1), cache, logits);
     ++result.forward_passes;
     result.positions_fed.push_back(static_cast<int>(input.size()));
     result.drafted_tokens += static_cast<int>(draft.size());

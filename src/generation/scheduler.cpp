@@ -537,7 +537,8 @@ bool Scheduler::step() {
     batch.push_back(entry);
     rows += entry.all_logits ? entry.tokens.size() : 1;
   }
-  std::vector<float> logits = model_.forward(batch, cache_);
+  model_.forward_into(batch, cache_, logits_);
+  std::vector<float>& logits = logits_;  // the grammar masks rows in place
   const std::size_t vocab = model_.config().vocab_size;
   if (logits.size() != rows * vocab)
     fail("model returned {} logits for {} rows of vocab {}", logits.size(), rows, vocab);

@@ -229,14 +229,17 @@ void add_into(float* x, const float* y, std::size_t n) {
 
 }  // namespace
 
-std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, KVCache& cache) {
+void TransformerModel::forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) {
   const ModelConfig& c = config_;
   const int hidden = c.hidden_size, heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim;
   const int q_dim = heads * hd, kv_dim = kv_heads * hd, qkv_dim = q_dim + 2 * kv_dim;
   const int group = heads / kv_heads;
   const int bs = cache.block_size();
   const float eps = static_cast<float>(c.norm_eps);
-  if (batch.empty()) return {};
+  if (batch.empty()) {
+    logits.clear();
+    return;
+  }
 
   // Validate everything before touching the cache so a bad entry leaves every sequence as it was.
   int rows = 0, out_rows = 0;
@@ -389,11 +392,10 @@ std::vector<float> TransformerModel::forward(std::span<const BatchEntry> batch, 
     }
   }
   norm_to(selected.data(), selected.data(), out_rows, w_.final_norm_weight, w_.final_norm_bias);
-  std::vector<float> logits(static_cast<std::size_t>(out_rows) * c.vocab_size);
+  logits.resize(static_cast<std::size_t>(out_rows) * c.vocab_size);  // every element written below
   linear(selected.data(), out_rows, w_.lm_head, logits.data());
 
   for (const auto& e : batch) e.kv->length += static_cast<int>(e.tokens.size());
-  return logits;
 }
 
 }  // namespace inferlab

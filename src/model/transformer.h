@@ -120,7 +120,7 @@ class TransformerModel : public Model {
   TransformerModel(ModelConfig config, TransformerWeights weights, std::filesystem::path path);
   const ModelConfig& config() const override { return config_; }
   const std::filesystem::path& path() const override { return path_; }
-  std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) override;
+  void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) override;
   std::size_t decode_weight_bytes() const override;
   std::string weight_formats() const override;
 

@@ -140,6 +140,41 @@ TEST_P(Architectures, BatchedForwardEqualsEachSequenceAlone) {
   EXPECT_LE(max_diff(std::span(together).subspan(6 * V, 4 * V), std::span(a3).subspan(18 * V, 4 * V)), 1e-4);
 }
 
+TEST_P(Architectures, ForwardIntoReusesTheCallersLogitsBuffer) {
+  auto model = Model::load(make_tiny(GetParam()).string());
+  KVCache cache(model->config(), 256, 16);
+  const auto prompt = ids(9, 7);
+  const int V = model->config().vocab_size;
+  // Two identical sequences: one stepped with forward (a fresh vector each step), the other with
+  // forward_into on one vector holding stale values from a wider step.
+  SequenceKV fresh, reused;
+  std::vector<float> logits(static_cast<std::size_t>(3) * V, 123.0f);
+  logits.resize(V);
+  const float* memory = logits.data();
+  std::vector<int32_t> next_fresh(prompt), next_reused(prompt);
+  for (int step = 0; step < 4; ++step) {
+    ASSERT_TRUE(fresh.reserve(cache, static_cast<int>(next_fresh.size())) &&
+                reused.reserve(cache, static_cast<int>(next_reused.size())));
+    BatchEntry a{next_fresh, &fresh, false}, b{next_reused, &reused, false};
+    const auto expected = model->forward(std::span<const BatchEntry>(&a, 1), cache);
+    model->forward_into(std::span<const BatchEntry>(&b, 1), cache, logits);
+    ASSERT_EQ(logits.size(), static_cast<std::size_t>(V));
+    EXPECT_EQ(logits.data(), memory) << "step " << step << ": the buffer was reallocated";
+    ASSERT_EQ(logits, expected) << "step " << step;
+    next_fresh.assign(1, argmax(expected));
+    next_reused.assign(1, argmax(logits));
+  }
+  // A batch wider than the buffer grows it; an empty one leaves no rows.
+  ASSERT_TRUE(fresh.reserve(cache, 2) && reused.reserve(cache, 2));
+  const auto two = ids(2, 8);
+  std::vector<BatchEntry> batch{{two, &fresh, true}, {two, &reused, true}};
+  model->forward_into(batch, cache, logits);
+  EXPECT_EQ(logits.size(), static_cast<std::size_t>(4) * V);
+  EXPECT_EQ(std::vector<float>(logits.begin(), logits.begin() + 2 * V), std::vector<float>(logits.begin() + 2 * V, logits.end()));
+  model->forward_into({}, cache, logits);
+  EXPECT_TRUE(logits.empty());
+}
+
 TEST_P(Architectures, SharedPrefixBlocksGiveTheSameLogits) {
   auto model = Model::load(make_tiny(GetParam()).string());
   KVCache cache(model->config(), 512, 16);

@@ -230,6 +230,7 @@ class Scheduler {
   Model& model_;
   SchedulerOptions options_;
   KVCache cache_;
+  std::vector<float> logits_;  // the engine thread's, reused by every step
   std::thread engine_;
 
   mutable std::mutex mutex_;  // guards incoming_, stopping_, stats_

@@ -45,9 +45,17 @@ class Model {
 
   // Runs every entry through the network in one step (weights read once for the whole batch).
   // The caller has reserved KV room for each entry's tokens; kv->length advances by tokens.size().
-  // Returns row-major logits [rows][vocab_size]: per entry in order, 1 row (its last token) or
-  // tokens.size() rows when all_logits.
-  virtual std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) = 0;
+  // Writes row-major logits [rows][vocab_size] into `logits` (resized): per entry in order, 1 row
+  // (its last token) or tokens.size() rows when all_logits. A caller that steps again passes the
+  // same vector: its memory is reused, where a fresh one per step (5 MB for 8 rows of a 152k
+  // vocabulary) was allocated and zeroed each time.
+  virtual void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) = 0;
+  // The same, returning a new vector.
+  std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) {
+    std::vector<float> logits;
+    forward_into(batch, cache, logits);
+    return logits;
+  }
 
   // Bytes of weights one decode step reads from memory: every layer's matmuls and the output
   // projection as held (packed bytes, scales included; f32 at 4 bytes). What bounds decode speed,
