@@ -246,7 +246,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
       for (int m = 0; m < MR; ++m) {
         // q4's and q5_0's codes keep their +8 / +16 offset: subtract it times sum(x) of the block
         // (the formats with a min have none).
-        const int offset = F == WeightFormat::Q5 ? 16 : F == WeightFormat::Q4 ? 8 : 0;
+        constexpr int offset = stored_code_offset(F);
         isum[m][0] = isum[m][1] = _mm256_set1_epi32(-offset * xsum[m * blocks + b]);
         pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
       }

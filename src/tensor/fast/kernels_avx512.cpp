@@ -156,7 +156,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   const float* xscale = ByBlock ? in.scale_by_block.data() : in.scale.data() + row0 * s_row;
   const int32_t* xsum = ByBlock ? in.sum_by_block.data() : in.sum.data() + row0 * s_row;
   const int32_t* xsum_low = !K6 ? nullptr : ByBlock ? in.sum_low_by_block.data() : in.sum_low.data() + row0 * s_row;
-  constexpr int offset = Q8 ? 128 : F == WeightFormat::Q4 ? 8 : F == WeightFormat::Q5 ? 16 : 0;  // stored code = q + offset
+  constexpr int offset = stored_code_offset(F);
   const uint8_t* wp[NV];
   const uint8_t* sp[NV];
   #pragma GCC unroll 16
@@ -367,7 +367,7 @@ template <WeightFormat F>
 void quant_row_tile(const KernelArgs& a, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
   constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5;
-  constexpr int offset = Q8 ? 128 : fifth ? 16 : 8;  // stored code = q + offset
+  constexpr int offset = stored_code_offset(F);
   constexpr int block_bytes = panel_block_bytes(F), scale_bytes = scale_block_bytes(F);
   const PackedMatrix& w = *a.w;
   const int blocks = w.blocks();

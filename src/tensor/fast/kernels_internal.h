@@ -33,6 +33,11 @@ inline std::size_t q4_offset(int block, int row_in_panel, int kk) {
 
 // Codes of 5 bits: q4's nibbles plus a plane of fifth bits (q5_high_offset).
 constexpr bool five_bit_codes(WeightFormat f) { return f == WeightFormat::Q5 || f == WeightFormat::Q5_1 || f == WeightFormat::Q5K; }
+// The offset an unsigned stored code carries (stored = q + offset): int8 128, q4 8, q5_0 16; the
+// formats with a min or a fixed bias (q4_1, q5_1, the K-quants) none.
+constexpr int stored_code_offset(WeightFormat f) {
+  return f == WeightFormat::Q8 ? 128 : f == WeightFormat::Q4 ? 8 : f == WeightFormat::Q5 ? 16 : 0;
+}
 // q4_1 / q5_1: an fp16 d and m per (row, block), value d * q + m.
 constexpr bool block_mins(WeightFormat f) { return f == WeightFormat::Q4_1 || f == WeightFormat::Q5_1; }
 // Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
@@ -65,11 +70,11 @@ inline std::size_t q5_high_offset(int block, int row_in_panel, int kk) {
 // The code of row r, input kk of block b in an int8 / q4 / q5_0 / q4_1 / q5_1 panel: int8, q4 and q5_0
 // signed (stored q + 128, q + 8, q + 16), q4_1 and q5_1 as stored (0..15, 0..31).
 inline int panel_int_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
-  if (f == WeightFormat::Q8) return static_cast<int>(panel[q8_offset(b, r, kk)]) - 128;
+  if (f == WeightFormat::Q8) return static_cast<int>(panel[q8_offset(b, r, kk)]) - stored_code_offset(f);
   const uint8_t byte = panel[static_cast<std::size_t>(b) * panel_block_bytes(f) + q4_offset(0, r, kk % 16)];
   int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
   if (five_bit_codes(f)) q |= ((panel[q5_high_offset(b, r, kk)] >> (kk / 4)) & 1) << 4;
-  return q - (f == WeightFormat::Q4 ? 8 : f == WeightFormat::Q5 ? 16 : 0);
+  return q - stored_code_offset(f);
 }
 
 // Software prefetch in the AVX2 and AVX-512 kernels: every weight load asks for its line
