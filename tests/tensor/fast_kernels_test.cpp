@@ -34,8 +34,17 @@ std::vector<Isa> runnable_isas() {
   return isas;
 }
 
+// AVX-512's one-row tiles under each weight-prefetch hint (the same arithmetic, so the same bits).
+std::vector<StreamPrefetch> prefetch_hints(Isa isa) {
+  if (isa == Isa::Avx512) return {StreamPrefetch::T0, StreamPrefetch::Nta};
+  return {default_stream_prefetch()};
+}
+
 struct IsaGuard {
-  ~IsaGuard() { set_isa_limit(Isa::Avx512); }
+  ~IsaGuard() {
+    set_isa_limit(Isa::Avx512);
+    set_stream_prefetch(default_stream_prefetch());
+  }
 };
 
 // float64 reference from first principles: dequantized weights (checked separately against the
@@ -295,8 +304,10 @@ TEST(Matmul, RowsAreIndependentOfBatchAndMatchTheScalarPath) {
     set_isa_limit(Isa::Scalar);
     std::vector<float> scalar(static_cast<std::size_t>(rows) * out);
     matmul(x.data(), rows, m, nullptr, scalar.data());
-    for (Isa isa : runnable_isas()) {
+    for (Isa isa : runnable_isas())
+    for (StreamPrefetch hint : prefetch_hints(isa)) {
       set_isa_limit(isa);
+      set_stream_prefetch(hint);
       std::vector<float> batch(static_cast<std::size_t>(rows) * out);
       matmul(x.data(), rows, m, nullptr, batch.data());
       for (int r = 0; r < rows; ++r) {
@@ -304,7 +315,8 @@ TEST(Matmul, RowsAreIndependentOfBatchAndMatchTheScalarPath) {
         matmul(x.data() + static_cast<std::size_t>(r) * in, 1, m, nullptr, single.data());
         for (int o = 0; o < out; ++o) {
           ASSERT_EQ(single[o], batch[static_cast<std::size_t>(r) * out + o])
-              << format_name(format) << " " << isa_name(isa) << " row " << r << " col " << o;
+              << format_name(format) << " " << isa_name(isa) << " prefetch " << stream_prefetch_name(hint) << " row " << r
+              << " col " << o;
           ASSERT_NEAR(single[o], scalar[static_cast<std::size_t>(r) * out + o], 1e-5f * (1 + std::fabs(single[o])))
               << format_name(format) << " " << isa_name(isa) << " row " << r << " col " << o;
         }
@@ -363,6 +375,26 @@ TEST(Dispatch, LimitSelectsTheFallbackAndReportsIt) {
   EXPECT_EQ(active_isa(), detected_isa());
   set_isa_limit(Isa::Avx2);
   EXPECT_LE(static_cast<int>(active_isa()), static_cast<int>(Isa::Avx2));
+}
+
+// The one-row prefetch hint: chosen by name (INFERLAB_PREFETCH's values), a clear error for any
+// other, and named in the report line where AVX-512 runs.
+TEST(Dispatch, PrefetchHintIsChosenByNameAndReported) {
+  IsaGuard guard;
+  EXPECT_EQ(parse_stream_prefetch("t0"), StreamPrefetch::T0);
+  EXPECT_EQ(parse_stream_prefetch("nta"), StreamPrefetch::Nta);
+  try {
+    parse_stream_prefetch("t1");
+    FAIL() << "t1 accepted";
+  } catch (const inferlab::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected t0 or nta"), std::string::npos) << e.what();
+  }
+  for (StreamPrefetch hint : {StreamPrefetch::T0, StreamPrefetch::Nta}) {
+    set_stream_prefetch(hint);
+    EXPECT_EQ(active_stream_prefetch(), hint);
+    const bool named = cpu_features_line().find(std::string("one-row prefetch ") + stream_prefetch_name(hint)) != std::string::npos;
+    EXPECT_EQ(named, active_isa() == Isa::Avx512) << cpu_features_line();
+  }
 }
 
 // Fusing q|k|v (or gate|up) after packing gives the matrix that packing the stacked rows gives.

@@ -57,8 +57,17 @@ std::vector<Isa> runnable_isas() {
   return isas;
 }
 
+// AVX-512's one-row tiles under each weight-prefetch hint (the same arithmetic, so the same bits).
+std::vector<StreamPrefetch> prefetch_hints(Isa isa) {
+  if (isa == Isa::Avx512) return {StreamPrefetch::T0, StreamPrefetch::Nta};
+  return {default_stream_prefetch()};
+}
+
 struct IsaGuard {
-  ~IsaGuard() { set_isa_limit(Isa::Avx512); }
+  ~IsaGuard() {
+    set_isa_limit(Isa::Avx512);
+    set_stream_prefetch(default_stream_prefetch());
+  }
 };
 
 // The types that run from panels of their own (Q8_0 and Q4_0 move to the int8 / q4 panels, whose
@@ -354,15 +363,18 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
         }
       }
       for (Isa isa : runnable_isas())
+        for (StreamPrefetch hint : prefetch_hints(isa))
         for (int threads : {1, 2}) {
           set_isa_limit(isa);
+          set_stream_prefetch(hint);
           set_threads(threads);
+          const std::string path = std::string(isa_name(isa)) + " prefetch " + stream_prefetch_name(hint);
           std::vector<float> y(y_scalar.size(), NAN), single(out);
           matmul(x.data(), rows, w, bias.data(), y.data());
-          ASSERT_EQ(std::memcmp(y.data(), y_scalar.data(), y.size() * 4), 0) << ggml_type_name(type) << " " << isa_name(isa);
+          ASSERT_EQ(std::memcmp(y.data(), y_scalar.data(), y.size() * 4), 0) << ggml_type_name(type) << " " << path;
           matmul(x.data() + static_cast<std::size_t>(rows - 1) * in, 1, w, bias.data(), single.data());
           ASSERT_EQ(std::memcmp(single.data(), y.data() + static_cast<std::size_t>(rows - 1) * out, out * 4), 0)
-              << ggml_type_name(type) << " " << isa_name(isa) << ": a row alone differs from the same row in a batch";
+              << ggml_type_name(type) << " " << path << ": a row alone differs from the same row in a batch";
         }
       set_threads(0);
     }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 #include "inferlab/util/error.h"
 
@@ -33,6 +34,19 @@ Isa initial_limit() {
 }
 
 std::atomic<int> limit{-1};
+
+bool amd_cpu() {
+  unsigned max_leaf = 0, vendor[3] = {0, 0, 0};
+  if (!__get_cpuid(0, &max_leaf, &vendor[0], &vendor[2], &vendor[1])) return false;
+  return std::memcmp(vendor, "AuthenticAMD", 12) == 0;
+}
+
+StreamPrefetch initial_prefetch() {
+  const char* env = std::getenv("INFERLAB_PREFETCH");
+  return env && *env ? parse_stream_prefetch(env) : default_stream_prefetch();
+}
+
+std::atomic<int> prefetch{-1};
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -68,6 +82,30 @@ Isa active_isa() {
 
 void set_isa_limit(Isa isa) { limit.store(static_cast<int>(isa), std::memory_order_relaxed); }
 
+const char* stream_prefetch_name(StreamPrefetch hint) { return hint == StreamPrefetch::Nta ? "nta" : "t0"; }
+
+StreamPrefetch parse_stream_prefetch(const std::string& name) {
+  if (name == "t0") return StreamPrefetch::T0;
+  if (name == "nta") return StreamPrefetch::Nta;
+  fail("unknown prefetch hint '{}' (INFERLAB_PREFETCH): expected t0 or nta", name);
+}
+
+StreamPrefetch default_stream_prefetch() {
+  static const StreamPrefetch hint = amd_cpu() ? StreamPrefetch::Nta : StreamPrefetch::T0;
+  return hint;
+}
+
+StreamPrefetch active_stream_prefetch() {
+  int current = prefetch.load(std::memory_order_relaxed);
+  if (current < 0) {
+    current = static_cast<int>(initial_prefetch());
+    prefetch.store(current, std::memory_order_relaxed);
+  }
+  return static_cast<StreamPrefetch>(current);
+}
+
+void set_stream_prefetch(StreamPrefetch hint) { prefetch.store(static_cast<int>(hint), std::memory_order_relaxed); }
+
 std::string cpu_features_line() {
   __builtin_cpu_init();
   std::string line = isa_name(active_isa());
@@ -92,6 +130,7 @@ std::string cpu_features_line() {
   }
   line += ")";
   if (active_isa() != detected_isa()) line += fmt::format(", limited from {}", isa_name(detected_isa()));
+  if (active_isa() == Isa::Avx512) line += fmt::format(", one-row prefetch {}", stream_prefetch_name(active_stream_prefetch()));
   return line;
 }
 

@@ -30,7 +30,8 @@ inline int32_t load_i32(const void* p) {
 // ahead (kernels_internal.h): a single bf16 / f16 row 2.5 KiB in its 2-panel tiles (prefetchnta),
 // 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles, a K-quant / q4_1 /
 // q5_1 row 6 KiB in one panel (quant_tile<1, 1>). A single int8 / q4 / q5_0 row instead asks for
-// each block's lines 5 KiB ahead at the block's start (quant_row_tile, prefetchnta).
+// each block's lines 5 KiB ahead at the block's start (quant_row_tile). The one-row tiles take the
+// prefetch hint of active_stream_prefetch() (cpu.h: nta on AMD, t0 on Intel), as two kernel tables.
 
 // _mm_prefetch with the hint as a template argument. GCC's _mm_prefetch takes an enum _mm_hint and
 // clang's a constant, so neither spelling compiles on both; both expand to this builtin, whose
@@ -358,12 +359,12 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 // One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
 // panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
 // panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead
-// (prefetchnta), the scales left to the hardware prefetcher. On a Zen 5 this read DRAM faster
+// (with Hint: prefetchnta on AMD, prefetcht0 on Intel), the scales left to the hardware prefetcher. On a Zen 5 this read DRAM faster
 // than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and 2 threads, 89 -> 95 % of the
 // read bandwidth at 1; Q4_0 +3 % / +11 %) and than this shape with prefetcht0 (the AVX2 tiles') or
 // with two panels, each measured in its own process, alternated (docs/speed.md). It adds the same exact int32
 // sums per block and makes the same fp32 FMAs in block order: the bits of every other tile.
-template <WeightFormat F>
+template <WeightFormat F, int Hint>
 void quant_row_tile(const KernelArgs& a, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
   constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5;
@@ -381,7 +382,7 @@ void quant_row_tile(const KernelArgs& a, int panel) {
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
     #pragma GCC unroll 8
-    for (int line = 0; line < block_bytes; line += 64) prefetch_line<_MM_HINT_NTA>(wb + line + kSingleRowBytesInFlight);
+    for (int line = 0; line < block_bytes; line += 64) prefetch_line<Hint>(wb + line + kSingleRowBytesInFlight);
     const int8_t* xb = x + b * kBlock;
     __m256i isum[2];
     isum[0] = isum[1] = _mm256_set1_epi32(-offset * xsum[b]);
@@ -456,7 +457,7 @@ void run_single_row(const KernelArgs& a, int panel_begin, int panel_end) {
   for (; p + 2 <= panel_end; p += 2) Two(a, 0, p);
   if (p < panel_end) One(a, 0, p);
 }
-constexpr int kNta = _MM_HINT_NTA, kRowFlight = kSingleRowBytesInFlight;
+constexpr int kRowFlight = kSingleRowBytesInFlight;
 
 // Instantiated only for the tiles run_panels uses, whose accumulators fit the 32 vector registers
 // with room for the weights and the broadcast input, or (integer decode batches) nearly so
@@ -487,13 +488,15 @@ struct QuantKernel {
 
 // bf16 prefill: 6 rows x 4 panels = 24 accumulators, 4 weight loads and 6 broadcasts per 24
 // vdpbf16ps (8 x 2 needed 10 loads per 16).
+template <int RowHint>
 void bf16_avx512(const KernelArgs& a, int pb, int pe) {
-  if (a.rows == 1) return run_single_row<bf16_tile<1, 2, kNta, kRowFlight>, bf16_tile<1, 1, kNta, kRowFlight>>(a, pb, pe);
+  if (a.rows == 1) return run_single_row<bf16_tile<1, 2, RowHint, kRowFlight>, bf16_tile<1, 1, RowHint, kRowFlight>>(a, pb, pe);
   run_panels<Bf16Kernel, 4, 4, 4, 6, 4>(a, pb, pe);
 }
 // f16: the bf16 shapes (fp32 FMAs, up to 24 accumulators).
+template <int RowHint>
 void f16_avx512(const KernelArgs& a, int pb, int pe) {
-  if (a.rows == 1) return run_single_row<f16_tile<1, 2, kNta, kRowFlight>, f16_tile<1, 1, kNta, kRowFlight>>(a, pb, pe);
+  if (a.rows == 1) return run_single_row<f16_tile<1, 2, RowHint, kRowFlight>, f16_tile<1, 1, RowHint, kRowFlight>>(a, pb, pe);
   run_panels<F16Kernel, 4, 4, 4, 6, 4>(a, pb, pe);
 }
 // Integer tiles hold two accumulator sets (int32 per block, fp32 overall). Prefill: 4 rows x 2
@@ -505,12 +508,12 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // epilogue per block) one panel per 512-bit tile, 6 KiB ahead with prefetcht0, which read faster
 // than two-panel non-temporal tiles (Zen 5: a 1,024-wide Q4_K_M tg64 119-126 -> 129-138 t/s at 1
 // thread, 213 -> 233-246 at 2; docs/speed.md).
-template <WeightFormat F>
+template <WeightFormat F, int RowHint>
 void quant_avx512(const KernelArgs& a, int pb, int pe) {
   if (a.rows == 1) {
     for (int p = pb; p < pe; ++p) {
       if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5)
-        quant_row_tile<F>(a, p);
+        quant_row_tile<F, RowHint>(a, p);
       else
         quant_tile<1, 1, F, false>(a, 0, p);
     }
@@ -607,25 +610,28 @@ void dot16_avx512(const float* w, std::size_t w_stride, int w_rows, const float*
   table[x_rows - 1][w_rows - 1](w, w_stride, x, x_stride, n, acc);
 }
 
+// The kernels whose one-row tiles prefetch with RowHint; only those tiles differ between the two tables.
+template <int RowHint>
+constexpr KernelTable avx512_table{bf16_avx512<RowHint>,
+                                   f16_avx512<RowHint>,
+                                   quant_avx512<WeightFormat::Q8, RowHint>,
+                                   quant_avx512<WeightFormat::Q4, RowHint>,
+                                   quant_avx512<WeightFormat::Q5, RowHint>,
+                                   quant_avx512<WeightFormat::Q4_1, RowHint>,
+                                   quant_avx512<WeightFormat::Q5_1, RowHint>,
+                                   quant_avx512<WeightFormat::Q4K, RowHint>,
+                                   quant_avx512<WeightFormat::Q5K, RowHint>,
+                                   quant_avx512<WeightFormat::Q6K, RowHint>,
+                                   bf16_row_avx512,
+                                   q8_row_avx512,
+                                   false,
+                                   dot16_avx512,
+                                   kBatchRows};
+
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table{bf16_avx512,
-                                 f16_avx512,
-                                 quant_avx512<WeightFormat::Q8>,
-                                 quant_avx512<WeightFormat::Q4>,
-                                 quant_avx512<WeightFormat::Q5>,
-                                 quant_avx512<WeightFormat::Q4_1>,
-                                 quant_avx512<WeightFormat::Q5_1>,
-                                 quant_avx512<WeightFormat::Q4K>,
-                                 quant_avx512<WeightFormat::Q5K>,
-                                 quant_avx512<WeightFormat::Q6K>,
-                                 bf16_row_avx512,
-                                 q8_row_avx512,
-                                 false,
-                                 dot16_avx512,
-                                 kBatchRows};
-  return table;
+  return active_stream_prefetch() == StreamPrefetch::Nta ? avx512_table<_MM_HINT_NTA> : avx512_table<_MM_HINT_T0>;
 }
 
 }  // namespace inferlab::fast::detail

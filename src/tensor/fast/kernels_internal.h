@@ -87,9 +87,10 @@ template <int NV>
 constexpr int kPrefetchBytes = kBytesInFlight / NV;
 
 // A single row (one decode stream) on AVX-512: bf16 / f16 stream 2 panels per tile, int8 / q4 / q5_0
-// one (quant_row_tile), with 5 KiB in flight, prefetched non-temporally (prefetchnta): lines read
-// once stay out of the L2. Against 4 panels with 6 KiB (prefetcht0), bf16 decode read 3 points more
-// of the memory bandwidth on a Zen 5 at 1 thread (bench engine --bandwidth, docs/speed.md).
+// one (quant_row_tile), with 5 KiB in flight, prefetched with active_stream_prefetch()'s hint (cpu.h).
+// On a Zen 5, non-temporally (lines read once stay out of the L2): against 4 panels with 6 KiB
+// (prefetcht0), bf16 decode read 3 points more of the memory bandwidth at 1 thread; on Intel
+// prefetchnta halves it (bench engine --bandwidth, docs/speed.md).
 constexpr int kSingleRowBytesInFlight = 5 * 1024;
 
 // Each computes y for output panels [panel_begin, panel_end) and every row.

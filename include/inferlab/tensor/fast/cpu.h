@@ -21,7 +21,22 @@ Isa active_isa();
 // Lowers (or restores, with Isa::Avx512) the ceiling for every later kernel call.
 void set_isa_limit(Isa limit);
 
-// One line for reports: "avx512 (avx512f avx512bw avx512_bf16 avx512_vnni avx2 fma f16c)".
+// The hint of the weight prefetch in AVX-512's one-row decode tiles (bf16, f16, int8, q4, q5_0), whose
+// lines are read once. prefetchnta keeps them out of the L2: on a Zen 5 it read 3-11 % more of the
+// memory bandwidth than prefetcht0. On Intel (Xeon, Emerald Rapids) it reads less than half as
+// much: a non-temporal prefetch fills the L1 only and holds one of its few fill buffers until the
+// line arrives, the L2 streamer never sees the stream, and decode read 6-9 GB/s of 17 where
+// prefetcht0 reads 15-16 (docs/speed.md). So the default is nta on AMD CPUs and t0 on the others;
+// INFERLAB_PREFETCH=t0|nta or set_stream_prefetch chooses (the arithmetic is the same either way).
+enum class StreamPrefetch { T0 = 0, Nta = 1 };
+const char* stream_prefetch_name(StreamPrefetch hint);
+StreamPrefetch parse_stream_prefetch(const std::string& name);  // throws Error naming the accepted values
+StreamPrefetch default_stream_prefetch();                       // by CPU vendor, as above
+StreamPrefetch active_stream_prefetch();                        // INFERLAB_PREFETCH, else the default
+void set_stream_prefetch(StreamPrefetch hint);
+
+// One line for reports: "avx512 (avx512f avx512bw avx512_bf16 avx512_vnni avx2 fma f16c), one-row
+// prefetch t0" (the prefetch only where AVX-512 is active).
 std::string cpu_features_line();
 
 }  // namespace inferlab::fast
