@@ -1,0 +1,30 @@
+// The probes' report: an OpenBLAS that fell back to its oldest x86-64 kernels on a SIMD CPU says
+// how to pick its own (OPENBLAS_CORETYPE), and only then.
+#include "inferlab/bench/probes.h"
+
+#include <gtest/gtest.h>
+
+namespace inferlab::bench {
+namespace {
+
+MachineProbes probes_of(const std::string& cpu, const std::string& core) {
+  MachineProbes p;
+  p.threads = 1;
+  p.cpu = cpu;
+  p.openblas_core = core;
+  p.openblas_config = "OpenBLAS 0.3.21 DYNAMIC_ARCH " + core;
+  return p;
+}
+
+TEST(ProbesText, NamesTheOpenBlasCoreTypeWhenItFellBackOnASimdCpu) {
+  const std::string avx512 = probes_text(probes_of("avx512 (avx512f avx2 fma f16c)", "Prescott"));
+  EXPECT_NE(avx512.find("set OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << avx512;
+  const std::string avx2 = probes_text(probes_of("avx2 (avx2 fma f16c)", "Prescott"));
+  EXPECT_NE(avx2.find("set OPENBLAS_CORETYPE=Haswell"), std::string::npos) << avx2;
+  for (const auto& [cpu, core] : {std::pair{"avx512 (avx512f avx2 fma f16c)", "SkylakeX"}, std::pair{"avx2 (avx2 fma f16c)", "Zen"},
+                                  std::pair{"scalar ()", "Prescott"}})
+    EXPECT_EQ(probes_text(probes_of(cpu, core)).find("OPENBLAS_CORETYPE"), std::string::npos) << cpu << " " << core;
+}
+
+}  // namespace
+}  // namespace inferlab::bench
