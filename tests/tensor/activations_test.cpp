@@ -27,6 +27,6 @@ TEST(Activations, SiluMulMatchesTheLibraryExp) {
         ASSERT_NEAR(out[i], expected, 2e-6 * std::fabs(expected) + 1e-30) << "gate " << gate[i] << " isa " << isa_name(active_isa());
       }
     }
-    set_isa_limit(Isa::Avx512);
+    set_isa_limit(Isa::Amx);
   }
 }

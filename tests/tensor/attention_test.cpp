@@ -103,7 +103,7 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
                                                  << " isa " << isa_name(active_isa()) << " threads " << threads << " at " << i;
       }
     }
-    set_isa_limit(Isa::Avx512);
+    set_isa_limit(Isa::Amx);
   }
   set_threads(0);
 }
@@ -156,7 +156,7 @@ TEST(Attention, SplitRowsGiveTheSameBitsAloneInABatchAndOnAnyThreads) {
       }
     }
   }
-  set_isa_limit(Isa::Avx512);
+  set_isa_limit(Isa::Amx);
   set_threads(0);
 }
 

@@ -54,18 +54,19 @@ std::vector<Isa> runnable_isas() {
   std::vector<Isa> isas{Isa::Scalar};
   if (detected_isa() >= Isa::Avx2) isas.push_back(Isa::Avx2);
   if (detected_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
+  if (detected_isa() >= Isa::Amx) isas.push_back(Isa::Amx);
   return isas;
 }
 
 // AVX-512's one-row tiles under each weight-prefetch hint (the same arithmetic, so the same bits).
 std::vector<StreamPrefetch> prefetch_hints(Isa isa) {
-  if (isa == Isa::Avx512) return {StreamPrefetch::T0, StreamPrefetch::Nta};
+  if (isa >= Isa::Avx512) return {StreamPrefetch::T0, StreamPrefetch::Nta};
   return {default_stream_prefetch()};
 }
 
 struct IsaGuard {
   ~IsaGuard() {
-    set_isa_limit(Isa::Avx512);
+    set_isa_limit(Isa::Amx);
     set_stream_prefetch(default_stream_prefetch());
   }
 };
@@ -327,7 +328,7 @@ TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
     std::mt19937 rng(type);
     std::normal_distribution<float> dist;
     for (const PackedMatrix* form : forms)
-    for (int rows : {1, 2, 3, 8, 17}) {
+    for (int rows : {1, 2, 3, 8, 17, 70}) {
       const PackedMatrix& w = *form;
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " as " + format_name(w.format()) + ", rows " + std::to_string(rows));
       std::vector<float> x(static_cast<std::size_t>(rows) * in), bias(out);

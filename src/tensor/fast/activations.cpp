@@ -51,7 +51,7 @@ void silu_mul_avx2(const float* gate, const float* up, float* out, std::size_t n
 INFERLAB_TARGET_END
 
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
-  if (active_isa() == Isa::Avx512) return silu_mul_avx512(gate, up, out, n);
+  if (active_isa() >= Isa::Avx512) return silu_mul_avx512(gate, up, out, n);
   if (active_isa() == Isa::Avx2) return silu_mul_avx2(gate, up, out, n);
   silu_mul_scalar(gate, up, out, 0, n);
 }

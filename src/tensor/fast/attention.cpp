@@ -438,7 +438,7 @@ void causal_attention(const float* q, std::size_t q_stride, float* out, std::siz
   const bool f16 = !rows.empty() && rows.front().kv->f16();
   using AttendFn = void (*)(const Task&, int row0, int rows, int kv_head, int part);
   AttendFn attend = f16 ? attend_scalar<uint16_t> : attend_scalar<float>;
-  if (active_isa() == Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
+  if (active_isa() >= Isa::Avx512 && shape.head_dim % 16 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
     attend = f16 ? attend_avx512<uint16_t> : attend_avx512<float>;
   else if (active_isa() >= Isa::Avx2 && shape.head_dim % 8 == 0 && shape.head_dim <= kMaxHeadDim && group <= kMaxGroup)
     attend = f16 ? attend_avx2<uint16_t> : attend_avx2<float>;

@@ -1,6 +1,8 @@
 #include "inferlab/tensor/fast/cpu.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -18,6 +20,21 @@ bool has_f16c() {
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
 
+// AMX-TILE and AMX-INT8: CPUID leaf 7, EDX bits 24 and 25 (GCC 12's __builtin_cpu_supports does
+// not know them).
+bool has_amx_int8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 24)) && (edx & (1u << 25));
+}
+
+// Linux hands a process the 8 KiB of tile state only when it asks (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XTILEDATA, Linux 5.16 on); a tile instruction without it is SIGILL. A
+// kernel or hypervisor that refuses leaves the CPU at AVX-512.
+bool amx_tiles_granted() {
+  constexpr int kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
 Isa detect() {
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
@@ -25,12 +42,13 @@ Isa detect() {
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni");
-  return avx512 ? Isa::Avx512 : Isa::Avx2;
+  if (!avx512) return Isa::Avx2;
+  return has_amx_int8() && amx_tiles_granted() ? Isa::Amx : Isa::Avx512;
 }
 
 Isa initial_limit() {
   const char* env = std::getenv("INFERLAB_ISA");
-  return env && *env ? parse_isa(env) : Isa::Avx512;
+  return env && *env ? parse_isa(env) : Isa::Amx;
 }
 
 std::atomic<int> limit{-1};
@@ -54,6 +72,7 @@ const char* isa_name(Isa isa) {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Amx: return "amx";
   }
   return "?";
 }
@@ -62,7 +81,8 @@ Isa parse_isa(const std::string& name) {
   if (name == "scalar") return Isa::Scalar;
   if (name == "avx2") return Isa::Avx2;
   if (name == "avx512") return Isa::Avx512;
-  fail("unknown instruction set '{}': expected scalar, avx2 or avx512", name);
+  if (name == "amx") return Isa::Amx;
+  fail("unknown instruction set '{}': expected scalar, avx2, avx512 or amx", name);
 }
 
 Isa detected_isa() {
@@ -110,7 +130,7 @@ std::string cpu_features_line() {
   __builtin_cpu_init();
   std::string line = isa_name(active_isa());
   line += " (";
-  const char* names[] = {"avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512vnni", "avx2", "fma", "f16c"};
+  const char* names[] = {"avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512vnni", "amx-int8", "avx2", "fma", "f16c"};
   bool first = true;
   for (const char* name : names) {
     bool has = false;
@@ -123,6 +143,7 @@ std::string cpu_features_line() {
     else if (std::string(name) == "avx2") has = __builtin_cpu_supports("avx2");
     else if (std::string(name) == "fma") has = __builtin_cpu_supports("fma");
     else if (std::string(name) == "f16c") has = has_f16c();
+    else if (std::string(name) == "amx-int8") has = has_amx_int8();
     if (!has) continue;
     line += first ? "" : " ";
     line += name;
@@ -130,7 +151,7 @@ std::string cpu_features_line() {
   }
   line += ")";
   if (active_isa() != detected_isa()) line += fmt::format(", limited from {}", isa_name(detected_isa()));
-  if (active_isa() == Isa::Avx512) line += fmt::format(", one-row prefetch {}", stream_prefetch_name(active_stream_prefetch()));
+  if (active_isa() >= Isa::Avx512) line += fmt::format(", one-row prefetch {}", stream_prefetch_name(active_stream_prefetch()));
   return line;
 }
 

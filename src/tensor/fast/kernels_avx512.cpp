@@ -630,9 +630,10 @@ constexpr KernelTable avx512_table{bf16_avx512<RowHint>,
 
 }  // namespace
 
-const KernelTable& avx512_kernels() {
-  return active_stream_prefetch() == StreamPrefetch::Nta ? avx512_table<_MM_HINT_NTA> : avx512_table<_MM_HINT_T0>;
+const KernelTable& avx512_kernels(StreamPrefetch hint) {
+  return hint == StreamPrefetch::Nta ? avx512_table<_MM_HINT_NTA> : avx512_table<_MM_HINT_T0>;
 }
+const KernelTable& avx512_kernels() { return avx512_kernels(active_stream_prefetch()); }
 
 }  // namespace inferlab::fast::detail
 

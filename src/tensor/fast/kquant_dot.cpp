@@ -379,10 +379,10 @@ INFERLAB_TARGET_END
 GgmlIntDotFn ggml_int_row_dot(uint32_t type, Isa isa) {
   switch (type) {
     case kGgmlQ4_K:
-      return isa == Isa::Avx512 ? q4_k_rows_avx512<false> : isa == Isa::Avx2 ? q4_k_rows_avx2<false> : rows_scalar<q4_k_dot_scalar_row<false>>;
+      return isa >= Isa::Avx512 ? q4_k_rows_avx512<false> : isa == Isa::Avx2 ? q4_k_rows_avx2<false> : rows_scalar<q4_k_dot_scalar_row<false>>;
     case kGgmlQ5_K:
-      return isa == Isa::Avx512 ? q4_k_rows_avx512<true> : isa == Isa::Avx2 ? q4_k_rows_avx2<true> : rows_scalar<q4_k_dot_scalar_row<true>>;
-    case kGgmlQ6_K: return isa == Isa::Avx512 ? q6_k_rows_avx512 : isa == Isa::Avx2 ? q6_k_rows_avx2 : rows_scalar<q6_k_dot_scalar_row>;
+      return isa >= Isa::Avx512 ? q4_k_rows_avx512<true> : isa == Isa::Avx2 ? q4_k_rows_avx2<true> : rows_scalar<q4_k_dot_scalar_row<true>>;
+    case kGgmlQ6_K: return isa >= Isa::Avx512 ? q6_k_rows_avx512 : isa == Isa::Avx2 ? q6_k_rows_avx2 : rows_scalar<q6_k_dot_scalar_row>;
     default: return nullptr;
   }
 }

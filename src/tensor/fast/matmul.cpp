@@ -16,6 +16,7 @@ namespace inferlab::fast {
 namespace {
 const detail::KernelTable& kernels_for(Isa isa) {
   switch (isa) {
+    case Isa::Amx: return detail::amx_kernels();
     case Isa::Avx512: return detail::avx512_kernels();
     case Isa::Avx2: return detail::avx2_kernels();
     case Isa::Scalar: break;

@@ -203,7 +203,7 @@ constexpr ReadWay kReadWays[] = {{1, false}, {2, false}, {4, false}, {1, true}, 
 
 template <int S>
 float sum_streams(Isa isa, const float* base, std::size_t part, bool prefetch) {
-  if (isa == Isa::Avx512 && !prefetch) return sum_streams_avx512<S>(base, part);
+  if (isa >= Isa::Avx512 && !prefetch) return sum_streams_avx512<S>(base, part);
   return prefetch ? sum_streams_avx2<S, true>(base, part) : sum_streams_avx2<S, false>(base, part);
 }
 
@@ -288,7 +288,7 @@ BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {
   for (int r = 0; r < repeats; ++r) {
     const auto start = Clock::now();
     pool.parallel_for(static_cast<int64_t>(n / 64), [&](int64_t begin, int64_t end) {
-      if (isa == Isa::Avx512) triad_avx512(pa + begin * 64, pb + begin * 64, pc + begin * 64, 3.0f, (end - begin) * 64);
+      if (isa >= Isa::Avx512) triad_avx512(pa + begin * 64, pb + begin * 64, pc + begin * 64, 3.0f, (end - begin) * 64);
       else if (isa == Isa::Avx2) triad_avx2(pa + begin * 64, pb + begin * 64, pc + begin * 64, 3.0f, (end - begin) * 64);
       else
         for (int64_t i = begin * 64; i < end * 64; ++i) pa[i] = pb[i] + 3.0f * pc[i];

@@ -1,5 +1,5 @@
 // Which SIMD code paths this CPU can run, detected once at start-up, and a ceiling a user or a
-// test can lower (INFERLAB_ISA=scalar|avx2|avx512, or set_isa_limit) to exercise the fallbacks.
+// test can lower (INFERLAB_ISA=scalar|avx2|avx512|amx, or set_isa_limit) to exercise the fallbacks.
 #pragma once
 #include <string>
 
@@ -9,6 +9,7 @@ enum class Isa {
   Scalar = 0,
   Avx2 = 1,    // AVX2 + FMA + F16C
   Avx512 = 2,  // AVX-512 F/BW/VL/DQ with BF16 (vdpbf16ps) and VNNI (vpdpbusd)
+  Amx = 3,     // AVX-512 plus AMX-TILE / AMX-INT8 (tdpbssd) that the OS lets this process use
 };
 
 const char* isa_name(Isa isa);
@@ -18,7 +19,7 @@ Isa parse_isa(const std::string& name);  // throws Error naming the accepted val
 Isa detected_isa();
 // What the kernels use now: min(detected, limit).
 Isa active_isa();
-// Lowers (or restores, with Isa::Avx512) the ceiling for every later kernel call.
+// Lowers (or restores, with Isa::Amx) the ceiling for every later kernel call.
 void set_isa_limit(Isa limit);
 
 // The hint of the weight prefetch in AVX-512's one-row decode tiles (bf16, f16, int8, q4, q5_0), whose
