@@ -65,6 +65,17 @@ StreamPrefetch initial_prefetch() {
 }
 
 std::atomic<int> prefetch{-1};
+
+// A setting held as an int (-1: not read yet), its first value from the environment.
+template <typename Enum>
+int setting(std::atomic<int>& value, Enum (*initial)()) {
+  int current = value.load(std::memory_order_relaxed);
+  if (current < 0) {
+    current = static_cast<int>(initial());
+    value.store(current, std::memory_order_relaxed);
+  }
+  return current;
+}
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -91,11 +102,7 @@ Isa detected_isa() {
 }
 
 Isa active_isa() {
-  int current = limit.load(std::memory_order_relaxed);
-  if (current < 0) {
-    current = static_cast<int>(initial_limit());
-    limit.store(current, std::memory_order_relaxed);
-  }
+  const int current = setting(limit, initial_limit);
   const int hw = static_cast<int>(detected_isa());
   return static_cast<Isa>(current < hw ? current : hw);
 }
@@ -115,14 +122,7 @@ StreamPrefetch default_stream_prefetch() {
   return hint;
 }
 
-StreamPrefetch active_stream_prefetch() {
-  int current = prefetch.load(std::memory_order_relaxed);
-  if (current < 0) {
-    current = static_cast<int>(initial_prefetch());
-    prefetch.store(current, std::memory_order_relaxed);
-  }
-  return static_cast<StreamPrefetch>(current);
-}
+StreamPrefetch active_stream_prefetch() { return static_cast<StreamPrefetch>(setting(prefetch, initial_prefetch)); }
 
 void set_stream_prefetch(StreamPrefetch hint) { prefetch.store(static_cast<int>(hint), std::memory_order_relaxed); }
 
