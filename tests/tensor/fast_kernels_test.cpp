@@ -102,6 +102,7 @@ TEST(Formats, ParseAndNames) {
     EXPECT_NE(std::string(e.what()).find("bf16"), std::string::npos);
   }
   EXPECT_THROW(parse_isa("sse9"), inferlab::Error);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) EXPECT_EQ(parse_isa(isa_name(isa)), isa);
 }
 
 TEST(Formats, Bf16RoundsToNearestEven) {

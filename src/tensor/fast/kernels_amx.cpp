@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kTileRows = 16;  // activation rows per A tile (and C tile)
 // Fewer rows keep the AVX-512 tiles: each block's int32 sums go through memory to be scaled
-// (20 ns per 16 x 16 x 32 multiply on an Emerald Rapids core, where the tile unit alone takes 6),
+// (20 ns per 16 x 16 x 32 multiply on an Emerald Rapids core, where the tile unit alone takes 5),
 // which 16-32 rows do not repay (gate_up, 1 thread: 16 rows 0.8-0.9x, 32 rows 0.9-1.1x, 64 rows
 // 1.15x, 128 rows 1.3-1.6x of AVX-512; docs/speed.md).
 constexpr int kAmxMinRows = 64;

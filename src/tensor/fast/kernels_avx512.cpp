@@ -27,7 +27,7 @@ inline int32_t load_i32(const void* p) {
 
 // Each weight panel is its own stream; the hardware prefetcher alone left decode at 60-75 % of the
 // read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches InFlight / NV bytes
-// ahead (kernels_internal.h): a single bf16 / f16 row 2.5 KiB in its 2-panel tiles (prefetchnta),
+// ahead (kernels_internal.h): a single bf16 / f16 row 2.5 KiB in its 2-panel tiles (one-row hint),
 // 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles, a K-quant / q4_1 /
 // q5_1 row 6 KiB in one panel (quant_tile<1, 1>). A single int8 / q4 / q5_0 row instead asks for
 // each block's lines 5 KiB ahead at the block's start (quant_row_tile). The one-row tiles take the
@@ -359,11 +359,12 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 // One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
 // panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
 // panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead
-// (with Hint: prefetchnta on AMD, prefetcht0 on Intel), the scales left to the hardware prefetcher. On a Zen 5 this read DRAM faster
-// than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and 2 threads, 89 -> 95 % of the
-// read bandwidth at 1; Q4_0 +3 % / +11 %) and than this shape with prefetcht0 (the AVX2 tiles') or
-// with two panels, each measured in its own process, alternated (docs/speed.md). It adds the same exact int32
-// sums per block and makes the same fp32 FMAs in block order: the bits of every other tile.
+// (Hint: prefetchnta on AMD, prefetcht0 on Intel), the scales left to the hardware prefetcher. On
+// a Zen 5 this read DRAM faster than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and
+// 2 threads, 89 -> 95 % of the read bandwidth at 1; Q4_0 +3 % / +11 %) and than this shape with
+// prefetcht0 or with two panels, each measured in its own process, alternated (docs/speed.md). It
+// adds the same exact int32 sums per block and makes the same fp32 FMAs in block order: the bits of
+// every other tile.
 template <WeightFormat F, int Hint>
 void quant_row_tile(const KernelArgs& a, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
