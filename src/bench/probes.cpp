@@ -49,6 +49,10 @@ std::string probes_text(const MachineProbes& p) {
   else
     text += fmt::format("peak: bf16 dot (vdpbf16ps) {:.0f} GFLOP/s, fp32 FMA {:.0f} GFLOP/s, int8 (vpdpbusd) {:.0f} GOP/s\n",
                         p.peaks.bf16_gflops, p.peaks.fp32_gflops, p.peaks.int8_gops);
+  if (p.peaks.amx_int8_gops > 0)
+    text += fmt::format("peak (AMX): int8 tdpbssd {:.0f} GOP/s (whole 16 x 16 x 64 tiles; prefill multiplies one block of 32 "
+                        "at a time and scales each block's sums apart, far below it)\n",
+                        p.peaks.amx_int8_gops);
   for (const SgemmProbe& g : p.sgemm)
     text += fmt::format("OpenBLAS sgemm {}x{}x{} ({}): {:.0f} GFLOP/s\n", g.m, g.n, g.k, g.shape, g.gflops);
   return text;
@@ -66,7 +70,8 @@ nlohmann::json probes_json(const MachineProbes& p) {
   doc["peaks"] = {{"isa", p.peaks.isa},
                   {"bf16_gflops", p.peaks.bf16_gflops},
                   {"fp32_gflops", p.peaks.fp32_gflops},
-                  {"int8_gops", p.peaks.int8_gops}};
+                  {"int8_gops", p.peaks.int8_gops},
+                  {"amx_int8_gops", p.peaks.amx_int8_gops}};
   doc["openblas"] = {{"core", p.openblas_core}, {"config", p.openblas_config}};
   nlohmann::json gemms = nlohmann::json::array();
   for (const SgemmProbe& g : p.sgemm)

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace inferlab::bench {
 namespace {
 
@@ -24,6 +26,16 @@ TEST(ProbesText, NamesTheOpenBlasCoreTypeWhenItFellBackOnASimdCpu) {
   for (const auto& [cpu, core] : {std::pair{"avx512 (avx512f avx2 fma f16c)", "SkylakeX"}, std::pair{"avx2 (avx2 fma f16c)", "Zen"},
                                   std::pair{"scalar ()", "Prescott"}})
     EXPECT_EQ(probes_text(probes_of(cpu, core)).find("OPENBLAS_CORETYPE"), std::string::npos) << cpu << " " << core;
+}
+
+// The AMX int8 peak is a line of its own, only where it was measured.
+TEST(ProbesText, ReportsTheAmxPeakOnlyWhereMeasured) {
+  MachineProbes p = probes_of("amx (avx512f amx-int8 avx2 fma f16c)", "SkylakeX");
+  EXPECT_EQ(probes_text(p).find("peak (AMX)"), std::string::npos);
+  EXPECT_EQ(probes_json(p)["peaks"]["amx_int8_gops"], 0.0);
+  p.peaks.amx_int8_gops = 5900;
+  EXPECT_NE(probes_text(p).find("peak (AMX): int8 tdpbssd 5900 GOP/s"), std::string::npos) << probes_text(p);
+  EXPECT_EQ(probes_json(p)["peaks"]["amx_int8_gops"], 5900.0);
 }
 
 }  // namespace

@@ -100,6 +100,40 @@ double int8_loop(long iterations) {
 #pragma GCC diagnostic pop
 INFERLAB_TARGET_END
 
+INFERLAB_TARGET_BEGIN("amx-tile,amx-int8")
+namespace {
+// AMX's int8 peak: tdpbssd on whole tiles (16 x 16 int32 += 16 x 64 int8 times 64 x 16), into four
+// accumulator tiles so that no multiply waits for the one before.
+struct alignas(64) PeakTiles {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+};
+double amx_int8_loop(long iterations) {
+  static const PeakTiles config;
+  alignas(64) static const int8_t ones[16 * 64] = {};
+  alignas(64) int32_t out[16 * 16];
+  _tile_loadconfig(&config);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (long i = 0; i < iterations; ++i) {
+    _tile_dpbssd(0, 4, 5);
+    _tile_dpbssd(1, 4, 5);
+    _tile_dpbssd(2, 4, 5);
+    _tile_dpbssd(3, 4, 5);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  return out[0];
+}
+}  // namespace
+INFERLAB_TARGET_END
+
 INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
 // The same with 256-bit loads, optionally with software prefetch 4 KiB / S ahead of each stream: on
@@ -351,6 +385,8 @@ PeakResult measure_peaks(double seconds) {
   result.bf16_gflops = measure(bf16_loop, kPeakAccumulators * 16.0 * 2 * 2);
   result.fp32_gflops = measure(fp32_loop, kPeakAccumulators * 16.0 * 2);
   result.int8_gops = measure(int8_loop, kPeakAccumulators * 16.0 * 4 * 2);
+  // Per iteration: 4 tile multiplies of 16 x 16 x 64 multiply-adds x 2 ops.
+  if (detected_isa() >= Isa::Amx) result.amx_int8_gops = measure(amx_int8_loop, 4 * 16.0 * 16 * 64 * 2);
   return result;
 }
 

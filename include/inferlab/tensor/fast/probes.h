@@ -55,6 +55,7 @@ struct PeakResult {
   double bf16_gflops = 0;   // 2 flops per bf16 multiply-add
   double fp32_gflops = 0;
   double int8_gops = 0;
+  double amx_int8_gops = 0;  // tdpbssd on whole tiles; 0 without AMX
   int threads = 0;
 };
 PeakResult measure_peaks(double seconds = 0.3);
