@@ -33,11 +33,12 @@ std::string probes_text(const MachineProbes& p) {
   text += fmt::format("OpenBLAS: core {} ({})\n", p.openblas_core, p.openblas_config);
   // OpenBLAS picks its kernels by CPU model when it loads; a model newer than it knows (0.3.21 on an
   // Emerald Rapids Xeon) gets its oldest x86-64 kernels, ~6x slower there (docs/speed.md).
-  const bool simd_cpu = p.cpu.rfind("avx", 0) == 0;
+  // The peaks' instruction set is the CPU's own (not the INFERLAB_ISA ceiling): empty without AVX2.
+  const bool simd_cpu = !p.peaks.isa.empty();
   if (simd_cpu && (p.openblas_core == "Prescott" || p.openblas_core == "Core2" || p.openblas_core == "Nehalem"))
     text += fmt::format("  OpenBLAS does not know this CPU and runs its {} kernels (--weights f32 and the reference "
                         "layer use them): set OPENBLAS_CORETYPE={} before starting inferlab\n",
-                        p.openblas_core, p.cpu.rfind("avx512", 0) == 0 ? "SkylakeX" : "Haswell");
+                        p.openblas_core, p.peaks.isa == "avx512" ? "SkylakeX" : "Haswell");
   text += fmt::format("threads: {}\n", p.threads);
   text += fmt::format("memory read bandwidth (sum over {} MiB, fastest of 1, 2 or 4 streams per thread with or without "
                       "prefetch: {} stream{}{}): {:.1f} GB/s; STREAM triad {:.1f} GB/s\n",

@@ -9,10 +9,14 @@
 namespace inferlab::bench {
 namespace {
 
+// cpu: the kernels' features line, whose first word is the active instruction set; the peaks are
+// measured on the CPU's own (empty without AVX2).
 MachineProbes probes_of(const std::string& cpu, const std::string& core) {
   MachineProbes p;
   p.threads = 1;
   p.cpu = cpu;
+  const std::string active = cpu.substr(0, cpu.find(' '));
+  p.peaks.isa = active == "amx" ? "avx512" : active == "scalar" ? "" : active;
   p.openblas_core = core;
   p.openblas_config = "OpenBLAS 0.3.21 DYNAMIC_ARCH " + core;
   return p;
@@ -21,6 +25,8 @@ MachineProbes probes_of(const std::string& cpu, const std::string& core) {
 TEST(ProbesText, NamesTheOpenBlasCoreTypeWhenItFellBackOnASimdCpu) {
   const std::string avx512 = probes_text(probes_of("avx512 (avx512f avx2 fma f16c)", "Prescott"));
   EXPECT_NE(avx512.find("set OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << avx512;
+  const std::string amx = probes_text(probes_of("amx (avx512f amx-int8 avx2 fma f16c)", "Prescott"));
+  EXPECT_NE(amx.find("set OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << amx;
   const std::string avx2 = probes_text(probes_of("avx2 (avx2 fma f16c)", "Prescott"));
   EXPECT_NE(avx2.find("set OPENBLAS_CORETYPE=Haswell"), std::string::npos) << avx2;
   for (const auto& [cpu, core] : {std::pair{"avx512 (avx512f avx2 fma f16c)", "SkylakeX"}, std::pair{"avx2 (avx2 fma f16c)", "Zen"},
