@@ -35,20 +35,14 @@ constexpr int kTileRows = 16;  // activation rows per A tile (and C tile)
 constexpr int kAmxMinRows = 64;
 constexpr std::size_t kGroupBytes = 512 * 1024;  // activation bytes per group of rows (L2: 2 MiB)
 
-// The palette-1 tile configuration: tmm0 / tmm1 C (16 x 16 int32), tmm2 / tmm3 A (16 rows x 32
-// int8 of one block), tmm4 / tmm5 B (8 k-quads x 64 bytes), two of each so that one block's
-// multiply runs while the other's sums are scaled.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-TileConfig block_tiles() {
-  TileConfig c;
-  for (int t : {0, 1}) c.rows[t] = kTileRows, c.bytes_per_row[t] = 64;
-  for (int t : {2, 3}) c.rows[t] = kTileRows, c.bytes_per_row[t] = kBlock;
-  for (int t : {4, 5}) c.rows[t] = kBlock / 4, c.bytes_per_row[t] = 64;
+// The tiles: tmm0 / tmm1 C (16 x 16 int32), tmm2 / tmm3 A (16 rows x 32 int8 of one block), tmm4 /
+// tmm5 B (8 k-quads x 64 bytes), two of each so that one block's multiply runs while the other's
+// sums are scaled.
+AmxTileConfig block_tiles() {
+  AmxTileConfig c;
+  for (int t : {0, 1}) c.tile(t, kTileRows, 64);
+  for (int t : {2, 3}) c.tile(t, kTileRows, kBlock);
+  for (int t : {4, 5}) c.tile(t, kBlock / 4, 64);
   return c;
 }
 
@@ -119,7 +113,7 @@ void quant_amx(const KernelArgs& a, int panel_begin, int panel_end) {
     tail_scales.assign(static_cast<std::size_t>(kTileRows) * blocks, 0.0f);
     std::copy_n(in.scale.data() + static_cast<std::size_t>(full_rows) * blocks, static_cast<std::size_t>(tail) * blocks, tail_scales.data());
   }
-  static const TileConfig config = block_tiles();
+  static const AmxTileConfig config = block_tiles();
   _tile_loadconfig(&config);
   alignas(64) int32_t sums[2][kTileRows * 16];
   int8_t* b_tiles = reinterpret_cast<int8_t*>(codes.data());

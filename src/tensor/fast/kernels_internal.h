@@ -93,6 +93,20 @@ constexpr int kPrefetchBytes = kBytesInFlight / NV;
 // prefetchnta halves it (bench engine --bandwidth, docs/speed.md).
 constexpr int kSingleRowBytesInFlight = 5 * 1024;
 
+// AMX's palette-1 tile configuration (ldtilecfg's 64 bytes): each of the 16 tiles' rows and bytes
+// per row (0: unused). Loaded per thread before any tile instruction.
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+  constexpr AmxTileConfig& tile(int t, int tile_rows, int row_bytes) {
+    rows[t] = static_cast<uint8_t>(tile_rows), bytes_per_row[t] = static_cast<uint16_t>(row_bytes);
+    return *this;
+  }
+};
+static_assert(sizeof(AmxTileConfig) == 64, "ldtilecfg reads 64 bytes");
+
 // Each computes y for output panels [panel_begin, panel_end) and every row.
 using PanelKernel = void (*)(const KernelArgs& args, int panel_begin, int panel_end);
 

@@ -14,6 +14,7 @@
 #include "inferlab/tensor/fast/packed.h"
 #include "inferlab/tensor/fast/thread_pool.h"
 #include "tensor/fast/isa_target.h"
+#include "tensor/fast/kernels_internal.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" char* openblas_get_config(void);
@@ -104,14 +105,14 @@ INFERLAB_TARGET_BEGIN("amx-tile,amx-int8")
 namespace {
 // AMX's int8 peak: tdpbssd on whole tiles (16 x 16 int32 += 16 x 64 int8 times 64 x 16), into four
 // accumulator tiles so that no multiply waits for the one before.
-struct alignas(64) PeakTiles {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-};
+// Tiles 0-3 the accumulators, 4 and 5 the operands: every one 16 rows x 64 bytes.
+detail::AmxTileConfig peak_tiles() {
+  detail::AmxTileConfig c;
+  for (int t = 0; t < 6; ++t) c.tile(t, 16, 64);
+  return c;
+}
 double amx_int8_loop(long iterations) {
-  static const PeakTiles config;
+  static const detail::AmxTileConfig config = peak_tiles();
   alignas(64) static const int8_t ones[16 * 64] = {};
   alignas(64) int32_t out[16 * 16];
   _tile_loadconfig(&config);
