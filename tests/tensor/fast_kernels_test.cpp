@@ -12,10 +12,12 @@
 #include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/packed.h"
 #include "inferlab/tensor/fast/thread_pool.h"
+#include "isa_paths.h"
 #include "tensor/fast/kernels_internal.h"
 
 using namespace inferlab;
 using namespace inferlab::fast;
+using namespace inferlab::test;
 
 namespace {
 
@@ -26,28 +28,6 @@ std::vector<float> random_vector(std::size_t n, uint32_t seed, float scale = 1.0
   for (auto& x : v) x = dist(rng);
   return v;
 }
-
-// The instruction sets this machine can run, scalar first.
-std::vector<Isa> runnable_isas() {
-  std::vector<Isa> isas{Isa::Scalar};
-  if (detected_isa() >= Isa::Avx2) isas.push_back(Isa::Avx2);
-  if (detected_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
-  if (detected_isa() >= Isa::Amx) isas.push_back(Isa::Amx);
-  return isas;
-}
-
-// AVX-512's one-row tiles under each weight-prefetch hint (the same arithmetic, so the same bits).
-std::vector<StreamPrefetch> prefetch_hints(Isa isa) {
-  if (isa >= Isa::Avx512) return {StreamPrefetch::T0, StreamPrefetch::Nta};
-  return {default_stream_prefetch()};
-}
-
-struct IsaGuard {
-  ~IsaGuard() {
-    set_isa_limit(Isa::Amx);
-    set_stream_prefetch(default_stream_prefetch());
-  }
-};
 
 // float64 reference from first principles: dequantized weights (checked separately against the
 // source) times the activations as the format rounds / quantizes them.

@@ -14,9 +14,11 @@
 #include "inferlab/tensor/fast/ggml_blocks.h"
 #include "inferlab/tensor/fast/packed.h"
 #include "inferlab/tensor/fast/thread_pool.h"
+#include "isa_paths.h"
 
 using namespace inferlab;
 using namespace inferlab::fast;
+using namespace inferlab::test;
 
 namespace {
 
@@ -49,27 +51,6 @@ std::vector<uint8_t> random_rows(uint32_t type, int out, int in, uint32_t seed) 
   }
   return bytes;
 }
-
-std::vector<Isa> runnable_isas() {
-  std::vector<Isa> isas{Isa::Scalar};
-  if (detected_isa() >= Isa::Avx2) isas.push_back(Isa::Avx2);
-  if (detected_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
-  if (detected_isa() >= Isa::Amx) isas.push_back(Isa::Amx);
-  return isas;
-}
-
-// AVX-512's one-row tiles under each weight-prefetch hint (the same arithmetic, so the same bits).
-std::vector<StreamPrefetch> prefetch_hints(Isa isa) {
-  if (isa >= Isa::Avx512) return {StreamPrefetch::T0, StreamPrefetch::Nta};
-  return {default_stream_prefetch()};
-}
-
-struct IsaGuard {
-  ~IsaGuard() {
-    set_isa_limit(Isa::Amx);
-    set_stream_prefetch(default_stream_prefetch());
-  }
-};
 
 // The types that run from panels of their own (Q8_0 and Q4_0 move to the int8 / q4 panels, whose
 // kernels fast_kernels_test covers); every one also as rows of blocks (how it runs when fused with
