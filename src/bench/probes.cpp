@@ -40,10 +40,10 @@ std::string probes_text(const MachineProbes& p) {
                         "layer use them): set OPENBLAS_CORETYPE={} before starting inferlab\n",
                         p.openblas_core, p.peaks.isa == "avx512" ? "SkylakeX" : "Haswell");
   text += fmt::format("threads: {}\n", p.threads);
-  text += fmt::format("memory read bandwidth (sum over {} MiB, fastest of 1, 2 or 4 streams per thread with or without "
-                      "prefetch: {} stream{}{}): {:.1f} GB/s; STREAM triad {:.1f} GB/s\n",
+  text += fmt::format("memory read bandwidth (sum over {} MiB, fastest of 1, 2 or 4 streams per thread, software "
+                      "prefetch none, t0 or t0+t1: {} stream{}, {}): {:.1f} GB/s; STREAM triad {:.1f} GB/s\n",
                       p.bandwidth.bytes >> 20, p.bandwidth.read_streams, p.bandwidth.read_streams == 1 ? "" : "s",
-                      p.bandwidth.read_prefetch ? ", prefetched" : "", p.bandwidth.read_gbs, p.bandwidth.triad_gbs);
+                      read_prefetch_name(p.bandwidth.read_prefetch), p.bandwidth.read_gbs, p.bandwidth.triad_gbs);
   if (p.peaks.isa == "avx2")
     text += fmt::format("peak (AVX2): fp32 FMA {:.0f} GFLOP/s (bf16 weights run on it), int8 (vpmaddubsw+vpmaddwd) {:.0f} GOP/s\n",
                         p.peaks.fp32_gflops, p.peaks.int8_gops);
@@ -65,7 +65,7 @@ nlohmann::json probes_json(const MachineProbes& p) {
   doc["cpu"] = p.cpu;
   doc["bandwidth"] = {{"read_gbs", p.bandwidth.read_gbs},
                       {"read_streams_per_thread", p.bandwidth.read_streams},
-                      {"read_prefetch", p.bandwidth.read_prefetch},
+                      {"read_prefetch", read_prefetch_name(p.bandwidth.read_prefetch)},
                       {"triad_gbs", p.bandwidth.triad_gbs},
                       {"array_bytes", p.bandwidth.bytes}};
   doc["peaks"] = {{"isa", p.peaks.isa},

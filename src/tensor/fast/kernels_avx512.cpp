@@ -31,7 +31,8 @@ inline int32_t load_i32(const void* p) {
 // 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles, a K-quant / q4_1 /
 // q5_1 row 6 KiB in one panel (quant_tile<1, 1>). A single int8 / q4 / q5_0 row instead asks for
 // each block's lines 5 KiB ahead at the block's start (quant_row_tile). The one-row tiles take the
-// prefetch hint of active_stream_prefetch() (cpu.h: nta on AMD, t0 on Intel), as two kernel tables.
+// prefetch hint of active_stream_prefetch() (cpu.h: nta on AMD, t0 on Intel), as two kernel tables;
+// under t0 they also ask for each line kSingleRowFarBytes ahead into the L2 (prefetcht1).
 
 // _mm_prefetch with the hint as a template argument. GCC's _mm_prefetch takes an enum _mm_hint and
 // clang's a constant, so neither spelling compiles on both; both expand to this builtin, whose
@@ -39,6 +40,16 @@ inline int32_t load_i32(const void* p) {
 template <int Hint>
 inline void prefetch_line(const void* p) {
   __builtin_prefetch(p, 0, Hint);
+}
+
+// A stream's prefetch offset inside its panel (near), and the one once that runs past the panel's
+// end (next): as far into the panel NV further on, which this thread's next tile streams.
+struct PrefetchOffset {
+  std::ptrdiff_t near, next;
+};
+template <int NV>
+PrefetchOffset prefetch_offset(std::ptrdiff_t ahead, std::size_t panel_bytes) {
+  return {ahead, ahead + (NV - 1) * static_cast<std::ptrdiff_t>(panel_bytes)};
 }
 
 inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -52,8 +63,10 @@ inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
 }
 
 // Hint and InFlight: the prefetch's hint and the bytes a tile keeps in flight over its NV panels.
-template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
+// Far (bytes, 0: none): each panel's lines also asked for that far ahead into the L2 (prefetcht1).
+template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight, int Far = 0>
 void bf16_tile(const KernelArgs& a, int row0, int panel0) {
+  static_assert(Far == 0 || Far >= InFlight / NV, "the far prefetch runs past the panel's end before the near one");
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const uint16_t* x = a.in->bf16.data() + row0 * ldx;
@@ -66,10 +79,13 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
-  auto step = [&](int kp, std::ptrdiff_t ahead) __attribute__((always_inline)) {
+  auto step = [&](int kp, std::ptrdiff_t ahead, std::ptrdiff_t far) __attribute__((always_inline)) {
     __m512i wv[NV];
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) prefetch_line<Hint>(wp[v] + kp * 64 + ahead);
+    if constexpr (Far > 0)
+      #pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) prefetch_line<_MM_HINT_T1>(wp[v] + kp * 64 + far);
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_si512(wp[v] + kp * 64);
     #pragma GCC unroll 16
@@ -81,11 +97,11 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
   };
   // Near a panel's end the prefetch moves on to the start of the panel NV further, which the
   // next tile of this thread streams (panels are contiguous), so no tile starts cold.
-  constexpr int ahead = InFlight / NV;
-  const int tail = std::max(0, kpairs - ahead / 64);
-  for (int kp = 0; kp < tail; ++kp) step(kp, ahead);
-  const std::ptrdiff_t next = ahead + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
-  for (int kp = tail; kp < kpairs; ++kp) step(kp, next);
+  const PrefetchOffset ahead = prefetch_offset<NV>(InFlight / NV, w.panel_bytes()), far = prefetch_offset<NV>(Far, w.panel_bytes());
+  const int tail = std::max(0, kpairs - InFlight / NV / 64), far_tail = Far > 0 ? std::max(0, kpairs - Far / 64) : tail;
+  for (int kp = 0; kp < far_tail; ++kp) step(kp, ahead.near, far.near);
+  for (int kp = far_tail; kp < tail; ++kp) step(kp, ahead.near, far.next);
+  for (int kp = tail; kp < kpairs; ++kp) step(kp, ahead.next, far.next);
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
@@ -94,8 +110,9 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
 
 // f16 weights (per k, 16 rows of fp16) widened by vcvtph2ps and dotted with the fp32 activations
 // as given, per row and output one FMA chain in k order (f16_panels.cpp's scalar kernel).
-template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
+template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight, int Far = 0>
 void f16_tile(const KernelArgs& a, int row0, int panel0) {
+  static_assert(Far == 0 || Far >= InFlight / NV, "the far prefetch runs past the panel's end before the near one");
   const PackedMatrix& w = *a.w;
   const int in = w.in();
   const float* x = a.x + static_cast<std::size_t>(row0) * in;
@@ -107,11 +124,12 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
-  auto step = [&](int k, std::ptrdiff_t ahead) __attribute__((always_inline)) {
+  auto step = [&](int k, std::ptrdiff_t ahead, std::ptrdiff_t far) __attribute__((always_inline)) {
     __m512 wv[NV];
     #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       if (k % 2 == 0) prefetch_line<Hint>(wp[v] + k * 32 + ahead);  // a line holds two k
+      if (Far > 0 && k % 2 == 0) prefetch_line<_MM_HINT_T1>(wp[v] + k * 32 + far);
       wv[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + k * 32)));
     }
     #pragma GCC unroll 16
@@ -122,11 +140,11 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
     }
   };
   // As bf16_tile: near a panel's end the prefetch moves on to the panel NV further.
-  constexpr int ahead = InFlight / NV;
-  const int tail = std::max(0, in - ahead / 32);
-  for (int k = 0; k < tail; ++k) step(k, ahead);
-  const std::ptrdiff_t next = ahead + static_cast<std::ptrdiff_t>(NV - 1) * static_cast<std::ptrdiff_t>(w.panel_bytes());
-  for (int k = tail; k < in; ++k) step(k, next);
+  const PrefetchOffset ahead = prefetch_offset<NV>(InFlight / NV, w.panel_bytes()), far = prefetch_offset<NV>(Far, w.panel_bytes());
+  const int tail = std::max(0, in - InFlight / NV / 32), far_tail = Far > 0 ? std::max(0, in - Far / 32) : tail;
+  for (int k = 0; k < far_tail; ++k) step(k, ahead.near, far.near);
+  for (int k = far_tail; k < tail; ++k) step(k, ahead.near, far.next);
+  for (int k = tail; k < in; ++k) step(k, ahead.next, far.next);
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
@@ -142,8 +160,10 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
 // *_by_block copies, whose strides are constants: with the rows' own strides (in_padded, blocks)
 // the 8-row tiles ran out of general registers for the rows' pointers and spilled them (8 rows of
 // q4 / int8 8-11 % faster this way on a Zen 5, bench kernels --rows 8).
-template <int MR, int NV, WeightFormat F, bool ByBlock>
+// Far (one panel only): as bf16_tile's, for the one-row K-quant / q4_1 / q5_1 tiles.
+template <int MR, int NV, WeightFormat F, bool ByBlock, int Far = 0>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
+  static_assert(Far == 0 || NV == 1, "the far prefetch runs into the next panel, which only a one-panel tile reads next");
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
   constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
   constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
@@ -185,6 +205,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
     auto prefetch = [&](int v, int line) __attribute__((always_inline)) {
       prefetch_line<_MM_HINT_T0>(wp[v] + b * block_bytes + line * 64 + data_ahead);
+      if constexpr (Far > 0) prefetch_line<_MM_HINT_T1>(wp[v] + b * block_bytes + line * 64 + Far);
     };
     if constexpr (K6) {
       // Two halves of 16 k, each its own int32 sums and scale: codes from the q4 nibbles (low
@@ -365,7 +386,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 // prefetcht0 or with two panels, each measured in its own process, alternated (docs/speed.md). It
 // adds the same exact int32 sums per block and makes the same fp32 FMAs in block order: the bits of
 // every other tile.
-template <WeightFormat F, int Hint>
+template <WeightFormat F, int Hint, int Far>
 void quant_row_tile(const KernelArgs& a, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
   constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5;
@@ -384,6 +405,9 @@ void quant_row_tile(const KernelArgs& a, int panel) {
     const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
     #pragma GCC unroll 8
     for (int line = 0; line < block_bytes; line += 64) prefetch_line<Hint>(wb + line + kSingleRowBytesInFlight);
+    if constexpr (Far > 0)  // one panel a tile: past its end lies the next tile's panel
+      #pragma GCC unroll 8
+      for (int line = 0; line < block_bytes; line += 64) prefetch_line<_MM_HINT_T1>(wb + line + Far);
     const int8_t* xb = x + b * kBlock;
     __m256i isum[2];
     isum[0] = isum[1] = _mm256_set1_epi32(-offset * xsum[b]);
@@ -459,6 +483,8 @@ void run_single_row(const KernelArgs& a, int panel_begin, int panel_end) {
   if (p < panel_end) One(a, 0, p);
 }
 constexpr int kRowFlight = kSingleRowBytesInFlight;
+template <int Hint>
+constexpr int kRowFar = Hint == _MM_HINT_T0 ? kSingleRowFarBytes : 0;
 
 // Instantiated only for the tiles run_panels uses, whose accumulators fit the 32 vector registers
 // with room for the weights and the broadcast input, or (integer decode batches) nearly so
@@ -491,13 +517,13 @@ struct QuantKernel {
 // vdpbf16ps (8 x 2 needed 10 loads per 16).
 template <int RowHint>
 void bf16_avx512(const KernelArgs& a, int pb, int pe) {
-  if (a.rows == 1) return run_single_row<bf16_tile<1, 2, RowHint, kRowFlight>, bf16_tile<1, 1, RowHint, kRowFlight>>(a, pb, pe);
+  if (a.rows == 1) return run_single_row<bf16_tile<1, 2, RowHint, kRowFlight, kRowFar<RowHint>>, bf16_tile<1, 1, RowHint, kRowFlight, kRowFar<RowHint>>>(a, pb, pe);
   run_panels<Bf16Kernel, 4, 4, 4, 6, 4>(a, pb, pe);
 }
 // f16: the bf16 shapes (fp32 FMAs, up to 24 accumulators).
 template <int RowHint>
 void f16_avx512(const KernelArgs& a, int pb, int pe) {
-  if (a.rows == 1) return run_single_row<f16_tile<1, 2, RowHint, kRowFlight>, f16_tile<1, 1, RowHint, kRowFlight>>(a, pb, pe);
+  if (a.rows == 1) return run_single_row<f16_tile<1, 2, RowHint, kRowFlight, kRowFar<RowHint>>, f16_tile<1, 1, RowHint, kRowFlight, kRowFar<RowHint>>>(a, pb, pe);
   run_panels<F16Kernel, 4, 4, 4, 6, 4>(a, pb, pe);
 }
 // Integer tiles hold two accumulator sets (int32 per block, fp32 overall). Prefill: 4 rows x 2
@@ -514,9 +540,9 @@ void quant_avx512(const KernelArgs& a, int pb, int pe) {
   if (a.rows == 1) {
     for (int p = pb; p < pe; ++p) {
       if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5)
-        quant_row_tile<F, RowHint>(a, p);
+        quant_row_tile<F, RowHint, kRowFar<RowHint>>(a, p);
       else
-        quant_tile<1, 1, F, false>(a, 0, p);
+        quant_tile<1, 1, F, false, kRowFar<RowHint>>(a, 0, p);
     }
     return;
   }

@@ -92,6 +92,11 @@ constexpr int kPrefetchBytes = kBytesInFlight / NV;
 // (prefetcht0), bf16 decode read 3 points more of the memory bandwidth at 1 thread; on Intel
 // prefetchnta halves it (bench engine --bandwidth, docs/speed.md).
 constexpr int kSingleRowBytesInFlight = 5 * 1024;
+// With prefetcht0 (Intel) each of those lines is also asked for kSingleRowFarBytes ahead of each
+// panel stream into the L2 (prefetcht1), so that the t0 request finds it there: on a Xeon (Emerald
+// Rapids) decode read 3-4 % more at 1 thread on a Q4_0 file, 5-6 % on bf16 (8 KiB beat 12, 16 and
+// 24; docs/speed.md). Not with prefetchnta (AMD), whose point is to keep these lines out of the L2.
+constexpr int kSingleRowFarBytes = 8 * 1024;
 
 // AMX's palette-1 tile configuration (ldtilecfg's 64 bytes): each of the 16 tiles' rows and bytes
 // per row (0: unused). Loaded per thread before any tile instruction.

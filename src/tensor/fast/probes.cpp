@@ -137,13 +137,14 @@ INFERLAB_TARGET_END
 
 INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
-// The same with 256-bit loads, optionally with software prefetch 4 KiB / S ahead of each stream: on
-// some CPUs (Zen 1) the hardware prefetcher alone reads well below what the memory delivers (the
-// decode kernels prefetch too).
-template <int S, bool Prefetch>
+// The same with 256-bit loads, optionally with software prefetch 4 KiB / S ahead of each stream
+// (and 8 KiB into the L2 with T0AndT1): on some CPUs (Zen 1) the hardware prefetcher alone reads
+// well below what the memory delivers, and on an Emerald Rapids Xeon the decode kernels' second,
+// farther prefetch read more than t0 alone (the decode kernels prefetch so too).
+template <int S, ReadPrefetch Prefetch>
 float sum_streams_avx2(const float* base, std::size_t part) {
   constexpr int U = 4 / S;
-  constexpr std::size_t ahead = 1024 / S;  // floats
+  constexpr std::size_t ahead = 1024 / S, far = 2048;  // floats
   __m256 acc[4];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (std::size_t i = 0; i < part; i += 16 * U)
@@ -152,7 +153,8 @@ float sum_streams_avx2(const float* base, std::size_t part) {
       #pragma GCC unroll 4
       for (int u = 0; u < U; ++u) {
         const float* line = base + j * part + i + 16 * u;
-        if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(line + ahead), _MM_HINT_T0);
+        if constexpr (Prefetch != ReadPrefetch::None) _mm_prefetch(reinterpret_cast<const char*>(line + ahead), _MM_HINT_T0);
+        if constexpr (Prefetch == ReadPrefetch::T0AndT1) _mm_prefetch(reinterpret_cast<const char*>(line + far), _MM_HINT_T1);
         acc[j * U + u] = _mm256_add_ps(acc[j * U + u], _mm256_add_ps(_mm256_load_ps(line), _mm256_load_ps(line + 8)));
       }
   alignas(32) float lanes[8];
@@ -226,20 +228,26 @@ float sum_plain(const float* a, std::size_t n) {
 }  // namespace
 
 namespace {
-// Each thread reads its slice as `streams` streams (1, 2 or 4), with or without software prefetch.
+// Each thread reads its slice as `streams` streams (1, 2 or 4), each ReadPrefetch.
 // Which is fastest depends on the CPU: on Zen 1 four prefetched streams (one stream left the
 // prefetchers short of the DRAM's parallelism); on a Zen 5 a throwaway loop read 42.5 GB/s with two
 // streams at 1 thread against 35-37 with four. So the probe tries them all.
 struct ReadWay {
   int streams;
-  bool prefetch;
+  ReadPrefetch prefetch;
 };
-constexpr ReadWay kReadWays[] = {{1, false}, {2, false}, {4, false}, {1, true}, {2, true}, {4, true}};
+constexpr ReadWay kReadWays[] = {{1, ReadPrefetch::None}, {2, ReadPrefetch::None}, {4, ReadPrefetch::None},
+                                 {1, ReadPrefetch::T0},   {2, ReadPrefetch::T0},   {4, ReadPrefetch::T0},
+                                 {1, ReadPrefetch::T0AndT1}, {2, ReadPrefetch::T0AndT1}, {4, ReadPrefetch::T0AndT1}};
 
 template <int S>
-float sum_streams(Isa isa, const float* base, std::size_t part, bool prefetch) {
-  if (isa >= Isa::Avx512 && !prefetch) return sum_streams_avx512<S>(base, part);
-  return prefetch ? sum_streams_avx2<S, true>(base, part) : sum_streams_avx2<S, false>(base, part);
+float sum_streams(Isa isa, const float* base, std::size_t part, ReadPrefetch prefetch) {
+  switch (prefetch) {
+    case ReadPrefetch::None: return isa >= Isa::Avx512 ? sum_streams_avx512<S>(base, part) : sum_streams_avx2<S, ReadPrefetch::None>(base, part);
+    case ReadPrefetch::T0: return sum_streams_avx2<S, ReadPrefetch::T0>(base, part);
+    case ReadPrefetch::T0AndT1: return sum_streams_avx2<S, ReadPrefetch::T0AndT1>(base, part);
+  }
+  return 0;
 }
 
 // One pass over n floats by every thread of the pool; GB/s.
@@ -271,7 +279,7 @@ double best_read(ThreadPool& pool, const float* pa, std::size_t n, int passes, R
   const bool simd = active_isa() >= Isa::Avx2;  // without SIMD every way is the same plain loop
   for (int r = 0; r < passes; ++r)
     for (const ReadWay& way : kReadWays) {
-      if (!simd && (way.streams != 1 || way.prefetch)) continue;
+      if (!simd && (way.streams != 1 || way.prefetch != ReadPrefetch::None)) continue;
       const double gbs = read_pass(pool, pa, n, way);
       if (gbs > best) {
         best = gbs;
@@ -299,6 +307,15 @@ double ReadProbe::measure(int passes) {
   // The best of every way of reading, so that a kernel's "share of the bandwidth" is measured
   // against what the memory can really give.
   return best_read(kernel_pool(), reinterpret_cast<const float*>(array_->data()), array_->size() / sizeof(float), passes);
+}
+
+const char* read_prefetch_name(ReadPrefetch p) {
+  switch (p) {
+    case ReadPrefetch::None: return "none";
+    case ReadPrefetch::T0: return "t0";
+    case ReadPrefetch::T0AndT1: return "t0+t1";
+  }
+  return "?";
 }
 
 BandwidthResult measure_bandwidth(std::size_t bytes, int repeats) {

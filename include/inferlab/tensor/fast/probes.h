@@ -9,10 +9,16 @@ namespace inferlab::fast {
 
 class AlignedBuffer;  // packed.h
 
+// How the read probe asks for lines ahead of its loads: not at all (the hardware prefetchers
+// alone), prefetcht0 (into the L1), or prefetcht0 plus prefetcht1 further ahead (into the L2), as
+// the one-row decode tiles do on Intel (kernels_internal.h).
+enum class ReadPrefetch { None, T0, T0AndT1 };
+const char* read_prefetch_name(ReadPrefetch p);  // "none", "t0", "t0+t1"
+
 struct BandwidthResult {
   double read_gbs = 0;   // sum over a large array (what decode does to weights), the fastest way:
   int read_streams = 0;  // streams per thread (1, 2 or 4)
-  bool read_prefetch = false;  // with software prefetch
+  ReadPrefetch read_prefetch = ReadPrefetch::None;
   double triad_gbs = 0;  // a[i] = b[i] + s*c[i], STREAM's counting (3 arrays x n x 4 bytes)
   std::size_t bytes = 0; // size of the read array
   int threads = 0;
@@ -30,7 +36,7 @@ class ReadProbe {
   ReadProbe(const ReadProbe&) = delete;
   ReadProbe& operator=(const ReadProbe&) = delete;
   // GB/s over all threads of the kernel pool: the best of `passes` reads each way (1, 2 or 4
-  // streams per thread, with and without software prefetch).
+  // streams per thread, each ReadPrefetch).
   double measure(int passes = 2);
   std::size_t bytes() const;
 
