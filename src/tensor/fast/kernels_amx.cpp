@@ -22,6 +22,7 @@
 INFERLAB_TARGET_BEGIN("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#include "tensor/fast/avx512_codes.h"
 
 namespace inferlab::fast::detail {
 
@@ -50,7 +51,6 @@ AmxTileConfig block_tiles() {
 template <WeightFormat F>
 void signed_panel(const uint8_t* panel, int blocks, int8_t* out) {
   constexpr int block_bytes = panel_block_bytes(F);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0f), fifth_bit = _mm512_set1_epi8(0x10);
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(stored_code_offset(F)));
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* src = panel + static_cast<std::size_t>(b) * block_bytes;
@@ -59,27 +59,15 @@ void signed_panel(const uint8_t* panel, int blocks, int8_t* out) {
       for (int q = 0; q < 8; ++q)
         _mm512_store_si512(dst + q * 64, _mm512_xor_si512(_mm512_load_si512(src + q * 64), _mm512_set1_epi8(static_cast<char>(0x80))));
     } else {
-      // Line g: low nibbles are k-quad g (k 4g..4g+3), high nibbles k-quad g + 4 (k 16 + 4g..).
+      // Line g: k-quads g and g + 4 (avx512_codes.h).
       for (int g = 0; g < 4; ++g) {
-        const __m512i raw = _mm512_load_si512(src + g * 64);
-        __m512i lo = _mm512_and_si512(raw, low_nibbles), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_nibbles);
-        if constexpr (F == WeightFormat::Q5) {  // fifth bits: bit g (k-quad g) and g + 4, moved to bit 4
-          const __m512i bits = _mm512_load_si512(src + 256);
-          lo = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi16(bits, 4 - g), fifth_bit, 0xf8);
-          hi = _mm512_ternarylogic_epi32(hi, g == 0 ? bits : _mm512_srli_epi16(bits, g), fifth_bit, 0xf8);
-        }
+        __m512i lo, hi;
+        nibble_codes<F == WeightFormat::Q5>(src, g, lo, hi);
         _mm512_store_si512(dst + g * 64, _mm512_sub_epi8(lo, offset));
         _mm512_store_si512(dst + (g + 4) * 64, _mm512_sub_epi8(hi, offset));
       }
     }
   }
-}
-
-inline void store_row(const KernelArgs& a, int row, int col, __m512 acc) {
-  const int n = std::min(16, a.w->out() - col);
-  const __mmask16 mask = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-  const __m512 bias = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
-  _mm512_mask_storeu_ps(a.y + static_cast<std::size_t>(row) * y_stride(a) + col, mask, _mm512_add_ps(acc, bias));
 }
 
 // acc[m] += float(sums[m]) * (ws * xs[m]) for the tile's rows (a partial tile's padding rows too:
@@ -160,7 +148,7 @@ void quant_amx(const KernelArgs& a, int panel_begin, int panel_end) {
       // Unrolled with constant indices, so that acc stays in registers.
       #pragma GCC unroll 16
       for (int m = 0; m < kTileRows; ++m)
-        if (m < mr) store_row(a, row0 + m, p * kPanel, acc[m]);
+        if (m < mr) store_tile_row(a, row0 + m, p * kPanel, acc[m]);
     }
   }
   _tile_release();

@@ -15,6 +15,7 @@ INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsic headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#include "tensor/fast/avx512_codes.h"
 
 namespace inferlab::fast::detail {
 namespace {
@@ -53,14 +54,6 @@ PrefetchOffset prefetch_offset(std::ptrdiff_t ahead, std::size_t panel_bytes) {
 }
 
 inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
-
-inline void store_tile_row(const KernelArgs& a, int row, int col, __m512 acc) {
-  const int n = std::min(16, a.w->out() - col);
-  if (n <= 0) return;
-  const __mmask16 mask = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-  const __m512 bias = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
-  _mm512_mask_storeu_ps(a.y + static_cast<std::size_t>(row) * y_stride(a) + col, mask, _mm512_add_ps(acc, bias));
-}
 
 // Hint and InFlight: the prefetch's hint and the bytes a tile keeps in flight over its NV panels.
 // Far (bytes, 0: none): each panel's lines also asked for that far ahead into the L2 (prefetcht1).
@@ -182,7 +175,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   const uint8_t* sp[NV];
   #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scale_bytes(panel0 + v);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0f), high_bits = _mm512_set1_epi8(0x30), fifth_bit = _mm512_set1_epi8(0x10);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f), high_bits = _mm512_set1_epi8(0x30);
   __m512 acc[MR][NV];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -291,17 +284,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
           #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) prefetch(v, 4);
         #pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v) {
-          const __m512i raw = _mm512_load_si512(wp[v] + b * block_bytes + g * 64);
-          lo[v] = _mm512_and_si512(raw, low_nibbles);
-          hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_nibbles);
-          if constexpr (fifth) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
-            const __m512i bits = _mm512_load_si512(wp[v] + b * block_bytes + 256);
-            const __m512i up = _mm512_slli_epi16(bits, 4 - g), down = g == 0 ? bits : _mm512_srli_epi16(bits, g);
-            lo[v] = _mm512_ternarylogic_epi32(lo[v], up, fifth_bit, 0xf8);  // lo | (up & 0x10)
-            hi[v] = _mm512_ternarylogic_epi32(hi[v], down, fifth_bit, 0xf8);
-          }
-        }
+        for (int v = 0; v < NV; ++v) nibble_codes<fifth>(wp[v] + b * block_bytes, g, lo[v], hi[v]);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           const __m512i xlo = _mm512_set1_epi32(load_i32(xb + m * x_row + g * 4));
@@ -399,7 +382,6 @@ void quant_row_tile(const KernelArgs& a, int panel) {
   const int32_t* xsum = a.in->sum.data();
   const uint8_t* wp = w.panel_data(panel);
   const uint8_t* sp = w.panel_scale_bytes(panel);
-  const __m256i low_nibbles = _mm256_set1_epi8(0x0f), fifth_bit = _mm256_set1_epi8(0x10);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
@@ -424,13 +406,8 @@ void quant_row_tile(const KernelArgs& a, int panel) {
         const __m256i xlo = _mm256_set1_epi32(load_i32(xb + g * 4)), xhi = _mm256_set1_epi32(load_i32(xb + (g + 4) * 4));
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
-          const __m256i raw = load256(wb + g * 64 + h * 32);
-          __m256i lo = _mm256_and_si256(raw, low_nibbles), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-          if constexpr (fifth) {  // as in quant_tile: bits g and g + 4 of each row's byte, moved to bit 4
-            const __m256i bits = load256(wb + 256 + h * 32);
-            lo = _mm256_ternarylogic_epi32(lo, _mm256_slli_epi16(bits, 4 - g), fifth_bit, 0xf8);
-            hi = _mm256_ternarylogic_epi32(hi, g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit, 0xf8);
-          }
+          __m256i lo, hi;
+          nibble_codes_half<fifth>(wb, g, h * 32, lo, hi);
           isum[h] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(isum[h], lo, xlo), hi, xhi);
         }
       }
