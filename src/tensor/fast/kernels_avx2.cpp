@@ -385,16 +385,25 @@ void run_decode(const KernelArgs& a, int pb, int pe, const std::array<TileFn, N>
   for (; p < pe; ++p) single[a.rows - 1](a, 0, p);
 }
 
+// bf16 decode batches (3 to 8 rows, a server's 8 streams) keep converting the weights in registers:
+// one panel's row blocks of up to 6 rows (12 FMA chains, as many as 16 ymm registers hold with the
+// weights), the panel read from memory once and then from L1 / L2. Widening panels to fp32 first
+// (the prefill path) ran 8 rows at 38-41 GFLOP/s on an Emerald Rapids Xeon (INFERLAB_ISA=avx2,
+// bench kernels --rows 8), blocks of 4 + 4 at 47-49, 6 + 2 at 51 (and 6 rows alone at 59-60).
+constexpr int kDecodeBatchRows = 8;
 void bf16_avx2(const KernelArgs& a, int pb, int pe) {
   if (a.rows <= 2) {  // two panels per pass: at least four independent FMA chains per row
     static constexpr auto pairs = table_of<bf16_decode_tile<1, 2>, bf16_decode_tile<2, 2>>();
     static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>>();
     return run_decode<2>(a, pb, pe, pairs, single);
   }
-  if (a.rows <= 4) {  // a small decode batch: still one pass over the weights
+  if (a.rows <= kDecodeBatchRows) {  // a decode batch: per panel, row blocks of up to 6 while it is in L1
     static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>, bf16_decode_tile<3, 1>,
-                                            bf16_decode_tile<4, 1>>();
-    return run_decode<1>(a, pb, pe, single, single);
+                                            bf16_decode_tile<4, 1>, bf16_decode_tile<5, 1>, bf16_decode_tile<6, 1>>();
+    constexpr int most = static_cast<int>(single.size());
+    for (int p = pb; p < pe; ++p)
+      for (int row0 = 0; row0 < a.rows; row0 += most) single[std::min(most, a.rows - row0) - 1](a, row0, p);
+    return;
   }
   using PrefillFn = void (*)(const KernelArgs&, int, int, const float*);
   static constexpr PrefillFn tiles[] = {bf16_prefill_tile<1>, bf16_prefill_tile<2>, bf16_prefill_tile<3>,
