@@ -363,8 +363,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 // One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
 // panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
 // panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead
-// (Hint: prefetchnta on AMD, prefetcht0 on Intel), the scales left to the hardware prefetcher. On
-// a Zen 5 this read DRAM faster than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and
+// (Hint: prefetchnta on AMD, prefetcht0 on Intel) and, under t0, Far ahead into the L2, the scales
+// left to the hardware prefetcher. On a Zen 5 this read DRAM faster than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and
 // 2 threads, 89 -> 95 % of the read bandwidth at 1; Q4_0 +3 % / +11 %) and than this shape with
 // prefetcht0 or with two panels, each measured in its own process, alternated (docs/speed.md). It
 // adds the same exact int32 sums per block and makes the same fp32 FMAs in block order: the bits of
