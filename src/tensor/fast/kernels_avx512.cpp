@@ -43,14 +43,18 @@ inline void prefetch_line(const void* p) {
   __builtin_prefetch(p, 0, Hint);
 }
 
-// A stream's prefetch offset inside its panel (near), and the one once that runs past the panel's
-// end (next): as far into the panel NV further on, which this thread's next tile streams.
-struct PrefetchOffset {
-  std::ptrdiff_t near, next;
-};
-template <int NV>
-PrefetchOffset prefetch_offset(std::ptrdiff_t ahead, std::size_t panel_bytes) {
-  return {ahead, ahead + (NV - 1) * static_cast<std::ptrdiff_t>(panel_bytes)};
+// The steps of one of a tile's NV panel streams, Unit bytes each: step(i, ahead, far) with the
+// prefetch offsets Ahead and Far (0: no far prefetch) from step i's line. Once an offset runs past
+// the panel's end it moves on to the start of the panel NV further, which this thread's next tile
+// streams (panels are contiguous), so no tile starts cold.
+template <int NV, int Unit, int Ahead, int Far, typename Step>
+inline __attribute__((always_inline)) void stream_panel(int steps, std::size_t panel_bytes, Step&& step) {
+  static_assert(Far == 0 || Far >= Ahead, "the far prefetch runs past the panel's end before the near one");
+  const std::ptrdiff_t skip = (NV - 1) * static_cast<std::ptrdiff_t>(panel_bytes);
+  const int tail = std::max(0, steps - Ahead / Unit), far_tail = Far > 0 ? std::max(0, steps - Far / Unit) : tail;
+  for (int i = 0; i < far_tail; ++i) step(i, Ahead, Far);
+  for (int i = far_tail; i < tail; ++i) step(i, Ahead, Far + skip);
+  for (int i = tail; i < steps; ++i) step(i, Ahead + skip, Far + skip);
 }
 
 inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -59,7 +63,6 @@ inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_
 // Far (bytes, 0: none): each panel's lines also asked for that far ahead into the L2 (prefetcht1).
 template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight, int Far = 0>
 void bf16_tile(const KernelArgs& a, int row0, int panel0) {
-  static_assert(Far == 0 || Far >= InFlight / NV, "the far prefetch runs past the panel's end before the near one");
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
   const uint16_t* x = a.in->bf16.data() + row0 * ldx;
@@ -88,13 +91,7 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
       for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_dpbf16_ps(acc[m][v], (__m512bh)wv[v], (__m512bh)xb);
     }
   };
-  // Near a panel's end the prefetch moves on to the start of the panel NV further, which the
-  // next tile of this thread streams (panels are contiguous), so no tile starts cold.
-  const PrefetchOffset ahead = prefetch_offset<NV>(InFlight / NV, w.panel_bytes()), far = prefetch_offset<NV>(Far, w.panel_bytes());
-  const int tail = std::max(0, kpairs - InFlight / NV / 64), far_tail = Far > 0 ? std::max(0, kpairs - Far / 64) : tail;
-  for (int kp = 0; kp < far_tail; ++kp) step(kp, ahead.near, far.near);
-  for (int kp = far_tail; kp < tail; ++kp) step(kp, ahead.near, far.next);
-  for (int kp = tail; kp < kpairs; ++kp) step(kp, ahead.next, far.next);
+  stream_panel<NV, 64, InFlight / NV, Far>(kpairs, w.panel_bytes(), step);  // a line per k-pair
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16
@@ -105,7 +102,6 @@ void bf16_tile(const KernelArgs& a, int row0, int panel0) {
 // as given, per row and output one FMA chain in k order (f16_panels.cpp's scalar kernel).
 template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight, int Far = 0>
 void f16_tile(const KernelArgs& a, int row0, int panel0) {
-  static_assert(Far == 0 || Far >= InFlight / NV, "the far prefetch runs past the panel's end before the near one");
   const PackedMatrix& w = *a.w;
   const int in = w.in();
   const float* x = a.x + static_cast<std::size_t>(row0) * in;
@@ -132,12 +128,7 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
       for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_fmadd_ps(wv[v], xb, acc[m][v]);
     }
   };
-  // As bf16_tile: near a panel's end the prefetch moves on to the panel NV further.
-  const PrefetchOffset ahead = prefetch_offset<NV>(InFlight / NV, w.panel_bytes()), far = prefetch_offset<NV>(Far, w.panel_bytes());
-  const int tail = std::max(0, in - InFlight / NV / 32), far_tail = Far > 0 ? std::max(0, in - Far / 32) : tail;
-  for (int k = 0; k < far_tail; ++k) step(k, ahead.near, far.near);
-  for (int k = far_tail; k < tail; ++k) step(k, ahead.near, far.next);
-  for (int k = tail; k < in; ++k) step(k, ahead.next, far.next);
+  stream_panel<NV, 32, InFlight / NV, Far>(in, w.panel_bytes(), step);  // 32 bytes per k
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 16

@@ -138,13 +138,13 @@ INFERLAB_TARGET_END
 INFERLAB_TARGET_BEGIN("avx2,fma")
 namespace {
 // The same with 256-bit loads, optionally with software prefetch 4 KiB / S ahead of each stream
-// (and 8 KiB into the L2 with T0AndT1): on some CPUs (Zen 1) the hardware prefetcher alone reads
+// (and, with T0AndT1, the one-row tiles' kSingleRowFarBytes into the L2): on some CPUs (Zen 1) the hardware prefetcher alone reads
 // well below what the memory delivers, and on an Emerald Rapids Xeon the decode kernels' second,
 // farther prefetch read more than t0 alone (the decode kernels prefetch so too).
 template <int S, ReadPrefetch Prefetch>
 float sum_streams_avx2(const float* base, std::size_t part) {
   constexpr int U = 4 / S;
-  constexpr std::size_t ahead = 1024 / S, far = 2048;  // floats
+  constexpr std::size_t ahead = 1024 / S, far = detail::kSingleRowFarBytes / sizeof(float);  // floats
   __m256 acc[4];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (std::size_t i = 0; i < part; i += 16 * U)
