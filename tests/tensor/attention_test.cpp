@@ -9,9 +9,11 @@
 #include "inferlab/tensor/float16.h"
 #include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/thread_pool.h"
+#include "isa_paths.h"
 
 using namespace inferlab;
 using namespace inferlab::fast;
+using namespace inferlab::test;
 
 namespace {
 struct Case {
@@ -26,6 +28,7 @@ struct Case {
 // The blocks hold keys transposed (KVBlocks); random values make the layout's contents arbitrary,
 // and the reference reads them through key_offset as the kernels must.
 TEST(Attention, FusedKernelMatchesTwoPassReference) {
+  IsaGuard guard;
   // Groups of 7, 1, 4, 2, 12 and 16 query heads: the SIMD kernels take them 8 (AVX-512) or 4
   // (AVX2) at a time, so 12 and 16 need two or more slices and 7 and 12 a narrower last one.
   const Case cases[] = {{14, 2, 64, 16}, {4, 4, 24, 16}, {8, 2, 32, 32}, {2, 1, 16, 8},
@@ -92,7 +95,7 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
         ASSERT_NEAR(expected[(rows.size() - 1) * q_dim + h * c.head_dim + d], v, 1e-6);
       }
     }
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    for (Isa isa : runnable_isas()) {
       set_isa_limit(isa);
       for (int threads : {1, 2}) {
         set_threads(threads);
@@ -103,7 +106,6 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
                                                  << " isa " << isa_name(active_isa()) << " threads " << threads << " at " << i;
       }
     }
-    set_isa_limit(Isa::Amx);
   }
   set_threads(0);
 }
@@ -111,6 +113,7 @@ TEST(Attention, FusedKernelMatchesTwoPassReference) {
 // A long row's parts are fixed by its own positions: the row alone, beside other rows (a decode
 // batch, a prompt) and on 1 or 2 threads gives the same bits, on every instruction set.
 TEST(Attention, SplitRowsGiveTheSameBitsAloneInABatchAndOnAnyThreads) {
+  IsaGuard guard;
   const int heads = 14, kv_heads = 2, hd = 64, bs = 16, kv_dim = kv_heads * hd;
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -139,7 +142,7 @@ TEST(Attention, SplitRowsGiveTheSameBitsAloneInABatchAndOnAnyThreads) {
   std::vector<float> q_batch(batch.size() * q_dim);
   for (auto& x : q_batch) x = dist(rng);
   std::copy(q_long.begin(), q_long.end(), q_batch.begin() + 3 * q_dim);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : runnable_isas()) {
     set_isa_limit(isa);
     std::vector<float> alone_1(q_dim);
     set_threads(1);
@@ -156,7 +159,6 @@ TEST(Attention, SplitRowsGiveTheSameBitsAloneInABatchAndOnAnyThreads) {
       }
     }
   }
-  set_isa_limit(Isa::Amx);
   set_threads(0);
 }
 
