@@ -278,9 +278,10 @@ TEST(Matmul, RowsAreIndependentOfBatchAndMatchTheScalarPath) {
   IsaGuard guard;
   const int out = 96, in = 160;
   const auto w = random_vector(static_cast<std::size_t>(out) * in, 11, 0.1f);
-  // 2 rows take the few-rows tiles, 5 and 8 the decode-batch tiles (AVX-512: both from the
-  // activations' *_by_block copies), 21 the prefill tiles.
-  for (const int rows : {2, 5, 8, 21})
+  // 2 rows take the few-rows tiles, 5, 7 and 8 the decode-batch tiles (AVX-512: both from the
+  // activations' *_by_block copies; AVX2 bf16: 7 and 8 rows a half panel at a time), 21 the
+  // prefill tiles.
+  for (const int rows : {2, 5, 7, 8, 21})
   for (WeightFormat format : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
     const auto x = random_vector(static_cast<std::size_t>(rows) * in, 12);
     const PackedMatrix m = PackedMatrix::from_f32(w.data(), out, in, format);

@@ -81,6 +81,53 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
       for (int h = 0; h < 2; ++h) store8(a, row0 + m, (panel0 + v) * kPanel + h * 8, acc[m][v][h]);
 }
 
+// A decode batch of 7 or 8 rows: 8 rows x 16 outputs would be 16 accumulators, more than the 16
+// ymm registers hold with the weights, so the rows go over one half of the panel (8 outputs, 8
+// FMA chains) and then the other, a chunk of k at a time: the chunk's weights and activations are
+// in L1 for the second half, and the panel's stream from memory is spread over both. The
+// accumulators wait in L1 between chunks; per output the FMA order is the scalar kernel's.
+constexpr int kBatchChunkPairs = 8;  // k-pairs: 512 bytes of the panel
+template <int MR>
+void bf16_batch_tile(const KernelArgs& a, int row0, int panel) {
+  const PackedMatrix& w = *a.w;
+  const std::size_t ldx = w.in_padded();
+  const float* x = a.in->bf16_f32.data() + row0 * ldx;
+  const uint8_t* wp = w.panel_data(panel);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  __m256 saved[2][MR];
+  #pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+    #pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) saved[h][m] = _mm256_setzero_ps();
+  const int kpairs = w.in_padded() / 2;
+  for (int kp0 = 0; kp0 < kpairs; kp0 += kBatchChunkPairs) {
+    const int kp1 = std::min(kpairs, kp0 + kBatchChunkPairs);
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m256 acc[MR];
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) acc[m] = saved[h][m];
+      for (int kp = kp0; kp < kp1; ++kp) {
+        if (h == 0) prefetch(wp + kp * 64 + kPrefetchBytes<1>);
+        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32));
+        const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(raw, high));
+        const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+        #pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) {
+          acc[m] = _mm256_fmadd_ps(odd, _mm256_broadcast_ss(x + m * ldx + 2 * kp + 1), acc[m]);
+          acc[m] = _mm256_fmadd_ps(even, _mm256_broadcast_ss(x + m * ldx + 2 * kp), acc[m]);
+        }
+      }
+      #pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) saved[h][m] = acc[m];
+    }
+  }
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, saved[h][m]);
+}
+
 // Prefill: a panel is widened to fp32 once ([k-pair][odd rows 0-7, 8-15][even rows 0-7, 8-15])
 // and then used by every row block, so the inner loop is a plain fp32 kernel of 6 rows x 16
 // outputs (12 accumulators; per k, 2 weight loads and 6 broadcasts feed 12 FMAs). Converting inside the
@@ -385,11 +432,15 @@ void run_decode(const KernelArgs& a, int pb, int pe, const std::array<TileFn, N>
   for (; p < pe; ++p) single[a.rows - 1](a, 0, p);
 }
 
-// bf16 decode batches (3 to 8 rows, a server's 8 streams) keep converting the weights in registers:
-// one panel's row blocks of up to 6 rows (12 FMA chains, as many as 16 ymm registers hold with the
-// weights), the panel read from memory once and then from L1 / L2. Widening panels to fp32 first
-// (the prefill path) ran 8 rows at 38-41 GFLOP/s on an Emerald Rapids Xeon (INFERLAB_ISA=avx2,
-// bench kernels --rows 8), blocks of 4 + 4 at 47-49, 6 + 2 at 51 (and 6 rows alone at 59-60).
+// bf16 decode batches (3 to 8 rows, a server's 8 streams) keep converting the weights in registers,
+// the panel read from memory once and then from L1 / L2. 3 to 6 rows: one block of all rows over
+// the whole panel (12 FMA chains at most, as many as 16 ymm registers hold with the weights).
+// 7 or 8 rows: bf16_batch_tile, the panel's halves in turn per chunk of k. On an Emerald Rapids
+// Xeon (INFERLAB_ISA=avx2, bench kernels -t 1 --rows 8, best of 6), widening panels to fp32 first
+// (the prefill path) ran 8 rows at 38-41 GFLOP/s, row blocks of 4 + 4 at 47-49, 6 + 2 at 51-58
+// (the 2-row block has 4 chains: half the FMA rate), each half over the whole panel at 61 (the
+// first half streams from memory at twice the rate, the second not at all), halves per chunk of
+// 8 or 16 k-pairs at 74 (32: 70), about the FMA peak.
 constexpr int kDecodeBatchRows = 8;
 void bf16_avx2(const KernelArgs& a, int pb, int pe) {
   if (a.rows <= 2) {  // two panels per pass: at least four independent FMA chains per row
@@ -397,12 +448,16 @@ void bf16_avx2(const KernelArgs& a, int pb, int pe) {
     static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>>();
     return run_decode<2>(a, pb, pe, pairs, single);
   }
-  if (a.rows <= kDecodeBatchRows) {  // a decode batch: per panel, row blocks of up to 6 while it is in L1
+  if (a.rows <= kDecodeBatchRows) {  // a decode batch: per panel, all rows while it is in L1 / L2
     static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>, bf16_decode_tile<3, 1>,
                                             bf16_decode_tile<4, 1>, bf16_decode_tile<5, 1>, bf16_decode_tile<6, 1>>();
+    static constexpr auto batch = table_of<bf16_batch_tile<7>, bf16_batch_tile<8>>();
     constexpr int most = static_cast<int>(single.size());
-    for (int p = pb; p < pe; ++p)
-      for (int row0 = 0; row0 < a.rows; row0 += most) single[std::min(most, a.rows - row0) - 1](a, row0, p);
+    static_assert(most + static_cast<int>(batch.size()) == kDecodeBatchRows);
+    for (int p = pb; p < pe; ++p) {
+      if (a.rows <= most) single[a.rows - 1](a, 0, p);
+      else batch[a.rows - most - 1](a, 0, p);
+    }
     return;
   }
   using PrefillFn = void (*)(const KernelArgs&, int, int, const float*);
