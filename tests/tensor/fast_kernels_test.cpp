@@ -279,8 +279,8 @@ TEST(Matmul, RowsAreIndependentOfBatchAndMatchTheScalarPath) {
   const int out = 96, in = 160;
   const auto w = random_vector(static_cast<std::size_t>(out) * in, 11, 0.1f);
   // 2 rows take the few-rows tiles, 5, 7 and 8 the decode-batch tiles (AVX-512: both from the
-  // activations' *_by_block copies; AVX2 bf16: 7 and 8 rows a half panel at a time), 21 the
-  // prefill tiles.
+  // activations' *_by_block copies; AVX2: quant_batch_tile, and for bf16 7 and 8 rows a half
+  // panel at a time), 21 the prefill tiles. (Q5_0's batches: GgmlBlocks.KernelMatchesReference...)
   for (const int rows : {2, 5, 7, 8, 21})
   for (WeightFormat format : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
     const auto x = random_vector(static_cast<std::size_t>(rows) * in, 12);
