@@ -172,6 +172,36 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
     for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
 }
 
+// The q8 activations of the rows from row0 on, as the integer tiles read them: codes, and per
+// block the scale and sum(x).
+struct Q8Rows {
+  std::size_t ldx;
+  int blocks;
+  const int8_t* x;
+  const float* scale;
+  const int32_t* sum;
+  Q8Rows(const KernelArgs& a, int row0)
+      : ldx(a.w->in_padded()),
+        blocks(a.w->blocks()),
+        x(a.in->q8.data() + row0 * ldx),
+        scale(a.in->scale.data() + static_cast<std::size_t>(row0) * blocks),
+        sum(a.in->sum.data() + static_cast<std::size_t>(row0) * blocks) {}
+};
+
+// One 32-byte vector of a 4- or 5-bit panel block (k-quad g of the low nibbles, g + 4 of the high)
+// as codes: 0..15, or with Fifth the bit plane's bits g and g + 4 moved to bit 4 (0..31).
+template <bool Fifth>
+inline void nibble_codes(__m256i raw, const uint8_t* bit_plane, int g, __m256i& lo, __m256i& hi) {
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0f), fifth_bit = _mm256_set1_epi8(0x10);
+  lo = _mm256_and_si256(raw, low_nibbles);
+  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+  if constexpr (Fifth) {
+    const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(bit_plane));
+    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(bits, 4 - g), fifth_bit));
+    hi = _mm256_or_si256(hi, _mm256_and_si256(g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit));
+  }
+}
+
 // The quantized formats (int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k) against q8 activations, one
 // block of 32 k at a time: exact int32 sums per block (q6_k: per half), then the format's fp32 FMAs
 // in the order of the AVX-512 and scalar kernels. AVX2 has no u8 x s8 -> i32 dot product:
@@ -183,17 +213,13 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
   constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
-  const std::size_t ldx = w.in_padded();
-  const int blocks = w.blocks();
-  const int8_t* x = a.in->q8.data() + row0 * ldx;
-  const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
-  const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
+  const auto [ldx, blocks, x, xscale, xsum] = Q8Rows(a, row0);
   const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
   const uint8_t* wp = w.panel_data(panel);
   const uint8_t* sp = w.panel_scale_bytes(panel);
   constexpr int block_bytes = panel_block_bytes(F);  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
-                low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30), fifth_bit = _mm256_set1_epi8(0x10);
+                low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30);
   // The K-quants: 8 of a block's scales (u8 or int8) times the super-block's fp16 d (exact in fp32).
   auto k_scales = [&](const uint8_t* at, const uint8_t* head) __attribute__((always_inline)) {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at));
@@ -308,13 +334,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + g * 64 + h * 32));
-          __m256i lo = _mm256_and_si256(raw, low_nibbles);
-          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-          if constexpr (fifth) {  // fifth bits: bit g (low nibbles' k-quad) and g + 4, moved to bit 4
-            const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + 256 + h * 32));
-            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(bits, 4 - g), fifth_bit));
-            hi = _mm256_or_si256(hi, _mm256_and_si256(g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit));
-          }
+          __m256i lo, hi;
+          nibble_codes<fifth>(raw, wp + b * block_bytes + 256 + h * 32, g, lo, hi);
           #pragma GCC unroll 16
           for (int m = 0; m < MR; ++m)
             pairs[m][h] = _mm256_add_epi16(
@@ -386,16 +407,11 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
   constexpr bool Q8 = F == WeightFormat::Q8, fifth = five_bit_codes(F);
   const PackedMatrix& w = *a.w;
-  const std::size_t ldx = w.in_padded();
-  const int blocks = w.blocks();
-  const int8_t* x = a.in->q8.data() + row0 * ldx;
-  const float* xscale = a.in->scale.data() + static_cast<std::size_t>(row0) * blocks;
-  const int32_t* xsum = a.in->sum.data() + static_cast<std::size_t>(row0) * blocks;
+  const auto [ldx, blocks, x, xscale, xsum] = Q8Rows(a, row0);
   const uint8_t* wp = w.panel_data(panel);
   const uint8_t* sp = w.panel_scale_bytes(panel);
   constexpr int block_bytes = panel_block_bytes(F);
-  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
-                low_nibbles = _mm256_set1_epi8(0x0f), fifth_bit = _mm256_set1_epi8(0x10);
+  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
   __m256 acc[MR][2];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
@@ -436,13 +452,7 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
         #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
           const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + g * 64 + h * 32));
-          lo[g] = _mm256_and_si256(raw, low_nibbles);
-          hi[g] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-          if constexpr (fifth) {
-            const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + 256 + h * 32));
-            lo[g] = _mm256_or_si256(lo[g], _mm256_and_si256(_mm256_slli_epi16(bits, 4 - g), fifth_bit));
-            hi[g] = _mm256_or_si256(hi[g], _mm256_and_si256(g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit));
-          }
+          nibble_codes<fifth>(raw, wp + b * block_bytes + 256 + h * 32, g, lo[g], hi[g]);
         }
         constexpr int offset = stored_code_offset(F);
         #pragma GCC unroll 16
