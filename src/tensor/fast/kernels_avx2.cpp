@@ -202,6 +202,44 @@ inline void nibble_codes(__m256i raw, const uint8_t* bit_plane, int g, __m256i& 
   }
 }
 
+// The K-quants: 8 of a block's scales (u8; q6_k int8) times the super-block's fp16 d (exact in fp32).
+template <bool Signed>
+inline __m256 k_scales(const uint8_t* at, const uint8_t* head) {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at));
+  const __m256i wide = Signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(head))));
+}
+
+// Block b's weight scales for half h of a panel (8 outputs), all formats but q6_k: ws, and for
+// the formats with a min wm (q4_1 / q5_1: fp16 d and m, d * q + m; q4_k / q5_k: float(sc) * d and
+// float(m) * dmin, (d * sc) * q - dmin * m).
+template <WeightFormat F>
+inline void half_scales(const uint8_t* sp, int b, int h, __m256& ws, __m256& wm) {
+  if constexpr (block_mins(F)) {
+    ws = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + h * 16)));
+    wm = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + 32 + h * 16)));
+  } else if constexpr (F == WeightFormat::Q4K || F == WeightFormat::Q5K) {
+    const uint8_t* bs = sp + kscale_offset(F, b);
+    const uint8_t* head = sp + kheader_offset(F, b);
+    ws = k_scales<false>(bs + h * 8, head + h * 16);
+    wm = k_scales<false>(bs + kPanel + h * 8, head + 32 + h * 16);
+  } else {
+    ws = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel * 2 + h * 16)));
+    wm = _mm256_setzero_ps();
+  }
+}
+
+// One row's block into its fp32 totals: the exact int32 sums times (weight scale x activation
+// scale s), then the min's term (times s * sum(x) of the block), in the scalar kernel's order.
+template <WeightFormat F>
+inline __m256 add_block(__m256 acc, __m256i isum, __m256 ws, __m256 wm, float s, int32_t sum) {
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ws, _mm256_set1_ps(s)), acc);
+  if constexpr (block_mins(F)) return _mm256_fmadd_ps(wm, _mm256_set1_ps(s * static_cast<float>(sum)), acc);
+  if constexpr (F == WeightFormat::Q4K || F == WeightFormat::Q5K)
+    return _mm256_fnmadd_ps(wm, _mm256_set1_ps(s * static_cast<float>(sum)), acc);
+  return acc;
+}
+
 // The quantized formats (int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k) against q8 activations, one
 // block of 32 k at a time: exact int32 sums per block (q6_k: per half), then the format's fp32 FMAs
 // in the order of the AVX-512 and scalar kernels. AVX2 has no u8 x s8 -> i32 dot product:
@@ -211,7 +249,6 @@ template <int MR, WeightFormat F, bool Prefetch>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
   constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
-  constexpr bool mins = F == WeightFormat::Q4K || F == WeightFormat::Q5K;  // q4_k, q5_k: (d * sc) * q - dmin * m
   const PackedMatrix& w = *a.w;
   const auto [ldx, blocks, x, xscale, xsum] = Q8Rows(a, row0);
   const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
@@ -220,12 +257,6 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   constexpr int block_bytes = panel_block_bytes(F);  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
                 low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30);
-  // The K-quants: 8 of a block's scales (u8 or int8) times the super-block's fp16 d (exact in fp32).
-  auto k_scales = [&](const uint8_t* at, const uint8_t* head) __attribute__((always_inline)) {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at));
-    const __m256i wide = K6 ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(head))));
-  };
   __m256 acc[MR][2];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
@@ -277,7 +308,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
         }
         __m256 ws[2];
         #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) ws[h] = k_scales(bs + half * kPanel + h * 8, head + h * 16);
+        for (int h = 0; h < 2; ++h) ws[h] = k_scales<true>(bs + half * kPanel + h * 8, head + h * 16);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
@@ -351,45 +382,14 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
             }
       }
     }
-    if constexpr (block_mins(F) || mins) {
-      // A scale and a min per output and block: q4_1 / q5_1's fp16 d and m (d * q + m), the
-      // K-quants' (float(sc) * d) and (float(m) * dmin) ((d * sc) * q - dmin * m).
-      __m256 ws[2], wm[2];
-      #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        if constexpr (block_mins(F)) {
-          ws[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + h * 16)));
-          wm[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * 64 + 32 + h * 16)));
-        } else {
-          const uint8_t* bs = sp + kscale_offset(F, b);
-          const uint8_t* head = sp + kheader_offset(F, b);
-          ws[h] = k_scales(bs + h * 8, head + h * 16);
-          wm[h] = k_scales(bs + kPanel + h * 8, head + 32 + h * 16);
-        }
-      }
-      #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) {
-        const float s = xscale[m * blocks + b];
-        const __m256 xs = _mm256_set1_ps(s), xm = _mm256_set1_ps(s * static_cast<float>(xsum[m * blocks + b]));
-        #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(ws[h], xs), acc[m][h]);
-          acc[m][h] = block_mins(F) ? _mm256_fmadd_ps(wm[h], xm, acc[m][h]) : _mm256_fnmadd_ps(wm[h], xm, acc[m][h]);
-        }
-      }
-      continue;
-    }
-    __m256 wscale[2];
+    __m256 ws[2], wm[2];
     #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h)
-      wscale[h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel * 2 + h * 16)));
+    for (int h = 0; h < 2; ++h) half_scales<F>(sp, b, h, ws[h], wm[h]);
     #pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m256 xs = _mm256_set1_ps(xscale[m * blocks + b]);
+    for (int m = 0; m < MR; ++m)
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h)
-        acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][h]), _mm256_mul_ps(wscale[h], xs), acc[m][h]);
-    }
+        acc[m][h] = add_block<F>(acc[m][h], isum[m][h], ws[h], wm[h], xscale[m * blocks + b], xsum[m * blocks + b]);
   }
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -421,7 +421,8 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
     const int8_t* xb = x + b * kBlock;
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const __m256 wscale = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel * 2 + h * 16)));
+      __m256 ws, wm;
+      half_scales<F>(sp, b, h, ws, wm);
       __m256i isum[MR];
       if constexpr (Q8) {
         // As quant_tile: |w| times x with w's sign, the codes of 4 k-quads (8 registers) at a time.
@@ -447,7 +448,8 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
         }
       } else {
         // As quant_tile: nibbles (5-bit codes: with their bit plane) times q8, pair sums added in
-        // int16 for the whole block (q5_0: every two groups), the code offset times sum(x) after.
+        // int16 for the whole block (5-bit: every two groups), q4's / q5_0's code offset times
+        // sum(x) after.
         __m256i lo[4], hi[4];
         #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
@@ -472,8 +474,7 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
         }
       }
       #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m)
-        acc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(wscale, _mm256_set1_ps(xscale[m * blocks + b])), acc[m][h]);
+      for (int m = 0; m < MR; ++m) acc[m][h] = add_block<F>(acc[m][h], isum[m], ws, wm, xscale[m * blocks + b], xsum[m * blocks + b]);
     }
   }
   #pragma GCC unroll 16
