@@ -31,6 +31,15 @@ inline void store8(const KernelArgs& a, int row, int col, __m256 acc) {
   for (int i = 0; i < n; ++i) dst[i] = tmp[i] + (a.bias ? a.bias[col + i] : 0.0f);
 }
 
+// MR rows' totals of one panel (two halves of 8 outputs) into y.
+template <int MR>
+inline void store_panel_rows(const KernelArgs& a, int row0, int panel, const __m256 (&acc)[MR][2]) {
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
+}
+
 // Decode reads each weight once, straight from DRAM; on CPUs such as Zen 1 the hardware
 // prefetcher alone left the int8 kernel at ~60 % of the read bandwidth (compute and memory
 // waits did not overlap): every load prefetches kPrefetchBytes<NV> ahead (kernels_internal.h).
@@ -166,10 +175,7 @@ void bf16_prefill_tile(const KernelArgs& a, int row0, int panel, const float* wi
       }
     }
   }
-  #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
+  store_panel_rows<MR>(a, row0, panel, acc);
 }
 
 // The q8 activations of the rows from row0 on, as the integer tiles read them: codes, and per
@@ -391,10 +397,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
       for (int h = 0; h < 2; ++h)
         acc[m][h] = add_block<F>(acc[m][h], isum[m][h], ws[h], wm[h], xscale[m * blocks + b], xsum[m * blocks + b]);
   }
-  #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
+  store_panel_rows<MR>(a, row0, panel, acc);
 }
 
 // Decode batches of 3 to 8 rows in int8, q4 and q5_0: all rows per block of 32 k while the block
@@ -477,10 +480,7 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
       for (int m = 0; m < MR; ++m) acc[m][h] = add_block<F>(acc[m][h], isum[m], ws, wm, xscale[m * blocks + b], xsum[m * blocks + b]);
     }
   }
-  #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, acc[m][h]);
+  store_panel_rows<MR>(a, row0, panel, acc);
 }
 
 // f16 weights (per k, 16 rows of fp16: two vcvtph2ps of 8) and the fp32 activations as given, per
