@@ -605,7 +605,7 @@ void f16_avx2(const KernelArgs& a, int pb, int pe) {
 // ymm registers. Decode batches of int8 / q4 / q5_0 take quant_batch_tile: on an Emerald Rapids
 // Xeon (INFERLAB_ISA=avx2, bench kernels, gate_up + down + qkv + o, best of 5) int8 at 8 rows went
 // from 3178 to 2800 us at 1 thread and 1537 to 1245 at 2, at 3 and 4 rows (2 threads) 1.15x and
-// 1.23x; 8 streams through the server (bench/batching.sh) int8 1.19x, q4 1.18x.
+// 1.23x; 8 streams through the server (bench/batching.sh) int8 1.24x, q4 1.21x (docs/speed.md).
 template <WeightFormat F>
 void quant_avx2(const KernelArgs& a, int pb, int pe) {
   if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5) {
