@@ -1,6 +1,7 @@
 // AVX-512 pieces shared by kernels_avx512.cpp and kernels_amx.cpp: storing a tile row and unpacking
-// q4 / q5_0 panel codes. Include it inside the file's target region (INFERLAB_TARGET_BEGIN), so that
-// each file compiles it for its own instruction set; internal linkage keeps the copies apart.
+// q4 / q5_0 panel codes (a 32-byte half: nibble_codes.h, shared with the AVX2 kernels). Include it
+// inside the file's target region (INFERLAB_TARGET_BEGIN), so that each file compiles it for its
+// own instruction set; internal linkage keeps the copies apart.
 #pragma once
 #include <immintrin.h>
 
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "tensor/fast/kernels_internal.h"
+#include "tensor/fast/nibble_codes.h"
 
 namespace inferlab::fast::detail {
 namespace {
@@ -36,20 +38,5 @@ inline void nibble_codes(const uint8_t* block, int g, __m512i& lo, __m512i& hi) 
     hi = _mm512_ternarylogic_epi32(hi, g == 0 ? bits : _mm512_srli_epi16(bits, g), fifth_bit, 0xf8);
   }
 }
-// The same for one 32-byte half (outputs 0-7 or 8-15: `half_offset` 0 or 32) of line g.
-template <bool Fifth>
-inline void nibble_codes_half(const uint8_t* block, int g, int half_offset, __m256i& lo, __m256i& hi) {
-  const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
-  const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + g * 64 + half_offset));
-  lo = _mm256_and_si256(raw, low_nibbles);
-  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-  if constexpr (Fifth) {
-    const __m256i fifth_bit = _mm256_set1_epi8(0x10);
-    const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 256 + half_offset));
-    lo = _mm256_ternarylogic_epi32(lo, _mm256_slli_epi16(bits, 4 - g), fifth_bit, 0xf8);
-    hi = _mm256_ternarylogic_epi32(hi, g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit, 0xf8);
-  }
-}
-
 }  // namespace
 }  // namespace inferlab::fast::detail

@@ -12,6 +12,7 @@
 #include "tensor/fast/isa_target.h"
 
 INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
+#include "tensor/fast/nibble_codes.h"
 
 namespace inferlab::fast::detail {
 namespace {
@@ -46,8 +47,14 @@ inline void store_panel_rows(const KernelArgs& a, int row0, int panel, const __m
 
 inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
-// bf16 weights as fp32: the odd element of a pair is the high half of each 32-bit lane, the even
-// one the low half shifted up. Activations come widened already (PreparedInput::bf16_f32), so a
+// A vector of bf16 pairs as fp32: the odd element of a pair is the high half of each 32-bit lane,
+// the even one the low half shifted up.
+inline void bf16_pairs(__m256i raw, __m256& odd, __m256& even) {
+  odd = _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+  even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+}
+
+// bf16 weights as fp32 (bf16_pairs). Activations come widened already (PreparedInput::bf16_f32), so a
 // row costs two broadcasts per k-pair and no conversion. Per row and output the order of the
 // FMAs (odd then even, k ascending) is that of the scalar kernel, in every tile shape below.
 template <int MR, int NV>
@@ -58,7 +65,6 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
   const uint8_t* wp[NV];
   #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   __m256 acc[MR][NV][2];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -71,9 +77,8 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
       prefetch(wp[v] + kp * 64 + kPrefetchBytes<NV>);
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + kp * 64 + h * 32));
-        const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(raw, high));
-        const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+        __m256 odd, even;
+        bf16_pairs(_mm256_load_si256(reinterpret_cast<const __m256i*>(wp[v] + kp * 64 + h * 32)), odd, even);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           acc[m][v][h] = _mm256_fmadd_ps(odd, _mm256_broadcast_ss(x + m * ldx + 2 * kp + 1), acc[m][v][h]);
@@ -102,12 +107,9 @@ void bf16_batch_tile(const KernelArgs& a, int row0, int panel) {
   const std::size_t ldx = w.in_padded();
   const float* x = a.in->bf16_f32.data() + row0 * ldx;
   const uint8_t* wp = w.panel_data(panel);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  __m256 saved[2][MR];
-  #pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h)
-    #pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) saved[h][m] = _mm256_setzero_ps();
+  __m256 saved[MR][2];
+  #pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) saved[m][0] = saved[m][1] = _mm256_setzero_ps();
   const int kpairs = w.in_padded() / 2;
   for (int kp0 = 0; kp0 < kpairs; kp0 += kBatchChunkPairs) {
     const int kp1 = std::min(kpairs, kp0 + kBatchChunkPairs);
@@ -115,12 +117,11 @@ void bf16_batch_tile(const KernelArgs& a, int row0, int panel) {
     for (int h = 0; h < 2; ++h) {
       __m256 acc[MR];
       #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) acc[m] = saved[h][m];
+      for (int m = 0; m < MR; ++m) acc[m] = saved[m][h];
       for (int kp = kp0; kp < kp1; ++kp) {
         if (h == 0) prefetch(wp + kp * 64 + kPrefetchBytes<1>);
-        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32));
-        const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(raw, high));
-        const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+        __m256 odd, even;
+        bf16_pairs(_mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32)), odd, even);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           acc[m] = _mm256_fmadd_ps(odd, _mm256_broadcast_ss(x + m * ldx + 2 * kp + 1), acc[m]);
@@ -128,13 +129,10 @@ void bf16_batch_tile(const KernelArgs& a, int row0, int panel) {
         }
       }
       #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) saved[h][m] = acc[m];
+      for (int m = 0; m < MR; ++m) saved[m][h] = acc[m];
     }
   }
-  #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-    #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) store8(a, row0 + m, panel * kPanel + h * 8, saved[h][m]);
+  store_panel_rows<MR>(a, row0, panel, saved);
 }
 
 // Prefill: a panel is widened to fp32 once ([k-pair][odd rows 0-7, 8-15][even rows 0-7, 8-15])
@@ -143,14 +141,14 @@ void bf16_batch_tile(const KernelArgs& a, int row0, int panel) {
 // loop instead (and + shift per weight vector) kept Zen 1 at ~65 % of its FMA peak.
 void widen_bf16_panel(const PackedMatrix& w, int panel, float* dst) {
   const uint8_t* wp = w.panel_data(panel);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int kp = 0; kp < w.in_padded() / 2; ++kp) {
     prefetch(wp + kp * 64 + kPrefetchBytes<1>);  // the panel's first read (from DRAM)
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32));
-      _mm256_store_ps(dst + kp * 32 + h * 8, _mm256_castsi256_ps(_mm256_and_si256(raw, high)));
-      _mm256_store_ps(dst + kp * 32 + 16 + h * 8, _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)));
+      __m256 odd, even;
+      bf16_pairs(_mm256_load_si256(reinterpret_cast<const __m256i*>(wp + kp * 64 + h * 32)), odd, even);
+      _mm256_store_ps(dst + kp * 32 + h * 8, odd);
+      _mm256_store_ps(dst + kp * 32 + 16 + h * 8, even);
     }
   }
 }
@@ -193,20 +191,6 @@ struct Q8Rows {
         scale(a.in->scale.data() + static_cast<std::size_t>(row0) * blocks),
         sum(a.in->sum.data() + static_cast<std::size_t>(row0) * blocks) {}
 };
-
-// One 32-byte vector of a 4- or 5-bit panel block (k-quad g of the low nibbles, g + 4 of the high)
-// as codes: 0..15, or with Fifth the bit plane's bits g and g + 4 moved to bit 4 (0..31).
-template <bool Fifth>
-inline void nibble_codes(__m256i raw, const uint8_t* bit_plane, int g, __m256i& lo, __m256i& hi) {
-  const __m256i low_nibbles = _mm256_set1_epi8(0x0f), fifth_bit = _mm256_set1_epi8(0x10);
-  lo = _mm256_and_si256(raw, low_nibbles);
-  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
-  if constexpr (Fifth) {
-    const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(bit_plane));
-    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(bits, 4 - g), fifth_bit));
-    hi = _mm256_or_si256(hi, _mm256_and_si256(g == 0 ? bits : _mm256_srli_epi16(bits, g), fifth_bit));
-  }
-}
 
 // The K-quants: 8 of a block's scales (u8; q6_k int8) times the super-block's fp16 d (exact in fp32).
 template <bool Signed>
@@ -370,9 +354,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
         }
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
-          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + g * 64 + h * 32));
           __m256i lo, hi;
-          nibble_codes<fifth>(raw, wp + b * block_bytes + 256 + h * 32, g, lo, hi);
+          nibble_codes_half<fifth>(wp + b * block_bytes, g, h * 32, lo, hi);
           #pragma GCC unroll 16
           for (int m = 0; m < MR; ++m)
             pairs[m][h] = _mm256_add_epi16(
@@ -455,10 +438,7 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
         // sum(x) after.
         __m256i lo[4], hi[4];
         #pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) {
-          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + b * block_bytes + g * 64 + h * 32));
-          nibble_codes<fifth>(raw, wp + b * block_bytes + 256 + h * 32, g, lo[g], hi[g]);
-        }
+        for (int g = 0; g < 4; ++g) nibble_codes_half<fifth>(wp + b * block_bytes, g, h * 32, lo[g], hi[g]);
         constexpr int offset = stored_code_offset(F);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
@@ -556,14 +536,13 @@ void bf16_avx2(const KernelArgs& a, int pb, int pe) {
     return run_decode<2>(a, pb, pe, pairs, single);
   }
   if (a.rows <= kDecodeBatchRows) {  // a decode batch: per panel, all rows while it is in L1 / L2
-    static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>, bf16_decode_tile<3, 1>,
-                                            bf16_decode_tile<4, 1>, bf16_decode_tile<5, 1>, bf16_decode_tile<6, 1>>();
-    static constexpr auto batch = table_of<bf16_batch_tile<7>, bf16_batch_tile<8>>();
-    constexpr int most = static_cast<int>(single.size());
-    static_assert(most + static_cast<int>(batch.size()) == kDecodeBatchRows);
+    static constexpr auto whole = table_of<bf16_decode_tile<3, 1>, bf16_decode_tile<4, 1>, bf16_decode_tile<5, 1>,
+                                           bf16_decode_tile<6, 1>>();  // [rows - 3]
+    static constexpr auto halves = table_of<bf16_batch_tile<7>, bf16_batch_tile<8>>();  // [rows - 7]
+    static_assert(2 + whole.size() + halves.size() == kDecodeBatchRows);
     for (int p = pb; p < pe; ++p) {
-      if (a.rows <= most) single[a.rows - 1](a, 0, p);
-      else batch[a.rows - most - 1](a, 0, p);
+      if (a.rows < 7) whole[a.rows - 3](a, 0, p);
+      else halves[a.rows - 7](a, 0, p);
     }
     return;
   }
