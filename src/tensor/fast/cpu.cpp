@@ -151,7 +151,7 @@ std::string cpu_features_line() {
   }
   line += ")";
   if (active_isa() != detected_isa()) line += fmt::format(", limited from {}", isa_name(detected_isa()));
-  if (active_isa() >= Isa::Avx512) line += fmt::format(", one-row prefetch {}", stream_prefetch_name(active_stream_prefetch()));
+  if (active_isa() >= Isa::Avx2) line += fmt::format(", one-row prefetch {}", stream_prefetch_name(active_stream_prefetch()));
   return line;
 }
 

@@ -13,6 +13,7 @@
 
 INFERLAB_TARGET_BEGIN("avx2,fma,f16c")
 #include "tensor/fast/nibble_codes.h"
+#include "tensor/fast/stream_panel.h"
 
 namespace inferlab::fast::detail {
 namespace {
@@ -45,7 +46,10 @@ inline void store_panel_rows(const KernelArgs& a, int row0, int panel, const __m
 // prefetcher alone left the int8 kernel at ~60 % of the read bandwidth (compute and memory
 // waits did not overlap): every load prefetches kPrefetchBytes<NV> ahead (kernels_internal.h).
 
-inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+inline void prefetch(const uint8_t* p) { prefetch_line<_MM_HINT_T0>(p); }
+// One decode row under the t0 hint (Far > 0, avx2_kernels(StreamPrefetch::T0)): each line also
+// asked for Far bytes ahead into the L2, as AVX-512's one-row tiles do on Intel (cpu.h).
+inline void prefetch_far(const uint8_t* p) { prefetch_line<_MM_HINT_T1>(p); }
 
 // A vector of bf16 pairs as fp32: the odd element of a pair is the high half of each 32-bit lane,
 // the even one the low half shifted up.
@@ -57,7 +61,8 @@ inline void bf16_pairs(__m256i raw, __m256& odd, __m256& even) {
 // bf16 weights as fp32 (bf16_pairs). Activations come widened already (PreparedInput::bf16_f32), so a
 // row costs two broadcasts per k-pair and no conversion. Per row and output the order of the
 // FMAs (odd then even, k ascending) is that of the scalar kernel, in every tile shape below.
-template <int MR, int NV>
+// Far: see prefetch_far (0: none).
+template <int MR, int NV, int Far = 0>
 void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
   const PackedMatrix& w = *a.w;
   const std::size_t ldx = w.in_padded();
@@ -70,11 +75,11 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[m][v][0] = acc[m][v][1] = _mm256_setzero_ps();
-  const int kpairs = w.in_padded() / 2;
-  for (int kp = 0; kp < kpairs; ++kp) {
+  auto step = [&](int kp, std::ptrdiff_t ahead, std::ptrdiff_t far) __attribute__((always_inline)) {
     #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      prefetch(wp[v] + kp * 64 + kPrefetchBytes<NV>);
+      prefetch(wp[v] + kp * 64 + ahead);
+      if constexpr (Far > 0) prefetch_far(wp[v] + kp * 64 + far);
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         __m256 odd, even;
@@ -86,7 +91,8 @@ void bf16_decode_tile(const KernelArgs& a, int row0, int panel0) {
         }
       }
     }
-  }
+  };
+  stream_panel<NV, 64, kPrefetchBytes<NV>, Far>(w.in_padded() / 2, w.panel_bytes(), step);  // a line per k-pair
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 4
@@ -234,8 +240,10 @@ inline __m256 add_block(__m256 acc, __m256i isum, __m256 ws, __m256 wm, float s,
 // block of 32 k at a time: exact int32 sums per block (q6_k: per half), then the format's fp32 FMAs
 // in the order of the AVX-512 and scalar kernels. AVX2 has no u8 x s8 -> i32 dot product:
 // vpmaddubsw gives i16 pair sums and vpmaddwd widens them; both run on one pipe on Zen 1, so the
-// number of them per weight byte is what the kernel's speed is.
-template <int MR, WeightFormat F, bool Prefetch>
+// number of them per weight byte is what the kernel's speed is. Prefetch: the panel's first pass
+// (the only one in decode); Far: see prefetch_far, and then also the scales' stream
+// kSingleRowScaleBytes ahead.
+template <int MR, WeightFormat F, bool Prefetch, int Far = 0>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
   constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
@@ -244,7 +252,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
   const uint8_t* wp = w.panel_data(panel);
   const uint8_t* sp = w.panel_scale_bytes(panel);
-  constexpr int block_bytes = panel_block_bytes(F);  // per panel
+  constexpr int block_bytes = panel_block_bytes(F), scale_bytes = scale_block_bytes(F);  // per panel
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80)),
                 low_nibbles = _mm256_set1_epi8(0x0f), high_bits = _mm256_set1_epi8(0x30);
   __m256 acc[MR][2];
@@ -252,8 +260,15 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; ++b) {
     if constexpr (Prefetch) {
+      const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
       #pragma GCC unroll 8
-      for (int line = 0; line < block_bytes; line += 64) prefetch(wp + b * block_bytes + line + kPrefetchBytes<1>);
+      for (int line = 0; line < block_bytes; line += 64) prefetch(wb + line + kPrefetchBytes<1>);
+      if constexpr (Far > 0) {  // one panel a tile: past its end lie the next panel's codes and scales
+        #pragma GCC unroll 8
+        for (int line = 0; line < block_bytes; line += 64) prefetch_far(wb + line + Far);
+        if (scale_bytes >= 64 || b % (64 / scale_bytes) == 0)
+          prefetch(sp + static_cast<std::size_t>(b) * scale_bytes + kSingleRowScaleBytes);
+      }
     }
     __m256i isum[MR][2];
     const int8_t* xb = x + b * kBlock;
@@ -464,8 +479,8 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
 }
 
 // f16 weights (per k, 16 rows of fp16: two vcvtph2ps of 8) and the fp32 activations as given, per
-// row and output one FMA chain in k order (f16_panels.cpp's scalar kernel).
-template <int MR, int NV>
+// row and output one FMA chain in k order (f16_panels.cpp's scalar kernel). Far: see prefetch_far.
+template <int MR, int NV, int Far = 0>
 void f16_tile(const KernelArgs& a, int row0, int panel0) {
   const PackedMatrix& w = *a.w;
   const int in = w.in();
@@ -478,11 +493,12 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[m][v][0] = acc[m][v][1] = _mm256_setzero_ps();
-  for (int k = 0; k < in; ++k) {
+  auto step = [&](int k, std::ptrdiff_t ahead, std::ptrdiff_t far) __attribute__((always_inline)) {
     __m256 wv[NV][2];
     #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      if (k % 2 == 0) prefetch(wp[v] + k * 32 + kPrefetchBytes<NV>);  // a line holds two k
+      if (k % 2 == 0) prefetch(wp[v] + k * 32 + ahead);  // a line holds two k
+      if (Far > 0 && k % 2 == 0) prefetch_far(wp[v] + k * 32 + far);
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) wv[v][h] = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(wp[v] + k * 32 + h * 16)));
     }
@@ -494,7 +510,8 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) acc[m][v][h] = _mm256_fmadd_ps(wv[v][h], xb, acc[m][v][h]);
     }
-  }
+  };
+  stream_panel<NV, 32, kPrefetchBytes<NV>, Far>(in, w.panel_bytes(), step);  // 32 bytes per k
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
     #pragma GCC unroll 4
@@ -529,10 +546,11 @@ void run_decode(const KernelArgs& a, int pb, int pe, const std::array<TileFn, N>
 // first half streams from memory at twice the rate, the second not at all), halves per chunk of
 // 8 or 16 k-pairs at 74 (32: 70), about the FMA peak.
 constexpr int kDecodeBatchRows = 8;
+template <int RowFar>
 void bf16_avx2(const KernelArgs& a, int pb, int pe) {
   if (a.rows <= 2) {  // two panels per pass: at least four independent FMA chains per row
-    static constexpr auto pairs = table_of<bf16_decode_tile<1, 2>, bf16_decode_tile<2, 2>>();
-    static constexpr auto single = table_of<bf16_decode_tile<1, 1>, bf16_decode_tile<2, 1>>();
+    static constexpr auto pairs = table_of<bf16_decode_tile<1, 2, RowFar>, bf16_decode_tile<2, 2>>();
+    static constexpr auto single = table_of<bf16_decode_tile<1, 1, RowFar>, bf16_decode_tile<2, 1>>();
     return run_decode<2>(a, pb, pe, pairs, single);
   }
   if (a.rows <= kDecodeBatchRows) {  // a decode batch: per panel, all rows while it is in L1 / L2
@@ -566,11 +584,12 @@ void bf16_avx2(const KernelArgs& a, int pb, int pe) {
 }
 // f16: one row streams 2 panels per pass; more rows go in blocks of up to 4 over one panel, which
 // stays in L1 for the next block (8 accumulators, 2 weight vectors, 1 broadcast of 16 registers).
+template <int RowFar>
 void f16_avx2(const KernelArgs& a, int pb, int pe) {
   if (a.rows == 1) {
     int p = pb;
-    for (; p + 2 <= pe; p += 2) f16_tile<1, 2>(a, 0, p);
-    if (p < pe) f16_tile<1, 1>(a, 0, p);
+    for (; p + 2 <= pe; p += 2) f16_tile<1, 2, RowFar>(a, 0, p);
+    if (p < pe) f16_tile<1, 1, RowFar>(a, 0, p);
     return;
   }
   static constexpr auto tiles = table_of<f16_tile<1, 1>, f16_tile<2, 1>, f16_tile<3, 1>, f16_tile<4, 1>>();
@@ -585,7 +604,7 @@ void f16_avx2(const KernelArgs& a, int pb, int pe) {
 // Xeon (INFERLAB_ISA=avx2, bench kernels, gate_up + down + qkv + o, best of 5) int8 at 8 rows went
 // from 3178 to 2800 us at 1 thread and 1537 to 1245 at 2, at 3 and 4 rows (2 threads) 1.15x and
 // 1.23x; 8 streams through the server (bench/batching.sh) int8 1.24x, q4 1.21x (docs/speed.md).
-template <WeightFormat F>
+template <WeightFormat F, int RowFar>
 void quant_avx2(const KernelArgs& a, int pb, int pe) {
   if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5) {
     if (a.rows >= 3 && a.rows <= kDecodeBatchRows) {
@@ -595,7 +614,7 @@ void quant_avx2(const KernelArgs& a, int pb, int pe) {
       return;
     }
   }
-  static constexpr auto first = table_of<quant_tile<1, F, true>, quant_tile<2, F, true>>();
+  static constexpr auto first = table_of<quant_tile<1, F, true, RowFar>, quant_tile<2, F, true>>();
   static constexpr auto next = table_of<quant_tile<1, F, false>, quant_tile<2, F, false>>();
   for (int p = pb; p < pe; ++p)
     for (int row0 = 0; row0 < a.rows; row0 += 2) (row0 == 0 ? first : next)[std::min(2, a.rows - row0) - 1](a, row0, p);
@@ -703,25 +722,29 @@ void dot16_avx2(const float* w, std::size_t w_stride, int w_rows, const float* x
   for (int a = 0; a < x_rows; ++a) fn[w_rows - 1](w, w_stride, x + a * x_stride, n, acc + a * 64);
 }
 
+// RowFar: see prefetch_far; avx2_kernels(StreamPrefetch) picks the table.
+template <int RowFar>
+const KernelTable avx2_table{bf16_avx2<RowFar>,
+                             f16_avx2<RowFar>,
+                             quant_avx2<WeightFormat::Q8, RowFar>,
+                             quant_avx2<WeightFormat::Q4, RowFar>,
+                             quant_avx2<WeightFormat::Q5, RowFar>,
+                             quant_avx2<WeightFormat::Q4_1, RowFar>,
+                             quant_avx2<WeightFormat::Q5_1, RowFar>,
+                             quant_avx2<WeightFormat::Q4K, RowFar>,
+                             quant_avx2<WeightFormat::Q5K, RowFar>,
+                             quant_avx2<WeightFormat::Q6K, RowFar>,
+                             bf16_row_avx2,
+                             q8_row_avx2,
+                             /*bf16_as_f32=*/true,
+                             dot16_avx2};
+
 }  // namespace
 
-const KernelTable& avx2_kernels() {
-  static const KernelTable table{bf16_avx2,
-                                 f16_avx2,
-                                 quant_avx2<WeightFormat::Q8>,
-                                 quant_avx2<WeightFormat::Q4>,
-                                 quant_avx2<WeightFormat::Q5>,
-                                 quant_avx2<WeightFormat::Q4_1>,
-                                 quant_avx2<WeightFormat::Q5_1>,
-                                 quant_avx2<WeightFormat::Q4K>,
-                                 quant_avx2<WeightFormat::Q5K>,
-                                 quant_avx2<WeightFormat::Q6K>,
-                                 bf16_row_avx2,
-                                 q8_row_avx2,
-                                 /*bf16_as_f32=*/true,
-                                 dot16_avx2};
-  return table;
+const KernelTable& avx2_kernels(StreamPrefetch hint) {
+  return hint == StreamPrefetch::Nta ? avx2_table<0> : avx2_table<kSingleRowFarBytes>;
 }
+const KernelTable& avx2_kernels() { return avx2_kernels(active_stream_prefetch()); }
 
 }  // namespace inferlab::fast::detail
 

@@ -16,6 +16,7 @@ INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "tensor/fast/avx512_codes.h"
+#include "tensor/fast/stream_panel.h"
 
 namespace inferlab::fast::detail {
 namespace {
@@ -34,28 +35,6 @@ inline int32_t load_i32(const void* p) {
 // each block's lines 5 KiB ahead at the block's start (quant_row_tile). The one-row tiles take the
 // prefetch hint of active_stream_prefetch() (cpu.h: nta on AMD, t0 on Intel), as two kernel tables;
 // under t0 they also ask for each line kSingleRowFarBytes ahead into the L2 (prefetcht1).
-
-// _mm_prefetch with the hint as a template argument. GCC's _mm_prefetch takes an enum _mm_hint and
-// clang's a constant, so neither spelling compiles on both; both expand to this builtin, whose
-// locality is the hint for these (NTA 0, T1 2, T0 3).
-template <int Hint>
-inline void prefetch_line(const void* p) {
-  __builtin_prefetch(p, 0, Hint);
-}
-
-// The steps of one of a tile's NV panel streams, Unit bytes each: step(i, ahead, far) with the
-// prefetch offsets Ahead and Far (0: no far prefetch) from step i's line. Once an offset runs past
-// the panel's end it moves on to the start of the panel NV further, which this thread's next tile
-// streams (panels are contiguous), so no tile starts cold.
-template <int NV, int Unit, int Ahead, int Far, typename Step>
-inline __attribute__((always_inline)) void stream_panel(int steps, std::size_t panel_bytes, Step&& step) {
-  static_assert(Far == 0 || Far >= Ahead, "the far prefetch runs past the panel's end before the near one");
-  const std::ptrdiff_t skip = (NV - 1) * static_cast<std::ptrdiff_t>(panel_bytes);
-  const int tail = std::max(0, steps - Ahead / Unit), far_tail = Far > 0 ? std::max(0, steps - Far / Unit) : tail;
-  for (int i = 0; i < far_tail; ++i) step(i, Ahead, Far);
-  for (int i = far_tail; i < tail; ++i) step(i, Ahead, Far + skip);
-  for (int i = tail; i < steps; ++i) step(i, Ahead + skip, Far + skip);
-}
 
 inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
 

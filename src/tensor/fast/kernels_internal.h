@@ -218,7 +218,8 @@ void q5k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q6k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 
 const KernelTable& scalar_kernels();
-const KernelTable& avx2_kernels();
+const KernelTable& avx2_kernels();  // of active_stream_prefetch()
+const KernelTable& avx2_kernels(StreamPrefetch hint);
 const KernelTable& avx512_kernels();  // of active_stream_prefetch()
 const KernelTable& avx512_kernels(StreamPrefetch hint);
 const KernelTable& amx_kernels();  // AVX-512's with AMX prefill for int8 / q4 / q5_0

@@ -22,13 +22,16 @@ Isa active_isa();
 // Lowers (or restores, with Isa::Amx) the ceiling for every later kernel call.
 void set_isa_limit(Isa limit);
 
-// The hint of the weight prefetch in AVX-512's one-row decode tiles (bf16, f16, int8, q4, q5_0), whose
-// lines are read once. prefetchnta keeps them out of the L2: on a Zen 5 it read 3-11 % more of the
-// memory bandwidth than prefetcht0. On Intel (Xeon, Emerald Rapids) it reads less than half as
-// much: a non-temporal prefetch fills the L1 only and holds one of its few fill buffers until the
-// line arrives, the L2 streamer never sees the stream, and decode read 6-9 GB/s of 17 where
-// prefetcht0 reads 15-16 (docs/speed.md). So the default is nta on AMD CPUs and t0 on the others;
-// INFERLAB_PREFETCH=t0|nta or set_stream_prefetch chooses (the arithmetic is the same either way).
+// How the one-row decode tiles (one stream's matmuls: bf16, f16 and the integer formats) prefetch
+// their weights, whose lines are read once. nta: AVX-512 with prefetchnta, which keeps them out of
+// the L2 (on a Zen 5 it read 3-11 % more of the memory bandwidth than prefetcht0); AVX2 with
+// prefetcht0 alone, as tuned on a Zen 1. t0: prefetcht0, each line also asked for 8 KiB further
+// ahead into the L2 (prefetcht1), the int8 / q4 / q5_0 scales too. On Intel (Xeon, Emerald Rapids)
+// prefetchnta reads less than half as much (it fills the L1 only and holds one of its few fill
+// buffers until the line arrives; the L2 streamer never sees the stream: 6-9 GB/s of 17), and t0
+// read 84 -> 91 % of the bandwidth on AVX-512 (Q4_0) and 70-80 -> 85-96 % on AVX2 (docs/speed.md).
+// So the default is nta on AMD CPUs and t0 on the others; INFERLAB_PREFETCH=t0|nta or
+// set_stream_prefetch chooses (the arithmetic is the same either way).
 enum class StreamPrefetch { T0 = 0, Nta = 1 };
 const char* stream_prefetch_name(StreamPrefetch hint);
 StreamPrefetch parse_stream_prefetch(const std::string& name);  // throws Error naming the accepted values
@@ -37,7 +40,7 @@ StreamPrefetch active_stream_prefetch();                        // INFERLAB_PREF
 void set_stream_prefetch(StreamPrefetch hint);
 
 // One line for reports: "avx512 (avx512f avx512bw avx512_bf16 avx512_vnni avx2 fma f16c), one-row
-// prefetch t0" (the prefetch only where AVX-512 is active).
+// prefetch t0" (the prefetch only where AVX2 or more is active).
 std::string cpu_features_line();
 
 }  // namespace inferlab::fast
