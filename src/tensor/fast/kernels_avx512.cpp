@@ -334,7 +334,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 // panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
 // panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead
 // (Hint: prefetchnta on AMD, prefetcht0 on Intel) and, under t0, Far ahead into the L2 and its
-// scales kSingleRowScaleBytes ahead (on AMD the scales are left to the hardware prefetcher). On a Zen 5 this read DRAM faster than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and
+// scales kSingleRowScaleBytes ahead (on AMD the scales are left to the hardware prefetcher). On a
+// Zen 5 this read DRAM faster than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and
 // 2 threads, 89 -> 95 % of the read bandwidth at 1; Q4_0 +3 % / +11 %) and than this shape with
 // prefetcht0 or with two panels, each measured in its own process, alternated (docs/speed.md). It
 // adds the same exact int32 sums per block and makes the same fp32 FMAs in block order: the bits of
@@ -360,7 +361,7 @@ void quant_row_tile(const KernelArgs& a, int panel) {
     if constexpr (Far > 0)  // one panel a tile: past its end lies the next tile's panel
       #pragma GCC unroll 8
       for (int line = 0; line < block_bytes; line += 64) prefetch_line<_MM_HINT_T1>(wb + line + Far);
-    if constexpr (Far > 0)  // the scales' line (two blocks' worth), as far ahead as the codes' t1 stream in q4
+    if constexpr (Far > 0)  // a line of scales holds two blocks'
       if (b % (64 / scale_bytes) == 0) prefetch_line<Hint>(sp + static_cast<std::size_t>(b) * scale_bytes + kSingleRowScaleBytes);
     const int8_t* xb = x + b * kBlock;
     __m256i isum[2];

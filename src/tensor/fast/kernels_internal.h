@@ -97,10 +97,11 @@ constexpr int kSingleRowBytesInFlight = 5 * 1024;
 // Rapids) decode read 3-4 % more at 1 thread on a Q4_0 file, 5-6 % on bf16 (8 KiB beat 12, 16 and
 // 24; docs/speed.md). Not with prefetchnta (AMD), whose point is to keep these lines out of the L2.
 constexpr int kSingleRowFarBytes = 8 * 1024;
-// And, with prefetcht0, the scales of a one-row int8 / q4 / q5_0 tile (quant_row_tile) this far ahead
-// in their own stream (32 blocks): the hardware prefetcher alone left them late. On the same Xeon a Q4_0 file's decode
-// read 84 -> 91 % of the read bandwidth at 1 thread, 82 -> 87 % at 2; a Q8_0 file's 81 -> 87 % at 1
-// (bench engine --bandwidth; 512 and 2048 bytes did about as well; docs/speed.md).
+// And, with prefetcht0, the scales of a one-row integer tile (AVX-512 quant_row_tile, AVX2
+// quant_tile) this far ahead in their own stream (32 blocks of int8 / q4 scales): the hardware
+// prefetcher alone left them late. On the same Xeon, AVX-512, a Q4_0 file's decode read 84 -> 91 %
+// of the read bandwidth at 1 thread, 82 -> 87 % at 2, a Q8_0 file's 81 -> 87 % at 1 (bench engine
+// --bandwidth; 512 and 2048 bytes did about as well); AVX2 int8, with the far prefetch, 80 -> 89 %.
 constexpr int kSingleRowScaleBytes = 1024;
 
 // AMX's palette-1 tile configuration (ldtilecfg's 64 bytes): each of the 16 tiles' rows and bytes
