@@ -722,22 +722,23 @@ void dot16_avx2(const float* w, std::size_t w_stride, int w_rows, const float* x
   for (int a = 0; a < x_rows; ++a) fn[w_rows - 1](w, w_stride, x + a * x_stride, n, acc + a * 64);
 }
 
-// RowFar: see prefetch_far; avx2_kernels(StreamPrefetch) picks the table.
+// The kernels whose one-row tiles prefetch RowFar ahead too (prefetch_far); only those tiles differ
+// between the two tables, which avx2_kernels(StreamPrefetch) picks from.
 template <int RowFar>
-const KernelTable avx2_table{bf16_avx2<RowFar>,
-                             f16_avx2<RowFar>,
-                             quant_avx2<WeightFormat::Q8, RowFar>,
-                             quant_avx2<WeightFormat::Q4, RowFar>,
-                             quant_avx2<WeightFormat::Q5, RowFar>,
-                             quant_avx2<WeightFormat::Q4_1, RowFar>,
-                             quant_avx2<WeightFormat::Q5_1, RowFar>,
-                             quant_avx2<WeightFormat::Q4K, RowFar>,
-                             quant_avx2<WeightFormat::Q5K, RowFar>,
-                             quant_avx2<WeightFormat::Q6K, RowFar>,
-                             bf16_row_avx2,
-                             q8_row_avx2,
-                             /*bf16_as_f32=*/true,
-                             dot16_avx2};
+constexpr KernelTable avx2_table{bf16_avx2<RowFar>,
+                                 f16_avx2<RowFar>,
+                                 quant_avx2<WeightFormat::Q8, RowFar>,
+                                 quant_avx2<WeightFormat::Q4, RowFar>,
+                                 quant_avx2<WeightFormat::Q5, RowFar>,
+                                 quant_avx2<WeightFormat::Q4_1, RowFar>,
+                                 quant_avx2<WeightFormat::Q5_1, RowFar>,
+                                 quant_avx2<WeightFormat::Q4K, RowFar>,
+                                 quant_avx2<WeightFormat::Q5K, RowFar>,
+                                 quant_avx2<WeightFormat::Q6K, RowFar>,
+                                 bf16_row_avx2,
+                                 q8_row_avx2,
+                                 /*bf16_as_f32=*/true,
+                                 dot16_avx2};
 
 }  // namespace
 
