@@ -241,8 +241,7 @@ inline __m256 add_block(__m256 acc, __m256i isum, __m256 ws, __m256 wm, float s,
 // in the order of the AVX-512 and scalar kernels. AVX2 has no u8 x s8 -> i32 dot product:
 // vpmaddubsw gives i16 pair sums and vpmaddwd widens them; both run on one pipe on Zen 1, so the
 // number of them per weight byte is what the kernel's speed is. Prefetch: the panel's first pass
-// (the only one in decode); Far: see prefetch_far, and then also the scales' stream
-// kSingleRowScaleBytes ahead.
+// (the only one in decode); Far: see prefetch_block (stream_panel.h).
 template <int MR, WeightFormat F, bool Prefetch, int Far = 0>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
@@ -259,17 +258,8 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; ++b) {
-    if constexpr (Prefetch) {
-      const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
-      #pragma GCC unroll 8
-      for (int line = 0; line < block_bytes; line += 64) prefetch(wb + line + kPrefetchBytes<1>);
-      if constexpr (Far > 0) {  // one panel a tile: past its end lie the next panel's codes and scales
-        #pragma GCC unroll 8
-        for (int line = 0; line < block_bytes; line += 64) prefetch_far(wb + line + Far);
-        if (scale_bytes >= 64 || b % (64 / scale_bytes) == 0)
-          prefetch(sp + static_cast<std::size_t>(b) * scale_bytes + kSingleRowScaleBytes);
-      }
-    }
+    if constexpr (Prefetch)
+      prefetch_block<_MM_HINT_T0, kPrefetchBytes<1>, Far, block_bytes, scale_bytes>(wp + static_cast<std::size_t>(b) * block_bytes, sp, b);
     __m256i isum[MR][2];
     const int8_t* xb = x + b * kBlock;
     if constexpr (K6) {
@@ -417,8 +407,7 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; ++b) {
-    #pragma GCC unroll 8
-    for (int line = 0; line < block_bytes; line += 64) prefetch(wp + b * block_bytes + line + kPrefetchBytes<1>);
+    prefetch_block<_MM_HINT_T0, kPrefetchBytes<1>, 0, block_bytes, scale_block_bytes(F)>(wp + static_cast<std::size_t>(b) * block_bytes, sp, b);
     const int8_t* xb = x + b * kBlock;
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {

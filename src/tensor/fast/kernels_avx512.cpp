@@ -356,13 +356,7 @@ void quant_row_tile(const KernelArgs& a, int panel) {
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
-    #pragma GCC unroll 8
-    for (int line = 0; line < block_bytes; line += 64) prefetch_line<Hint>(wb + line + kSingleRowBytesInFlight);
-    if constexpr (Far > 0)  // one panel a tile: past its end lies the next tile's panel
-      #pragma GCC unroll 8
-      for (int line = 0; line < block_bytes; line += 64) prefetch_line<_MM_HINT_T1>(wb + line + Far);
-    if constexpr (Far > 0)  // a line of scales holds two blocks'
-      if (b % (64 / scale_bytes) == 0) prefetch_line<Hint>(sp + static_cast<std::size_t>(b) * scale_bytes + kSingleRowScaleBytes);
+    prefetch_block<Hint, kSingleRowBytesInFlight, Far, block_bytes, scale_bytes>(wb, sp, b);
     const int8_t* xb = x + b * kBlock;
     __m256i isum[2];
     isum[0] = isum[1] = _mm256_set1_epi32(-offset * xsum[b]);

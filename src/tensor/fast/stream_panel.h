@@ -3,8 +3,13 @@
 // region, is inlined into it, which GCC allows only between functions of the same target; internal
 // linkage keeps the copies apart.
 #pragma once
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+
+#include "tensor/fast/kernels_internal.h"
 
 namespace inferlab::fast::detail {
 namespace {
@@ -30,6 +35,23 @@ inline __attribute__((always_inline)) void stream_panel(int steps, std::size_t p
   for (int i = 0; i < far_tail; ++i) step(i, Ahead, Far);
   for (int i = far_tail; i < tail; ++i) step(i, Ahead, Far + skip);
   for (int i = tail; i < steps; ++i) step(i, Ahead + skip, Far + skip);
+}
+
+// A one-panel integer tile's prefetch at the start of block b, whose codes are at `block`
+// (BlockBytes) and whose panel's scales start at `scales` (ScaleBytes per block): every line of the
+// block Near bytes ahead with Hint; with Far > 0 (one decode row under the t0 hint) also Far bytes
+// ahead into the L2 and, once per line of scales, the scale stream kSingleRowScaleBytes ahead. Past
+// a panel's end lie the next panel's codes and scales, which this thread's next tile reads.
+template <int Hint, int Near, int Far, int BlockBytes, int ScaleBytes>
+inline __attribute__((always_inline)) void prefetch_block(const uint8_t* block, const uint8_t* scales, int b) {
+  #pragma GCC unroll 8
+  for (int line = 0; line < BlockBytes; line += 64) prefetch_line<Hint>(block + line + Near);
+  if constexpr (Far > 0) {
+    #pragma GCC unroll 8
+    for (int line = 0; line < BlockBytes; line += 64) prefetch_line<_MM_HINT_T1>(block + line + Far);
+    constexpr int blocks_per_line = ScaleBytes >= 64 ? 1 : 64 / ScaleBytes;
+    if (b % blocks_per_line == 0) prefetch_line<Hint>(scales + static_cast<std::size_t>(b) * ScaleBytes + kSingleRowScaleBytes);
+  }
 }
 
 }  // namespace
