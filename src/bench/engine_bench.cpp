@@ -169,8 +169,11 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     if (args.bandwidth) {
       // The probe's array stays resident until the end: the peak RSS reported is the engine's.
       probe_peak_before = peak_resident_bytes();
-      probe.emplace();
+      // As large as the weights one token reads: a sweep over them gets what part of them the
+      // L3 holds, and so must the probe (docs/speed.md, "The probe's size").
+      probe.emplace(fast::read_probe_bytes(bench.decode_weight_bytes));
       probe_bytes = static_cast<int64_t>(probe->bytes());
+      bench.probe_bytes = probe->bytes();
     }
     run_tg(std::min(args.gen, 8));
     std::vector<double> samples;
@@ -220,9 +223,9 @@ std::string engine_bench_text(const EngineBench& b) {
       const auto [low, high] = std::minmax_element(t.bandwidth_share.begin(), t.bandwidth_share.end());
       const auto [bw_low, bw_high] = std::minmax_element(t.bandwidth_gbs.begin(), t.bandwidth_gbs.end());
       text += fmt::format("; {:.0f} % of the read bandwidth (median of {} repetitions, each against the probes on "
-                          "either side; range {:.0f}-{:.0f} %, probes {:.1f}-{:.1f} GB/s)",
+                          "either side; range {:.0f}-{:.0f} %, probes {:.1f}-{:.1f} GB/s over {:.0f} MiB)",
                           100 * median(t.bandwidth_share), t.bandwidth_share.size(), 100 * *low, 100 * *high, *bw_low,
-                          *bw_high);
+                          *bw_high, b.probe_bytes / 1048576.0);
     }
     text += "\n";
   }
@@ -253,6 +256,7 @@ nlohmann::json engine_bench_json(const EngineBench& b) {
   doc["matmul_params"] = b.matmul_params;
   doc["lm_head_params"] = b.lm_head_params;
   doc["decode_weight_bytes"] = b.decode_weight_bytes;
+  if (b.probe_bytes > 0) doc["bandwidth_probe_bytes"] = b.probe_bytes;  // the read probe's array (with --bandwidth)
   doc["load_seconds"] = b.load_seconds;
   doc["rss_after_load_bytes"] = b.rss_after_load_bytes;
   doc["huge_pages_after_load_bytes"] =

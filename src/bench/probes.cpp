@@ -10,10 +10,11 @@
 
 namespace inferlab::bench {
 
-MachineProbes run_probes(int threads, bool quick) {
+MachineProbes run_probes(int threads, bool quick, std::size_t read_bytes) {
   fast::set_threads(threads);
   MachineProbes probes;
-  probes.bandwidth = fast::measure_bandwidth(quick ? std::size_t(256) << 20 : std::size_t(1) << 30, quick ? 3 : 5);
+  probes.bandwidth = fast::measure_bandwidth(read_bytes > 0 ? read_bytes : fast::large_sweep_bytes(), quick ? 2 : 5);
+  probes.l3_bytes = fast::l3_cache_bytes();
   probes.peaks = fast::measure_peaks(quick ? 0.15 : 0.3);
   probes.threads = fast::threads();
   probes.cpu = fast::cpu_features_line();
@@ -40,9 +41,11 @@ std::string probes_text(const MachineProbes& p) {
                         "layer use them): set OPENBLAS_CORETYPE={} before starting inferlab\n",
                         p.openblas_core, p.peaks.isa == "avx512" ? "SkylakeX" : "Haswell");
   text += fmt::format("threads: {}\n", p.threads);
-  text += fmt::format("memory read bandwidth (sum over {} MiB, fastest of 1, 2 or 4 streams per thread, software "
+  text += fmt::format("memory read bandwidth (sum over {} MiB{}, fastest of 1, 2 or 4 streams per thread, software "
                       "prefetch none, t0 or t0+t1: {} stream{}, {}): {:.1f} GB/s; STREAM triad {:.1f} GB/s\n",
-                      p.bandwidth.bytes >> 20, p.bandwidth.read_streams, p.bandwidth.read_streams == 1 ? "" : "s",
+                      p.bandwidth.bytes >> 20,
+                      p.l3_bytes > 0 ? fmt::format("; L3 {} MiB", p.l3_bytes >> 20) : std::string(),
+                      p.bandwidth.read_streams, p.bandwidth.read_streams == 1 ? "" : "s",
                       read_prefetch_name(p.bandwidth.read_prefetch), p.bandwidth.read_gbs, p.bandwidth.triad_gbs);
   if (p.peaks.isa == "avx2")
     text += fmt::format("peak (AVX2): fp32 FMA {:.0f} GFLOP/s (bf16 weights run on it), int8 (vpmaddubsw+vpmaddwd) {:.0f} GOP/s\n",
@@ -67,7 +70,8 @@ nlohmann::json probes_json(const MachineProbes& p) {
                       {"read_streams_per_thread", p.bandwidth.read_streams},
                       {"read_prefetch", read_prefetch_name(p.bandwidth.read_prefetch)},
                       {"triad_gbs", p.bandwidth.triad_gbs},
-                      {"array_bytes", p.bandwidth.bytes}};
+                      {"array_bytes", p.bandwidth.bytes},
+                      {"l3_bytes", p.l3_bytes}};
   doc["peaks"] = {{"isa", p.peaks.isa},
                   {"bf16_gflops", p.peaks.bf16_gflops},
                   {"fp32_gflops", p.peaks.fp32_gflops},

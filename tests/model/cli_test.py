@@ -70,6 +70,10 @@ def main():
           all(abs(s - t * 4 * params / 1e9 / g) <= 1e-9 * s for s, g, t in zip(shares, gbs, ts)) and
           tg.get("median_bandwidth_share") == sorted(shares)[1],
           f"bench engine --bandwidth: a share per repetition, tokens/s x bytes / probe: {tg}")
+    # The probe sweeps as many bytes as a decode step reads (whole 256-byte lines of them), so that
+    # the L3 holds the same part of both.
+    check(4 * params - 256 < doc.get("bandwidth_probe_bytes", 0) <= 4 * params,
+          f"bench engine --bandwidth: the probe's array {doc.get('bandwidth_probe_bytes')} is the {4 * params} bytes decode reads")
     r = run(a.cli, "bench", "engine", demo, "--weights", "q4", "-p", "0", "-n", "2", "-r", "1", "-t", "1")
     check(r.returncode == 0 and "bandwidth" not in r.stdout and "MB of weights per token" in r.stdout,
           f"bench engine without --bandwidth probes nothing: {r.stdout!r}")
@@ -117,6 +121,8 @@ def main():
     cases = [(k["shape"], k["weights"], k["rows"]) for k in doc.get("kernels", [])]
     check(doc.get("rotation_mib") == 64 and cases == [("kv", "int8", 1), ("kv", "int8", 3), ("kv", "q4", 1), ("kv", "q4", 3)]
           and all(k["gbs"] > 0 and k["seconds"] > 0 for k in doc["kernels"]), f"bench kernels --json: {cases} {r.stderr!r}")
+    check(doc.get("bandwidth", {}).get("array_bytes") == 64 << 20,
+          f"bench kernels: the bandwidth probe reads the rotation's 64 MiB: {doc.get('bandwidth')}")
 
     llama = os.path.join(a.workdir, "llama-bf16")
     r = run(a.cli, "make-model", "--preset", "llama-tiny", "--dtype", "bf16", "--seed", "3", "--out", llama)

@@ -35,7 +35,7 @@ Registrar reg_speed([](CLI::App& app) {
   CLI::App* p = bench.add_subcommand("probes", "The machine's limits: memory bandwidth, OpenBLAS sgemm, bf16/fp32/int8 peaks");
   p->add_option("--threads,-t", probes->threads, "Threads (0: all cores)")->capture_default_str();
   p->add_flag("--json", probes->json_output, "Print one JSON object");
-  p->add_flag("--quick", probes->quick, "Smaller arrays and shorter timing (noisier)");
+  p->add_flag("--quick", probes->quick, "Shorter timing (noisier); the read array stays 4x the L3, at least 1 GiB");
   p->callback([probes] {
     const MachineProbes result = run_probes(probes->threads, probes->quick);
     print_or_json(probes->json_output, probes_json(result), probes_text(result));

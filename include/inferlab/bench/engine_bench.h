@@ -26,9 +26,10 @@ struct EngineBenchOptions {
   // first quality_chunks chunks of quality_ctx tokens), printed beside the speed.
   std::string quality_text;
   int quality_ctx = 256, quality_chunks = 4;
-  // Measure the memory read bandwidth (fast::ReadProbe) before each tg repetition and after the
-  // last, and give decode's share of it per repetition, against the mean of the probes on either
-  // side: the host's bandwidth drifts too much for one probe minutes apart to be the reference.
+  // Measure the memory read bandwidth (fast::ReadProbe, over as many bytes as decode reads per
+  // token) before each tg repetition and after the last, and give decode's share of it per
+  // repetition, against the mean of the probes on either side: the host's bandwidth drifts too
+  // much for one probe minutes apart to be the reference.
   bool bandwidth = false;
 };
 
@@ -58,6 +59,7 @@ struct EngineBench {
   std::string output_weights;    // the lm_head's format, resolved
   double lm_head_params = 0;
   std::size_t decode_weight_bytes = 0;  // Model::decode_weight_bytes: read per decoded token
+  std::size_t probe_bytes = 0;          // the read probe's array (options.bandwidth; fast::read_probe_bytes)
   std::string weight_formats;           // Model::weight_formats: those bytes by format
   double load_seconds = 0;
   int64_t rss_after_load_bytes = 0, peak_rss_bytes = 0;

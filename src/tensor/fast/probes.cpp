@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #include "inferlab/tensor/fast/cpu.h"
@@ -306,8 +307,20 @@ std::size_t ReadProbe::bytes() const { return array_->size(); }
 double ReadProbe::measure(int passes) {
   // The best of every way of reading, so that a kernel's "share of the bandwidth" is measured
   // against what the memory can really give.
+  constexpr std::size_t kMinBytesPerWay = std::size_t(256) << 20;
+  const std::size_t bytes = std::max<std::size_t>(array_->size(), 1);
+  passes = std::max<int>(passes, static_cast<int>(std::min<std::size_t>(64, kMinBytesPerWay / bytes)));
   return best_read(kernel_pool(), reinterpret_cast<const float*>(array_->data()), array_->size() / sizeof(float), passes);
 }
+
+std::size_t read_probe_bytes(std::size_t swept) { return std::clamp<std::size_t>(swept, 64 * sizeof(float), kMaxReadProbeBytes); }
+
+std::size_t l3_cache_bytes() {
+  const long bytes = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : 0;
+}
+
+std::size_t large_sweep_bytes() { return std::max(std::size_t(1) << 30, 4 * l3_cache_bytes()); }
 
 const char* read_prefetch_name(ReadPrefetch p) {
   switch (p) {

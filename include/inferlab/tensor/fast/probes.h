@@ -23,26 +23,38 @@ struct BandwidthResult {
   std::size_t bytes = 0; // size of the read array
   int threads = 0;
 };
-// Arrays much larger than the last-level cache; best of `repeats`. Uses the kernel pool.
-BandwidthResult measure_bandwidth(std::size_t bytes = std::size_t(1) << 30, int repeats = 5);
+// Arrays of `bytes` each; best of `repeats`. Uses the kernel pool.
+BandwidthResult measure_bandwidth(std::size_t bytes, int repeats = 5);
 
 // The read half of measure_bandwidth on an array allocated (and paged in) once, so that it can be
 // measured again right beside each run of a benchmark: on a shared host the bandwidth drifts by up
 // to 2x within minutes, and a share of it means something only against the probe of the same moment.
+// Size it as what it is compared with reads (read_probe_bytes): a large L3 serves part of any
+// sweep not far above its size, to the probe and to decode alike (docs/speed.md, "The probe's size").
 class ReadProbe {
  public:
-  explicit ReadProbe(std::size_t bytes = std::size_t(512) << 20);
+  explicit ReadProbe(std::size_t bytes);
   ~ReadProbe();
   ReadProbe(const ReadProbe&) = delete;
   ReadProbe& operator=(const ReadProbe&) = delete;
   // GB/s over all threads of the kernel pool: the best of `passes` reads each way (1, 2 or 4
-  // streams per thread, each ReadPrefetch).
+  // streams per thread, each ReadPrefetch); more passes on a small array, so that each way reads
+  // at least 256 MiB in all.
   double measure(int passes = 2);
   std::size_t bytes() const;
 
  private:
   std::unique_ptr<AlignedBuffer> array_;  // a whole number of 64-float lines
 };
+
+// The probe for a sweep over `swept` bytes: the same size, up to kMaxReadProbeBytes (2 GiB; from
+// about 3x the L3 on, a sweep's speed no longer depends on its size).
+constexpr std::size_t kMaxReadProbeBytes = std::size_t(2) << 30;
+std::size_t read_probe_bytes(std::size_t swept);
+// The last-level cache's size in bytes as the C library reports it (0: unknown).
+std::size_t l3_cache_bytes();
+// A sweep the L3 serves none of: 4x its size, and at least 1 GiB.
+std::size_t large_sweep_bytes();
 
 struct GemmResult {
   double gflops = 0;
