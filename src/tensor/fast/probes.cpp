@@ -313,14 +313,14 @@ double ReadProbe::measure(int passes) {
   return best_read(kernel_pool(), reinterpret_cast<const float*>(array_->data()), array_->size() / sizeof(float), passes);
 }
 
-std::size_t read_probe_bytes(std::size_t swept) { return std::clamp<std::size_t>(swept, 64 * sizeof(float), kMaxReadProbeBytes); }
-
 std::size_t l3_cache_bytes() {
   const long bytes = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
   return bytes > 0 ? static_cast<std::size_t>(bytes) : 0;
 }
 
 std::size_t large_sweep_bytes() { return std::max(std::size_t(1) << 30, 4 * l3_cache_bytes()); }
+
+std::size_t read_probe_bytes(std::size_t swept) { return std::clamp<std::size_t>(swept, 64 * sizeof(float), large_sweep_bytes()); }
 
 const char* read_prefetch_name(ReadPrefetch p) {
   switch (p) {

@@ -47,14 +47,13 @@ class ReadProbe {
   std::unique_ptr<AlignedBuffer> array_;  // a whole number of 64-float lines
 };
 
-// The probe for a sweep over `swept` bytes: the same size, up to kMaxReadProbeBytes (2 GiB; from
-// about 3x the L3 on, a sweep's speed no longer depends on its size).
-constexpr std::size_t kMaxReadProbeBytes = std::size_t(2) << 30;
-std::size_t read_probe_bytes(std::size_t swept);
 // The last-level cache's size in bytes as the C library reports it (0: unknown).
 std::size_t l3_cache_bytes();
-// A sweep the L3 serves none of: 4x its size, and at least 1 GiB.
+// A sweep the L3 serves none of: 4x its size, and at least 1 GiB (on a 300 MiB L3 the read
+// speed stopped depending on the size from about 3x on).
 std::size_t large_sweep_bytes();
+// The probe for a sweep over `swept` bytes: the same size, up to large_sweep_bytes().
+std::size_t read_probe_bytes(std::size_t swept);
 
 struct GemmResult {
   double gflops = 0;
