@@ -237,7 +237,7 @@ for t in threads:
           f"bf16 dot peak {bf16_peak:.0f} GFLOP/s, int8 dot peak {int8_peak:.0f} GOP/s")
     peers = peer_results(t)
     print()
-    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of read bandwidth (probed around each tg run) | prefill GFLOP/s | of sgemm | of dot peak (bf16; int8 for int8/q4) | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
+    print("| weights | pp t/s | tg t/s | GB read/token | decode GB/s | of read bandwidth (probed around each tg run, over the weights' bytes) | prefill GFLOP/s | of sgemm | of dot peak (bf16; int8 for int8/q4) | peak RSS MiB | RSS / (weights+KV) | pp ours/peer | tg ours/peer | KLD vs f32 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for w in weights:
         path = os.path.join(out_dir, f"engine-{w}-t{t}.json")
@@ -257,7 +257,8 @@ for t in threads:
         decode_gbs = gb_token * tg
         # Decode's share of the read bandwidth: bench engine --bandwidth probes it around each tg
         # repetition (the host's bandwidth drifts by up to 2x within minutes, so the probe at the
-        # start of the run is no reference for a format measured minutes later).
+        # start of the run is no reference for a format measured minutes later), over as many
+        # bytes as the weights, which a large L3 serves part of alike (docs/speed.md, "The probe's size").
         share = res.get("tg", {}).get("median_bandwidth_share", float("nan"))
         prefill_gflops = pp * 2 * (params - e["lm_head_params"]) / 1e9
         # int8 and q4 prefill runs on int8 dot products (vpdpbusd / vpmaddubsw): their peak is the int8 one.
