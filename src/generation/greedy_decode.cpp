@@ -1,30 +1,15 @@
 #include "inferlab/generation/greedy_decode.h"
 
 #include <algorithm>
-#include <cmath>
 
+#include "inferlab/tensor/fast/argmax.h"
 #include "inferlab/util/error.h"
 
 namespace inferlab {
 
 int32_t argmax(std::span<const float> logits) {
   if (logits.empty()) fail("argmax: no logits");
-  // Same answer as std::max_element (the first maximum; NaNs never win unless they come first), in
-  // two passes: the maximum, then its first position. The maximum keeps sixteen running maxima
-  // side by side (`v > m ? v : m`: a NaN v leaves m), sixteen independent chains where one serial
-  // maximum waited on each compare.
-  if (std::isnan(logits[0])) return 0;
-  constexpr std::size_t kLanes = 16;
-  float lanes[kLanes];
-  std::fill(std::begin(lanes), std::end(lanes), logits[0]);
-  const std::size_t whole = logits.size() / kLanes * kLanes;
-  for (std::size_t i = 0; i < whole; i += kLanes)
-    #pragma GCC unroll 16
-    for (std::size_t l = 0; l < kLanes; ++l) lanes[l] = logits[i + l] > lanes[l] ? logits[i + l] : lanes[l];
-  float best = logits[0];
-  for (const float v : lanes) best = v > best ? v : best;
-  for (std::size_t i = whole; i < logits.size(); ++i) best = logits[i] > best ? logits[i] : best;
-  return static_cast<int32_t>(std::find(logits.begin(), logits.end(), best) - logits.begin());
+  return static_cast<int32_t>(fast::argmax(logits.data(), logits.size()));
 }
 
 namespace {
