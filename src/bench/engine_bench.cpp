@@ -165,7 +165,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   }
   bench.decode_weight_bytes = model->decode_weight_bytes();
   bench.weight_formats = model->weight_formats();
-  int64_t probe_peak_before = 0, probe_bytes = 0;
+  int64_t probe_peak_before = 0;
   if (args.gen > 0) {
     std::optional<fast::ReadProbe> probe;
     std::vector<double> probes;  // before each repetition and after the last
@@ -175,7 +175,6 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
       // As large as the weights one token reads: a sweep over them gets what part of them the
       // L3 holds, and so must the probe (docs/speed.md, "The probe's size").
       probe.emplace(fast::read_probe_bytes(bench.decode_weight_bytes));
-      probe_bytes = static_cast<int64_t>(probe->bytes());
       bench.probe_bytes = probe->bytes();
     }
     run_tg(std::min(args.gen, 8));
@@ -209,7 +208,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   bench.matmul_params = decode_weight_params(c);
   bench.output_weights = output_weights_of(options);
   bench.lm_head_params = static_cast<double>(c.vocab_size) * c.hidden_size;  // once per prompt, not per prompt token
-  bench.peak_rss_bytes = std::max(probe_peak_before, peak_resident_bytes() - probe_bytes);
+  bench.peak_rss_bytes = std::max(probe_peak_before, peak_resident_bytes() - static_cast<int64_t>(bench.probe_bytes));
   bench.kv_cache_bytes = cache.bytes();
   if (!args.quality_text.empty()) bench.quality = measure_quality(args);
   return bench;

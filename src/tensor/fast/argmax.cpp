@@ -20,18 +20,15 @@ std::size_t argmax_tail(const float* x, std::size_t from, std::size_t n, std::si
 
 // Lanes of running maxima and their first positions (each lane starting at x[0], position 0): the
 // overall best value, and of the lanes holding it the smallest position, is the first maximum.
-std::size_t best_of_lanes(const float* value, const int64_t* index, int lanes) {
+std::size_t best_of_lanes(const float* value, const int32_t* position, int lanes) {
   int pick = 0;
   for (int l = 1; l < lanes; ++l)
-    if (value[l] > value[pick] || (value[l] == value[pick] && index[l] < index[pick])) pick = l;
-  return static_cast<std::size_t>(index[pick]);
+    if (value[l] > value[pick] || (value[l] == value[pick] && position[l] < position[pick])) pick = l;
+  return static_cast<std::size_t>(position[pick]);
 }
 }  // namespace
 
 INFERLAB_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace {
 // Four independent sets of 16 lanes, so that no compare waits on the one before; positions in
 // int32 (a row of logits is far below 2^31).
@@ -53,16 +50,13 @@ std::size_t argmax_avx512(const float* x, std::size_t n) {
     }
   alignas(64) float value[kSets * kWidth];
   alignas(64) int32_t position[kSets * kWidth];
-  int64_t index[kSets * kWidth];
   for (int s = 0; s < kSets; ++s) {
     _mm512_store_ps(value + s * kWidth, best[s]);
     _mm512_store_si512(position + s * kWidth, where[s]);
   }
-  for (int l = 0; l < kSets * kWidth; ++l) index[l] = position[l];
-  return argmax_tail(x, i, n, best_of_lanes(value, index, kSets * kWidth));
+  return argmax_tail(x, i, n, best_of_lanes(value, position, kSets * kWidth));
 }
 }  // namespace
-#pragma GCC diagnostic pop
 INFERLAB_TARGET_END
 
 INFERLAB_TARGET_BEGIN("avx2,fma")
@@ -86,13 +80,11 @@ std::size_t argmax_avx2(const float* x, std::size_t n) {
     }
   alignas(32) float value[kSets * kWidth];
   alignas(32) int32_t position[kSets * kWidth];
-  int64_t index[kSets * kWidth];
   for (int s = 0; s < kSets; ++s) {
     _mm256_store_ps(value + s * kWidth, best[s]);
     _mm256_store_si256(reinterpret_cast<__m256i*>(position + s * kWidth), where[s]);
   }
-  for (int l = 0; l < kSets * kWidth; ++l) index[l] = position[l];
-  return argmax_tail(x, i, n, best_of_lanes(value, index, kSets * kWidth));
+  return argmax_tail(x, i, n, best_of_lanes(value, position, kSets * kWidth));
 }
 }  // namespace
 INFERLAB_TARGET_END
