@@ -31,10 +31,11 @@ inline int32_t load_i32(const void* p) {
 // read bandwidth on a Zen 5 (bench kernels --rows 1). Every load prefetches InFlight / NV bytes
 // ahead (kernels_internal.h): a single bf16 / f16 row 2.5 KiB in its 2-panel tiles (one-row hint),
 // 2-4 rows 1.5 KiB in 4-panel tiles, decode batches 3 KiB in 2-panel tiles, a K-quant / q4_1 /
-// q5_1 row 6 KiB in one panel (quant_tile<1, 1>). A single int8 / q4 / q5_0 row instead asks for
-// each block's lines 5 KiB ahead at the block's start (quant_row_tile). The one-row tiles take the
-// prefetch hint of active_stream_prefetch() (cpu.h: nta on AMD, t0 on Intel), as two kernel tables;
-// under t0 they also ask for each line kSingleRowFarBytes ahead into the L2 (prefetcht1).
+// q5_1 row 6 KiB in one panel (quant_tile<1, 1>). A single int8 / q4 / q5_0 row: on AMD 5 KiB in
+// 2-panel tiles as bf16's, on Intel each block's lines 5 KiB ahead at its start (quant_row_tile).
+// The one-row tiles take the prefetch hint of active_stream_prefetch() (cpu.h: nta on AMD, t0 on
+// Intel), as two kernel tables; under t0 they also ask for each line kSingleRowFarBytes ahead into
+// the L2 (prefetcht1).
 
 inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
 
@@ -123,8 +124,9 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
 // *_by_block copies, whose strides are constants: with the rows' own strides (in_padded, blocks)
 // the 8-row tiles ran out of general registers for the rows' pointers and spilled them (8 rows of
 // q4 / int8 8-11 % faster this way on a Zen 5, bench kernels --rows 8).
-// Far (one panel only): as bf16_tile's, for the one-row K-quant / q4_1 / q5_1 tiles.
-template <int MR, int NV, WeightFormat F, bool ByBlock, int Far = 0>
+// Far (one panel only): as bf16_tile's, for the one-row K-quant / q4_1 / q5_1 tiles. Hint and
+// InFlight: as bf16_tile's (AMD's one-row int8 / q4 / q5_0 tiles: prefetchnta, 5 KiB over 2 panels).
+template <int MR, int NV, WeightFormat F, bool ByBlock, int Far = 0, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight>
 void quant_tile(const KernelArgs& a, int row0, int panel0) {
   static_assert(Far == 0 || NV == 1, "the far prefetch runs into the next panel, which only a one-panel tile reads next");
   constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
@@ -164,10 +166,10 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     __m512i isum[MR][NV];
     const int8_t* xb = x + b * x_block;
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) prefetch_line<_MM_HINT_T0>(sp[v] + b * scale_bytes + scale_ahead);
+    for (int v = 0; v < NV; ++v) prefetch_line<Hint>(sp[v] + b * scale_bytes + scale_ahead);
     // Each weight line asks for the line data_ahead further as it is loaded (as in bf16_tile).
     auto prefetch = [&](int v, int line) __attribute__((always_inline)) {
-      prefetch_line<_MM_HINT_T0>(wp[v] + b * block_bytes + line * 64 + data_ahead);
+      prefetch_line<Hint>(wp[v] + b * block_bytes + line * 64 + data_ahead);
       if constexpr (Far > 0) prefetch_line<_MM_HINT_T1>(wp[v] + b * block_bytes + line * 64 + Far);
     };
     if constexpr (K6) {
@@ -313,7 +315,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   // at their own distance from the panel's end: when the scales moved on with the weights (2-4
   // blocks from the end instead of 8), the first 4-6 blocks of every tile's scales were never
   // fetched early (q4 +2-6 % at 1 row, int8 within noise, on a Zen 5).
-  constexpr int data_ahead = kPrefetchBytes<NV>;
+  constexpr int data_ahead = InFlight / NV;
   constexpr int kScaleAheadBlocks = std::max(8, (data_ahead + block_bytes - 1) / block_bytes);
   const std::ptrdiff_t skip = NV - 1;
   const std::ptrdiff_t data_near = data_ahead, data_next = data_near + skip * static_cast<std::ptrdiff_t>(w.panel_bytes());
@@ -330,17 +332,14 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
-// One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
-// panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
-// panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead
-// (Hint: prefetchnta on AMD, prefetcht0 on Intel) and, under t0, Far ahead into the L2 and its
-// scales kSingleRowScaleBytes ahead (on AMD the scales are left to the hardware prefetcher). On a
-// Zen 5 this read DRAM faster than quant_tile's 512-bit two-panel tiles (Q8_0 tg +5-6 % at 1 and
-// 2 threads, 89 -> 95 % of the read bandwidth at 1; Q4_0 +3 % / +11 %) and than this shape with
-// prefetcht0 or with two panels, each measured in its own process, alternated (docs/speed.md). It
-// adds the same exact int32 sums per block and makes the same fp32 FMAs in block order: the bits of
-// every other tile.
-template <WeightFormat F, int Hint, int Far>
+// One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block) on
+// Intel: each panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd
+// chain), one panel at a time, each block asking at its start with prefetcht0 for its lines
+// kSingleRowBytesInFlight ahead, kSingleRowFarBytes ahead into the L2 and its scales
+// kSingleRowScaleBytes ahead (docs/speed.md). (On AMD quant_tile's two-panel nta tiles run instead:
+// quant_avx512.) It adds the same exact int32 sums per block and makes the same fp32 FMAs in block
+// order: the bits of every other tile.
+template <WeightFormat F>
 void quant_row_tile(const KernelArgs& a, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
   constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5;
@@ -356,7 +355,7 @@ void quant_row_tile(const KernelArgs& a, int panel) {
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
-    prefetch_block<Hint, kSingleRowBytesInFlight, Far, block_bytes, scale_bytes>(wb, sp, b);
+    prefetch_block<_MM_HINT_T0, kSingleRowBytesInFlight, kSingleRowFarBytes, block_bytes, scale_bytes>(wb, sp, b);
     const int8_t* xb = x + b * kBlock;
     __m256i isum[2];
     isum[0] = isum[1] = _mm256_set1_epi32(-offset * xsum[b]);
@@ -475,16 +474,23 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
 // 2 to 8 rows read the activations' *_by_block copies (quant_tile's ByBlock).
-// One row: int8 / q4 / q5_0 in quant_row_tile; the K-quants and q4_1 / q5_1 (more scale bytes and
-// epilogue per block) one panel per 512-bit tile, 6 KiB ahead with prefetcht0, which read faster
-// than two-panel non-temporal tiles (Zen 5: a 1,024-wide Q4_K_M tg64 119-126 -> 129-138 t/s at 1
-// thread, 213 -> 233-246 at 2; docs/speed.md).
+// One row of int8 / q4 / q5_0: on AMD (nta) two 512-bit panels per tile with 5 KiB in flight,
+// prefetchnta, as at 6b6815f; quant_row_tile's one panel in two 256-bit halves, kept on a Zen 5's
+// own A/B at one hour, decoded Q8_0 / Q4_0 at 0.73-0.80x of it at 1 thread and 0.83x at 2 on a
+// Zen 5 at another (bench/ab_binaries.sh, 6 interleaved rounds, issue 46). On Intel (t0)
+// quant_row_tile, whose t0 + t1 prefetch was tuned on a Xeon (docs/speed.md). The K-quants and
+// q4_1 / q5_1 (more scale bytes and epilogue per block) one panel per 512-bit tile, 6 KiB ahead
+// with prefetcht0, which read faster than two-panel non-temporal tiles (Zen 5: a 1,024-wide Q4_K_M
+// tg64 119-126 -> 129-138 t/s at 1 thread, 213 -> 233-246 at 2; docs/speed.md).
 template <WeightFormat F, int RowHint>
 void quant_avx512(const KernelArgs& a, int pb, int pe) {
+  constexpr bool offset_codes = F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5;
   if (a.rows == 1) {
+    if constexpr (offset_codes && RowHint == _MM_HINT_NTA)
+      return run_single_row<quant_tile<1, 2, F, false, 0, RowHint, kRowFlight>, quant_tile<1, 1, F, false, 0, RowHint, kRowFlight>>(a, pb, pe);
     for (int p = pb; p < pe; ++p) {
-      if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5)
-        quant_row_tile<F, RowHint, kRowFar<RowHint>>(a, p);
+      if constexpr (offset_codes)
+        quant_row_tile<F>(a, p);
       else
         quant_tile<1, 1, F, false, kRowFar<RowHint>>(a, 0, p);
     }
