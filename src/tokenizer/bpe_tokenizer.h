@@ -20,7 +20,7 @@ enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext
 enum class PrependScheme { Always, First, Never };
 
 struct PreTokenizerStep {
-  enum class Kind { Split, ByteLevel, Digits, Metaspace } kind;
+  enum class Kind { Split, ByteLevel, Metaspace } kind;
   std::shared_ptr<Regex> regex = nullptr;  // Split, ByteLevel with use_regex, Metaspace with split
   SplitBehavior behavior = SplitBehavior::Isolated;
   bool invert = false;

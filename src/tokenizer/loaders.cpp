@@ -147,6 +147,11 @@ void parse_pre_tokenizer(const Fields& f, const json& node, std::vector<PreToken
     step.add_prefix_space = f.boolean(node, "add_prefix_space", true, "pre_tokenizer(ByteLevel)");
     if (f.boolean(node, "use_regex", true, "pre_tokenizer(ByteLevel)")) step.regex = std::make_shared<Regex>(kGpt2Pattern);
     out.push_back(std::move(step));
+  } else if (type == "Digits") {
+    // Each digit its own piece (individual_digits, SmolLM's and StarCoder's), or each run of digits.
+    PreTokenizerStep step{PreTokenizerStep::Kind::Split};
+    step.regex = std::make_shared<Regex>(f.boolean(node, "individual_digits", false, "pre_tokenizer(Digits)") ? R"(\p{N})" : R"(\p{N}+)");
+    out.push_back(std::move(step));
   } else if (type == "Split") {
     PreTokenizerStep step{PreTokenizerStep::Kind::Split};
     step.regex = parse_pattern(f, node, "pre_tokenizer(Split)");
@@ -174,7 +179,7 @@ void parse_pre_tokenizer(const Fields& f, const json& node, std::vector<PreToken
     }
     out.push_back(std::move(step));
   } else {
-    fail("{}: pre_tokenizer type {:?} is not supported (supported: ByteLevel, Split, Metaspace, Sequence)", f.source, type);
+    fail("{}: pre_tokenizer type {:?} is not supported (supported: ByteLevel, Split, Digits, Metaspace, Sequence)", f.source, type);
   }
 }
 
@@ -645,7 +650,15 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
   if (pre == "gpt2" || pre == "gpt-2" || pre == "default") pattern = kGpt2Pattern;
   else if (pre == "qwen2") pattern = kQwen2Pattern;
   else if (pre == "llama-bpe" || pre == "llama3" || pre == "smaug-bpe") pattern = kLlama3Pattern;
-  else fail("{}: tokenizer.ggml.pre {:?} is not supported (supported: gpt2, qwen2, llama-bpe)", spec.source, pre);
+  else if (pre == "smollm" || pre == "starcoder") pattern = kGpt2Pattern;  // after each digit is split off
+  else fail("{}: tokenizer.ggml.pre {:?} is not supported (supported: gpt2, qwen2, llama-bpe, smollm, starcoder)", spec.source, pre);
+  if (pre == "smollm" || pre == "starcoder") {
+    // llama.cpp splits each digit off first (its "\p{N}" regex; tokenizer.json: Digits with
+    // individual_digits), then applies GPT-2's pattern to what lies between.
+    PreTokenizerStep digits{PreTokenizerStep::Kind::Split};
+    digits.regex = std::make_shared<Regex>(R"(\p{N})");
+    spec.pre_tokenizers.push_back(std::move(digits));
+  }
   PreTokenizerStep step{PreTokenizerStep::Kind::Split};
   step.regex = std::make_shared<Regex>(pattern);
   spec.pre_tokenizers.push_back(std::move(step));
