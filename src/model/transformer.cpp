@@ -91,8 +91,10 @@ LinearWeight WeightLoader::conv1d(const std::string& weight_name, int in, int ou
   return layer;
 }
 
-void WeightLoader::embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t,
-                             bool tied_output) const {
+void WeightLoader::embedding(const std::string& embedding_name, int vocab, int hidden, TransformerWeights& t,
+                             bool tied_output, const std::string& tied_name) const {
+  const bool under_output_name = tied_output && !has(embedding_name) && has(tied_name);
+  const std::string& name = under_output_name ? tied_name : embedding_name;
   const TensorView view = source_.require(name);
   if (const auto format = fast::choose_format(tied_output ? output_weights_ : weights_, view);
       format != fast::WeightFormat::F32) {

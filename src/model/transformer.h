@@ -57,8 +57,11 @@ class WeightLoader {
   // The untied output projection lm_head [vocab][hidden], packed in the output format.
   LinearWeight output(const std::string& weight_name, int vocab, int hidden) const;
   // The token embedding [vocab][hidden] into t.embedding, or t.packed_embedding when packing; when
-  // tied to the output projection it is packed in the output format, being that matrix too.
-  void embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t, bool tied_output) const;
+  // tied to the output projection it is packed in the output format, being that matrix too, and a
+  // checkpoint that stores the one tied matrix under the output's name (tied_name, e.g.
+  // "lm_head.weight": some exporters keep that name of the shared pair) is read from there.
+  void embedding(const std::string& name, int vocab, int hidden, TransformerWeights& t, bool tied_output,
+                 const std::string& tied_name = "lm_head.weight") const;
 
  private:
   LinearWeight linear_as(const std::string& option, const std::string& weight_name, int out, int in,

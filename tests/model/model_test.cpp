@@ -297,6 +297,27 @@ TEST(OutputWeights, ResolvesAutoAndRejectsUnknownNames) {
   EXPECT_NE(error_of([&] { of("q4", "q3"); }).find("unknown weight format 'q3'"), std::string::npos);
 }
 
+// A tied checkpoint whose one shared matrix is stored under the output's name (lm_head.weight) loads
+// as the same model as when it is stored under the embedding's name.
+TEST(TiedWeights, StoredUnderTheOutputNameLoadTheSame) {
+  fs::path dir = make_tiny("qwen2");  // tie_word_embeddings: true
+  GenerateOptions options;
+  options.max_new_tokens = 8;
+  options.ignore_eos = true;
+  const auto expected = generate_greedy(*Model::load(dir.string()), ids(6, 3), options).tokens;
+  const std::string bytes = read_file(dir / "model.safetensors");
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), 8);
+  json header = json::parse(bytes.substr(8, header_size));
+  ASSERT_TRUE(header.contains("model.embed_tokens.weight"));
+  header["lm_head.weight"] = header["model.embed_tokens.weight"];
+  header.erase("model.embed_tokens.weight");
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data stays 8-byte aligned, as writers keep it
+  write_file(dir / "model.safetensors", safetensors_bytes(text, bytes.substr(8 + header_size)));
+  EXPECT_EQ(generate_greedy(*Model::load(dir.string()), ids(6, 3), options).tokens, expected);
+}
+
 TEST(Generate, StopsAtAnyEosIdFromGenerationConfig) {
   fs::path dir = make_tiny("qwen2");
   auto probe = Model::load(dir.string());
