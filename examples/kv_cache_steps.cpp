@@ -1,6 +1,6 @@
 // Course step 3: greedy decoding with and without the KV cache. Without it every step feeds the
 // whole sequence ([5, 6, 7, ...]); with it the prompt once, then one position ([5, 1, 1, ...]).
-// Usage: kv_cache_steps [MODEL] [prompt ids, e.g. 1,2,3,4,5]  (default: the demo model)
+// Usage: kv_cache_steps [MODEL] [prompt ids, e.g. 1,2,3,4,5]  (default: SmolLM2-135M-Instruct)
 #include <cstdio>
 #include <sstream>
 
@@ -10,7 +10,7 @@
 #include "inferlab/util/model_path.h"
 
 int main(int argc, char** argv) try {
-  const std::string model_name = argc > 1 ? argv[1] : inferlab::demo_model_path().string();
+  const std::string model_name = argc > 1 ? argv[1] : inferlab::default_model_path().string();
   std::vector<int32_t> prompt{1, 2, 3, 4, 5};
   if (argc > 2) {
     prompt.clear();

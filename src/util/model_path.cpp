@@ -72,6 +72,6 @@ fs::path resolve_model_path(const std::string& model) {
        looks_like_repo_id ? "\n(no download is attempted: place the model in the Hugging Face cache or pass its folder)" : "");
 }
 
-fs::path demo_model_path() { return fs::path(INFERLAB_DEMO_MODEL_DIR); }
+fs::path default_model_path() { return fs::path(INFERLAB_DEFAULT_MODEL); }
 
 }  // namespace inferlab

@@ -12,7 +12,7 @@ class Server:
     def __init__(self, cli, model, extra_args=(), env=None, host="127.0.0.1", wait_ready=True, port=0, threads=2):
         self.log_lines = []
         self._lock = threading.Lock()
-        args = [cli, "serve", model, "--port", str(port), "--threads", str(threads), *extra_args]
+        args = [cli, "serve", *([model] if model else []), "--port", str(port), "--threads", str(threads), *extra_args]
         if host is not None:
             args += ["--host", host]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -43,11 +43,10 @@ void serve(const ServeArgs& args) {
   options.scheduler.kv_tokens = args.kv_tokens;
   std::string model = args.model;
   if (model.empty()) {
-    model = inferlab::demo_model_path().string();
-    if (!std::filesystem::exists(std::filesystem::path(model) / "config.json"))
-      inferlab::fail("no MODEL given and the demo model is missing at {} (scripts/setup writes it with "
-                     "`inferlab make-model --preset demo`)", model);
-    std::fprintf(stderr, "inferlab serve: no MODEL given, serving the demo model %s (random weights: its text is gibberish)\n",
+    model = inferlab::default_model_path().string();
+    if (!std::filesystem::is_regular_file(model))
+      inferlab::fail("no MODEL given and the default model is missing at {} (scripts/setup fetches it)", model);
+    std::fprintf(stderr, "inferlab serve: no MODEL given, serving the default model %s (SmolLM2-135M-Instruct)\n",
                  model.c_str());
   }
 
@@ -91,7 +90,7 @@ void serve(const ServeArgs& args) {
 inferlab::cli::Registrar reg([](CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
-  cmd->add_option("model", args->model, "Model folder or Hugging Face repo id (default: the bundled demo model)");
+  cmd->add_option("model", args->model, "Model folder, GGUF file or Hugging Face repo id (default: SmolLM2-135M-Instruct Q4_1)");
   cmd->add_option("--host", args->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", args->server.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--max-batch", args->server.scheduler.max_batch, "Sequences running together")

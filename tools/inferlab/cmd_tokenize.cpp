@@ -42,7 +42,7 @@ static inferlab::cli::Registrar reg([](CLI::App& app) {
     std::string model;
     std::vector<std::string> texts;
     bool chat = false, add_special = false;
-    std::string cases;
+    std::string cases, chat_cases;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print token ids and pieces for each text (or render the chat template)");
@@ -51,18 +51,41 @@ static inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_flag("--chat", options->chat, "Render the chat template with the texts as user messages (add_generation_prompt) and tokenize the result");
   cmd->add_flag("--add-special-tokens", options->add_special, "Apply the post-processor (e.g. BOS)");
   cmd->add_option("--cases", options->cases, "JSON file holding an array of strings: print one JSON array of ids per case (machine-readable)");
+  cmd->add_option("--chat-cases", options->chat_cases,
+                  "JSON file holding an array of {\"messages\": [...], \"add_generation_prompt\": bool}: print one JSON array of "
+                  "the rendered chat templates (machine-readable)");
   cmd->callback([options] {
     auto tokenizer = inferlab::Tokenizer::load(options->model);
-    if (!options->cases.empty()) {
-      std::ifstream in(options->cases, std::ios::binary);
-      if (!in) inferlab::fail("cannot open {}", options->cases);
+    auto read_array = [](const std::string& file) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) inferlab::fail("cannot open {}", file);
       nlohmann::json cases;
       try {
         cases = nlohmann::json::parse(in);
       } catch (const nlohmann::json::exception& e) {
-        inferlab::fail("{} is not valid JSON: {}", options->cases, e.what());
+        inferlab::fail("{} is not valid JSON: {}", file, e.what());
       }
-      if (!cases.is_array()) inferlab::fail("{} must hold a JSON array of strings", options->cases);
+      if (!cases.is_array()) inferlab::fail("{} must hold a JSON array", file);
+      return cases;
+    };
+    if (!options->chat_cases.empty()) {
+      if (tokenizer->chat_template().empty()) inferlab::fail("{} has no chat template", options->model);
+      inferlab::ChatTemplate chat_template(tokenizer->chat_template());
+      nlohmann::json extra = {{"bos_token", tokenizer->bos_token()}, {"eos_token", tokenizer->eos_token()}};
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& c : read_array(options->chat_cases)) {
+        if (!c.is_object() || !c.contains("messages") || !c["messages"].is_array())
+          inferlab::fail("{}: every case must be an object with a \"messages\" array, got {}", options->chat_cases, c.dump());
+        if (c.contains("add_generation_prompt") && !c["add_generation_prompt"].is_boolean())
+          inferlab::fail("{}: add_generation_prompt must be true or false, got {}", options->chat_cases, c["add_generation_prompt"].dump());
+        const bool generation_prompt = c.value("add_generation_prompt", true);
+        out.push_back(chat_template.render(c["messages"], generation_prompt, extra));
+      }
+      std::printf("%s\n", out.dump().c_str());
+      return;
+    }
+    if (!options->cases.empty()) {
+      const nlohmann::json cases = read_array(options->cases);
       nlohmann::json out = nlohmann::json::array();
       for (const auto& c : cases) {
         if (!c.is_string()) inferlab::fail("{}: every case must be a string, got {}", options->cases, c.dump());

@@ -10,7 +10,8 @@ namespace inferlab {
 // Throws Error naming every path searched when nothing is found.
 std::filesystem::path resolve_model_path(const std::string& model);
 
-// The demo model `inferlab serve` uses when no MODEL is given.
-std::filesystem::path demo_model_path();
+// The model `inferlab serve` runs when no MODEL is given: SmolLM2-135M-Instruct as a Q4_1 GGUF,
+// fetched by scripts/setup.
+std::filesystem::path default_model_path();
 
 }  // namespace inferlab
