@@ -16,7 +16,9 @@ std::string env(const char* name) {
   return value ? value : "";
 }
 
-std::vector<fs::path> hub_caches() {
+}  // namespace
+
+std::vector<fs::path> hub_cache_dirs() {
   std::vector<fs::path> caches;
   if (auto hub = env("HF_HUB_CACHE"); !hub.empty()) caches.emplace_back(hub);
   if (auto hub = env("HUGGINGFACE_HUB_CACHE"); !hub.empty()) caches.emplace_back(hub);
@@ -25,6 +27,8 @@ std::vector<fs::path> hub_caches() {
   if (auto home = env("HOME"); !home.empty()) caches.push_back(fs::path(home) / ".cache" / "huggingface" / "hub");
   return caches;
 }
+
+namespace {
 
 // models--Org--Name/refs/main names the snapshot transformers would load; otherwise take any snapshot.
 fs::path snapshot_in(const fs::path& repo_dir) {
@@ -47,6 +51,27 @@ fs::path snapshot_in(const fs::path& repo_dir) {
 
 }  // namespace
 
+bool looks_like_repo_id(const std::string& model) {
+  auto slash = model.find('/');
+  return slash != std::string::npos && slash > 0 && slash + 1 < model.size() &&
+         model.find('/', slash + 1) == std::string::npos && model[0] != '.' && model[0] != '/';
+}
+
+std::string hub_repo_folder(const std::string& repo_id) {
+  auto slash = repo_id.find('/');
+  return "models--" + repo_id.substr(0, slash) + "--" + repo_id.substr(slash + 1);
+}
+
+fs::path find_cached_snapshot(const std::string& repo_id) {
+  if (!looks_like_repo_id(repo_id)) return {};
+  for (const auto& cache : hub_cache_dirs()) {
+    fs::path repo_dir = cache / hub_repo_folder(repo_id);
+    if (!fs::is_directory(repo_dir / "snapshots")) continue;
+    if (auto snapshot = snapshot_in(repo_dir); !snapshot.empty()) return snapshot;
+  }
+  return {};
+}
+
 fs::path resolve_model_path(const std::string& model) {
   if (model.empty()) fail("no model given: pass a model folder or a Hugging Face repo id such as Qwen/Qwen2.5-0.5B-Instruct");
   fs::path local(model);
@@ -54,22 +79,15 @@ fs::path resolve_model_path(const std::string& model) {
   if (fs::exists(local) && fs::is_regular_file(local)) return local;  // single-file formats (llama2.c .bin, GGUF)
 
   std::vector<std::string> searched{fs::absolute(local).string()};
-  auto slash = model.find('/');
-  bool looks_like_repo_id = slash != std::string::npos && slash > 0 && model.find('/', slash + 1) == std::string::npos &&
-                            model[0] != '.' && model[0] != '/';
-  if (looks_like_repo_id) {
-    std::string dir_name = "models--" + model.substr(0, slash) + "--" + model.substr(slash + 1);
-    for (const auto& cache : hub_caches()) {
-      fs::path repo_dir = cache / dir_name;
-      searched.push_back((repo_dir / "snapshots").string());
-      if (!fs::is_directory(repo_dir / "snapshots")) continue;
-      if (auto snapshot = snapshot_in(repo_dir); !snapshot.empty()) return snapshot;
-    }
+  bool repo_id = looks_like_repo_id(model);
+  if (repo_id) {
+    if (auto snapshot = find_cached_snapshot(model); !snapshot.empty()) return snapshot;
+    for (const auto& cache : hub_cache_dirs()) searched.push_back((cache / hub_repo_folder(model) / "snapshots").string());
   }
   std::string list;
   for (const auto& path : searched) list += "\n  " + path;
   fail("model '{}' not found; searched:{}{}", model, list,
-       looks_like_repo_id ? "\n(no download is attempted: place the model in the Hugging Face cache or pass its folder)" : "");
+       repo_id ? fmt::format("\n(`inferlab pull {}` downloads it into the Hugging Face cache)", model) : "");
 }
 
 fs::path default_model_path() { return fs::path(INFERLAB_DEFAULT_MODEL); }

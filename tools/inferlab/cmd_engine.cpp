@@ -11,6 +11,7 @@
 #include "command.h"
 #include "inferlab/util/error.h"
 #include "inferlab/generation/greedy_decode.h"
+#include "inferlab/hub/pull.h"
 #include "inferlab/model/model.h"
 #include "inferlab/loading/json_config.h"
 #include "inferlab/model/make_model.h"
@@ -66,6 +67,7 @@ struct GenerateArgs {
   std::string prompt;
   int max_new_tokens = 32;
   bool no_cache = false, trace = false, verify_cache = false, ignore_eos = false, json_output = false;
+  bool offline = false;
   int threads = 0;
   std::string dump_logits;
   SpeculativeOptions speculative;
@@ -75,6 +77,7 @@ struct GenerateArgs {
 void run_generate(const GenerateArgs& args) {
   if (args.max_new_tokens < 0) fail("--max-new-tokens must be >= 0");
   if (args.prompt_ids.empty() == args.prompt.empty()) fail("give exactly one of --prompt-ids or --prompt");
+  pull_if_missing(args.model, args.offline);
   LoadOptions load_options;
   load_options.threads = args.threads;
   load_options.weights = args.weights;
@@ -283,7 +286,8 @@ void run_make_model(const MakeModelArgs& args) {
 Registrar reg([](CLI::App& app) {
   auto gen = std::make_shared<GenerateArgs>();
   CLI::App* g = app.add_subcommand("generate", "Greedy generation from a model (with or without the KV cache)");
-  g->add_option("model", gen->model, "Model folder, llama2.c .bin, or HF repo id in the local cache")->required();
+  g->add_option("model", gen->model, "Model folder, llama2.c .bin, or HF repo id (pulled into the cache when missing)")->required();
+  g->add_flag("--offline", gen->offline, "Never download: a repo id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)");
   g->add_option("--prompt-ids", gen->prompt_ids, "Comma-separated prompt token ids, e.g. 1,2,3");
   g->add_option("--prompt", gen->prompt, "Prompt text (needs the model's tokenizer)");
   g->add_option("--max-new-tokens", gen->max_new_tokens, "Tokens to generate (stops earlier at an eos id)")->capture_default_str();

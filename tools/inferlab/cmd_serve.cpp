@@ -10,6 +10,7 @@
 
 #include "command.h"
 #include "inferlab/util/error.h"
+#include "inferlab/hub/pull.h"
 #include "inferlab/util/model_path.h"
 #include "inferlab/server/server.h"
 
@@ -30,6 +31,7 @@ struct ServeArgs {
   inferlab::ServerOptions server;
   std::size_t kv_tokens = 0;
   double drain_s = 30;
+  bool offline = false;
 };
 
 void serve(const ServeArgs& args) {
@@ -49,6 +51,7 @@ void serve(const ServeArgs& args) {
     std::fprintf(stderr, "inferlab serve: no MODEL given, serving the default model %s (SmolLM2-135M-Instruct)\n",
                  model.c_str());
   }
+  inferlab::pull_if_missing(model, args.offline);  // before listening: a failed pull never looks like a server
 
   // A handler, not a blocked mask: threads started before main (OpenBLAS) would otherwise take
   // the default action and kill the process. The handler only writes to a pipe.
@@ -90,7 +93,10 @@ void serve(const ServeArgs& args) {
 inferlab::cli::Registrar reg([](CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
-  cmd->add_option("model", args->model, "Model folder, GGUF file or Hugging Face repo id (default: SmolLM2-135M-Instruct Q4_1)");
+  cmd->add_option("model", args->model, "Model folder, GGUF file or Hugging Face repo id, pulled into the cache when missing "
+                  "(default: SmolLM2-135M-Instruct Q4_1)");
+  cmd->add_flag("--offline", args->offline,
+                "Never download: a repo id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)");
   cmd->add_option("--host", args->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", args->server.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--max-batch", args->server.scheduler.max_batch, "Sequences running together")

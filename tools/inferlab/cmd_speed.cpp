@@ -10,6 +10,7 @@
 #include "inferlab/bench/grammar_bench.h"
 #include "inferlab/bench/kernel_bench.h"
 #include "inferlab/bench/probes.h"
+#include "inferlab/hub/pull.h"
 
 namespace inferlab::cli {
 namespace {
@@ -43,8 +44,10 @@ Registrar reg_speed([](CLI::App& app) {
 
   auto engine = std::make_shared<EngineBenchOptions>();
   auto engine_json = std::make_shared<bool>(false);
+  auto engine_offline = std::make_shared<bool>(false);
   CLI::App* e = bench.add_subcommand("engine", "llama-bench style: prompt processing (pp) and generation (tg) tokens/s, peak RSS");
-  e->add_option("model", engine->model, "Model folder or HF repo id in the local cache")->required();
+  e->add_option("model", engine->model, "Model folder or HF repo id (pulled into the cache when missing)")->required();
+  e->add_flag("--offline", *engine_offline, "Never download: a repo id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)");
   e->add_option("-p,--n-prompt", engine->prompt, "Prompt tokens processed in one forward (0: skip pp)")->capture_default_str();
   e->add_option("-n,--n-gen", engine->gen, "Tokens generated one at a time (0: skip tg)")->capture_default_str();
   add_kv_type_option(*e, engine->kv_type);
@@ -62,7 +65,8 @@ Registrar reg_speed([](CLI::App& app) {
   e->add_option("--kld-ctx", engine->quality_ctx, "Context of the KL measurement (tokens per chunk)")->capture_default_str();
   e->add_option("--kld-chunks", engine->quality_chunks, "Chunks of the KL measurement")->capture_default_str();
   e->add_flag("--json", *engine_json, "Print one JSON object");
-  e->callback([engine, engine_json] {
+  e->callback([engine, engine_json, engine_offline] {
+    pull_if_missing(engine->model, *engine_offline);
     const EngineBench result = run_engine_bench(*engine);
     print_or_json(*engine_json, engine_bench_json(result), engine_bench_text(result));
   });
