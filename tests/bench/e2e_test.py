@@ -978,7 +978,7 @@ def test_capacity_demo():
 
 def test_ab_binaries():
     """bench/ab_binaries.sh alternating the CLI with a copy of itself: one line per round with a
-    tg t/s per binary, then per binary the median t/s and the median (lowest-highest) of its ratio
+    tg (or with --pp, pp) t/s per binary, then per binary the median t/s and the median (lowest-highest) of its ratio
     to the first, each recomputed here from the rounds printed; bad arguments are named, exit 2."""
     model = os.environ.get("INFERLAB_TEST_MODEL")
     if not model or not os.path.exists(os.path.join(model, "config.json")):
@@ -995,7 +995,7 @@ def test_ab_binaries():
         check(r.returncode == 0, f"ab_binaries.sh exit {r.returncode}: {r.stderr}")
         rounds = [list(map(float, m.group(1).split())) for m in re.finditer(r"^round \d+: (.+)$", r.stdout, re.M)]
         check(len(rounds) == 3 and all(len(x) == 2 and min(x) > 0 for x in rounds), f"3 rounds of 2 figures: {r.stdout}")
-        summary = re.findall(r"^(.+): tg median ([\d.]+) t/s, ratio to the first: median ([\d.]+) \(([\d.]+)-([\d.]+)\)$",
+        summary = re.findall(r"^(.+): tg4 median ([\d.]+) t/s, ratio to the first: median ([\d.]+) \(([\d.]+)-([\d.]+)\)$",
                              r.stdout, re.M)
         check([s[0] for s in summary] == [CLI, copy], f"a summary line per binary, in order: {r.stdout}")
         if len(rounds) == 3 and len(summary) == 2:
@@ -1005,7 +1005,14 @@ def test_ab_binaries():
                 check(abs(float(med) - tps[1]) < 0.051, f"{name}: median t/s {med} vs {tps}")
                 check(abs(float(ratio) - ratios[1]) < 0.0006 and abs(float(lo) - ratios[0]) < 0.0006
                       and abs(float(hi) - ratios[2]) < 0.0006, f"{name}: ratios {ratio} ({lo}-{hi}) vs {ratios}")
-        for args, needle in [([CLI], "give two binaries or more"), (["-m", os.path.join(tmp, "none"), CLI, copy], "does not exist"),
+        # --pp N: prefill instead, each process's ppN figure.
+        r = subprocess.run(["bash", script, "-n", "2", "--pp", "16", "-r", "1", "-m", model, CLI, copy],
+                           capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0 and "pp16 x 1 per process" in r.stdout
+              and len(re.findall(r"^.+: pp16 median [\d.]+ t/s, ratio to the first", r.stdout, re.M)) == 2,
+              f"--pp 16: exit {r.returncode}: {r.stdout} {r.stderr}")
+        for args, needle in [([CLI], "give two binaries or more"),
+                             (["--pp", "x", CLI, copy], "--pp takes a whole number, not 'x'"), (["-m", os.path.join(tmp, "none"), CLI, copy], "does not exist"),
                              (["--bogus", CLI, copy], "unknown option --bogus"),
                              (["-n", "0", CLI, copy], "-n takes a positive whole number, not '0'"),
                              (["-t", "two", CLI, copy], "-t takes a positive whole number, not 'two'"),
