@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <random>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,113 +16,6 @@
 #include "inferlab/tokenizer/tokenizer.h"
 
 namespace inferlab::bench {
-
-// ---------------------------------------------------------------- datasets
-
-namespace {
-
-// Common words that are one token each in GPT-2 and Qwen vocabularies (with their leading space).
-constexpr const char* kWords[] = {
-    "the", "of", "and", "to", "in", "is", "that", "it", "was", "for", "on", "are", "as", "with",
-    "his", "they", "at", "be", "this", "have", "from", "or", "one", "had", "by", "word", "but",
-    "not", "what", "all", "were", "we", "when", "your", "can", "said", "there", "use", "an",
-    "each", "which", "she", "do", "how", "their", "if", "will", "up", "other", "about", "out",
-    "many", "then", "them", "these", "so", "some", "her", "would", "make", "like", "him", "into",
-    "time", "has", "look", "two", "more", "write", "go", "see", "number", "no", "way", "could",
-    "people", "my", "than", "first", "water", "been", "call", "who", "its", "now", "find", "long",
-    "down", "day", "did", "get", "come", "made", "may", "part", "over", "new", "sound", "take",
-    "only", "little", "work", "know", "place", "year", "live", "me", "back", "give", "most", "very"};
-
-std::string random_words(int count, std::mt19937_64& rng) {
-  std::uniform_int_distribution<std::size_t> pick(0, std::size(kWords) - 1);
-  std::string text;
-  for (int i = 0; i < count; ++i) {
-    if (i) text += ' ';
-    text += kWords[pick(rng)];
-  }
-  return text;
-}
-
-// Random ids decoded to text whose encoding is exactly `length` tokens (decode-encode is not the
-// identity for arbitrary ids, so re-encode, trim or top up, and repeat).
-std::string exact_length_text(int length, std::mt19937_64& rng, const Tokenizer& tokenizer) {
-  std::uniform_int_distribution<int32_t> pick(0, tokenizer.vocab_size() - 1);
-  auto random_id = [&] {
-    for (;;) {
-      int32_t id = pick(rng);
-      if (!tokenizer.is_special(id)) return id;
-    }
-  };
-  std::vector<int32_t> ids;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    while (static_cast<int>(ids.size()) < length) ids.push_back(random_id());
-    ids.resize(length);
-    std::string text = tokenizer.decode(ids);
-    std::vector<int32_t> again = tokenizer.encode(text);
-    if (static_cast<int>(again.size()) == length) return text;
-    ids = std::move(again);
-  }
-  fail("could not make a random prompt of exactly {} tokens with this tokenizer", length);
-}
-
-}  // namespace
-
-std::vector<BenchPrompt> random_prompts(int count, int input_len, int output_len, uint64_t seed,
-                                        const Tokenizer* tokenizer) {
-  if (input_len <= 0) fail("--input-len must be positive, got {}", input_len);
-  if (output_len <= 0) fail("--output-len must be positive, got {}", output_len);
-  std::mt19937_64 rng(seed);
-  std::vector<BenchPrompt> prompts(count);
-  for (auto& p : prompts) {
-    p.output_len = output_len;
-    if (tokenizer) {
-      p.text = exact_length_text(input_len, rng, *tokenizer);
-      p.input_tokens = input_len;
-    } else {
-      p.text = random_words(input_len, rng);
-    }
-  }
-  return prompts;
-}
-
-std::vector<BenchPrompt> sharegpt_prompts(const std::string& path, int count, int output_len, uint64_t seed,
-                                          const Tokenizer* tokenizer) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--dataset-path {}: cannot open", path);
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_array()) fail("--dataset-path {}: expected a ShareGPT JSON array", path);
-  if (output_len <= 0 && !tokenizer)
-    fail("the sharegpt dataset takes each reply's length as max_tokens, which needs a tokenizer "
-         "(--tokenizer); or give --output-len");
-  std::vector<BenchPrompt> pool;
-  for (const auto& entry : j) {
-    if (!entry.is_object() || !entry.contains("conversations") || !entry["conversations"].is_array()) continue;
-    const auto& turns = entry["conversations"];
-    if (turns.size() < 2 || !turns[0].is_object() || !turns[1].is_object()) continue;
-    if (!turns[0].contains("value") || !turns[0]["value"].is_string()) continue;
-    if (!turns[1].contains("value") || !turns[1]["value"].is_string()) continue;
-    BenchPrompt p;
-    p.text = turns[0]["value"];
-    if (tokenizer) {
-      auto in_len = static_cast<int64_t>(tokenizer->encode(p.text).size());
-      auto reply_len = static_cast<int64_t>(tokenizer->encode(turns[1]["value"].get<std::string>()).size());
-      // vLLM's pruning: too short to measure, or too long for common context lengths.
-      if (in_len < 4 || (output_len <= 0 && reply_len < 4) || in_len > 1024 || in_len + reply_len > 2048) continue;
-      p.input_tokens = in_len;
-      p.output_len = output_len > 0 ? output_len : static_cast<int>(reply_len);
-    } else {
-      if (p.text.empty()) continue;
-      p.output_len = output_len;
-    }
-    pool.push_back(std::move(p));
-  }
-  if (pool.empty()) fail("--dataset-path {}: no usable conversation (need a human turn followed by a reply)", path);
-  std::mt19937_64 rng(seed);
-  std::shuffle(pool.begin(), pool.end(), rng);
-  std::vector<BenchPrompt> prompts;
-  for (int i = 0; i < count; ++i) prompts.push_back(pool[i % pool.size()]);
-  return prompts;
-}
 
 std::vector<double> arrival_offsets(int count, double rate, double burstiness, uint64_t seed) {
   std::vector<double> offsets(count, 0.0);

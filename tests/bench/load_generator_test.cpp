@@ -1,11 +1,13 @@
-// The load generator's arrivals, request bodies and prompts.
+// The load generator's arrivals, request bodies, prompts and the registry of its datasets.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "inferlab/bench/datasets.h"
 #include "inferlab/bench/load_generator.h"
+#include "inferlab/util/error.h"
 
 using namespace inferlab::bench;
 
@@ -43,4 +45,27 @@ TEST(LoadGenerator, RequestBodiesAskForUsage) {
   auto words = random_prompts(3, 12, 5, 42, nullptr);
   EXPECT_EQ(std::count(words[0].text.begin(), words[0].text.end(), ' '), 11);
   EXPECT_EQ(random_prompts(3, 12, 5, 42, nullptr)[2].text, words[2].text);
+}
+
+// --dataset NAME goes through one registry: its names are the CLI's choices, an unknown name and a
+// dataset without its --dataset-path are errors naming the fix, and `random` gives random_prompts'
+// prompts (its own default of 64 tokens when --output-len is not given).
+TEST(Datasets, TheRegistryNamesChecksAndMakes) {
+  EXPECT_EQ(dataset_names(), (std::vector<std::string>{"random", "sharegpt-json"}));
+  auto error_of = [](const std::string& name, const DatasetRequest& request) {
+    try {
+      dataset_prompts(name, request);
+    } catch (const inferlab::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("sonnet", {.count = 1}).find("--dataset \"sonnet\" is not a dataset (known: random, sharegpt-json)"),
+            std::string::npos);
+  EXPECT_NE(error_of("sharegpt-json", {.count = 1}).find("--dataset sharegpt-json needs --dataset-path FILE"), std::string::npos);
+  const auto made = dataset_prompts("random", {.count = 3, .input_len = 12, .seed = 42});
+  ASSERT_EQ(made.size(), 3u);
+  EXPECT_EQ(made[2].text, random_prompts(3, 12, 64, 42, nullptr)[2].text);
+  EXPECT_EQ(made[0].output_len, 64);
+  EXPECT_EQ(dataset_prompts("random", {.count = 1, .input_len = 4, .output_len = 7, .seed = 1})[0].output_len, 7);
 }

@@ -18,6 +18,7 @@
 #include "command.h"
 #include "inferlab/bench/capacity.h"
 #include "inferlab/bench/compare.h"
+#include "inferlab/bench/datasets.h"
 #include "inferlab/bench/environment.h"
 #include "inferlab/bench/html_report.h"
 #include "inferlab/bench/latency.h"
@@ -261,11 +262,13 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--burstiness", a->serve.burstiness, "gamma shape of the arrival gaps: 1 Poisson, <1 burstier")
       ->check(CLI::PositiveNumber)
       ->needs(rate);
-  cmd->add_option("--dataset", a->dataset, "random | sharegpt-json")->check(CLI::IsMember({"random", "sharegpt-json"}));
-  cmd->add_option("--dataset-path", a->dataset_path, "ShareGPT JSON file for --dataset sharegpt-json");
+  std::string dataset_help = "where the prompts come from:";
+  for (const Dataset& d : datasets()) dataset_help += fmt::format("\n  {}: {}", d.name, d.summary);
+  cmd->add_option("--dataset", a->dataset, dataset_help)->check(CLI::IsMember(dataset_names()));
+  cmd->add_option("--dataset-path", a->dataset_path, "the dataset's file (datasets that read one)");
   cmd->add_option("--input-len", a->input_len, "prompt tokens (random dataset)")->check(CLI::PositiveNumber);
   auto* output_len = cmd->add_option("--output-len", a->output_len,
-                                     "max_tokens of each request (sharegpt: default the reply's length)")
+                                     "max_tokens of each request (default: random 64, sharegpt the reply's length)")
                          ->check(CLI::PositiveNumber);
   cmd->add_flag("--ignore-eos", a->serve.ignore_eos, "ask the server to ignore EOS so every request yields --output-len");
   cmd->add_option("--timeout", a->serve.timeout_s, "seconds per request before it counts as timeout")
@@ -294,7 +297,6 @@ void add_bench_serve(CLI::App& bench) {
       ->delimiter(',');
   cmd->callback([=] {
     if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
-    if (a->dataset == "sharegpt-json" && a->dataset_path.empty()) fail("--dataset sharegpt-json needs --dataset-path FILE");
     require_writable(a->output, "--output");
     require_writable(a->summary, "--summary");
     require_writable(a->html, "--html");
@@ -304,11 +306,12 @@ void add_bench_serve(CLI::App& bench) {
     options.tokenizer = optional_tokenizer(a->tokenizer, options.model);
     if (options.model.empty()) options.model = first_model_id(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
     options.progress = !a->no_progress && isatty(fileno(stderr));
-    std::vector<BenchPrompt> prompts =
-        a->dataset == "random"
-            ? random_prompts(a->num_requests, a->input_len, a->output_len, options.seed, options.tokenizer.get())
-            : sharegpt_prompts(a->dataset_path, a->num_requests, output_len->count() ? a->output_len : 0, options.seed,
-                               options.tokenizer.get());
+    std::vector<BenchPrompt> prompts = dataset_prompts(a->dataset, {.count = a->num_requests,
+                                                                    .input_len = a->input_len,
+                                                                    .output_len = output_len->count() ? a->output_len : 0,
+                                                                    .seed = options.seed,
+                                                                    .path = a->dataset_path,
+                                                                    .tokenizer = options.tokenizer.get()});
     const std::optional<nlohmann::json> load_before = load_average();
     const nlohmann::json target = target_environment(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
     // Every replica must answer its /metrics before any load is sent: a typo must not cost a run.

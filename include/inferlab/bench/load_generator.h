@@ -25,15 +25,7 @@ struct BenchPrompt {
   int output_len = 0;                   // max_tokens
 };
 
-// Random prompts: with a tokenizer, random non-special token ids re-encoded until the text is
-// exactly input_len tokens; without one, random common English words (about one token each).
-std::vector<BenchPrompt> random_prompts(int count, int input_len, int output_len, uint64_t seed,
-                                        const Tokenizer* tokenizer);
-// ShareGPT JSON ([{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}]):
-// the first human turn of conversations with at least two turns, sampled with the seed. Output
-// length: output_len when > 0, else the reply's token count (needs a tokenizer).
-std::vector<BenchPrompt> sharegpt_prompts(const std::string& path, int count, int output_len, uint64_t seed,
-                                          const Tokenizer* tokenizer);
+// Where prompts come from: the datasets (inferlab/bench/datasets.h).
 
 // Start offsets (seconds from the run start) of a Poisson process of `rate` requests/s whose
 // gaps follow a gamma distribution of shape `burstiness` and mean 1/rate (vLLM's
