@@ -148,6 +148,13 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file) {
       view.origin = where;
       tensors_.emplace(name, std::move(view));
     }
+    // safetensors' save_model stores a tensor shared under two names once and records the name it
+    // dropped in __metadata__ ({"lm_head.weight": "model.embed_tokens.weight"}): such a name is
+    // found as the tensor it names. Other metadata ("format": "pt") names no tensor and is ignored.
+    if (auto metadata = header.find("__metadata__"); metadata != header.end() && metadata->is_object())
+      for (auto& [name, target] : metadata->items())
+        if (target.is_string() && !tensors_.count(name) && tensors_.count(target.get<std::string>()))
+          aliases_.emplace(name, target.get<std::string>());
   } catch (...) {
     ::munmap(map_, size_);
     map_ = nullptr;
@@ -167,7 +174,11 @@ std::vector<std::string> SafetensorsFile::names() const {
 
 std::optional<TensorView> SafetensorsFile::find(const std::string& name) const {
   auto it = tensors_.find(name);
-  if (it == tensors_.end()) return std::nullopt;
+  if (it == tensors_.end()) {
+    auto alias = aliases_.find(name);
+    if (alias == aliases_.end()) return std::nullopt;
+    it = tensors_.find(alias->second);
+  }
   return it->second;
 }
 

@@ -318,6 +318,38 @@ TEST(TiedWeights, StoredUnderTheOutputNameLoadTheSame) {
   EXPECT_EQ(generate_greedy(*Model::load(dir.string()), ids(6, 3), options).tokens, expected);
 }
 
+// safetensors' save_model keeps a tensor shared under two names once and records the dropped name
+// in __metadata__: an untied model whose lm_head was saved that way loads with lm_head = the
+// embedding, exactly as a file holding both names over the same bytes does.
+TEST(TiedWeights, ANameAliasedInSafetensorsMetadataIsFound) {
+  fs::path dir = make_tiny("llama");  // tie_word_embeddings: false, lm_head.weight stored
+  const std::string bytes = read_file(dir / "model.safetensors");
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), 8);
+  const json header = json::parse(bytes.substr(8, header_size));
+  const std::string data = bytes.substr(8 + header_size);
+  auto rewrite = [&](json h) {
+    std::string text = h.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    write_file(dir / "model.safetensors", safetensors_bytes(text, data));
+  };
+  GenerateOptions options;
+  options.max_new_tokens = 8;
+  options.ignore_eos = true;
+  json both = header;  // lm_head over the embedding's bytes: the reference
+  both["lm_head.weight"]["data_offsets"] = header["model.embed_tokens.weight"]["data_offsets"];
+  rewrite(both);
+  const auto expected = generate_greedy(*Model::load(dir.string()), ids(6, 5), options).tokens;
+  json aliased = header;
+  aliased.erase("lm_head.weight");
+  aliased["__metadata__"] = {{"format", "pt"}, {"lm_head.weight", "model.embed_tokens.weight"}};
+  rewrite(aliased);
+  EXPECT_EQ(generate_greedy(*Model::load(dir.string()), ids(6, 5), options).tokens, expected);
+  aliased["__metadata__"] = {{"format", "pt"}};  // no alias: the missing tensor is named
+  rewrite(aliased);
+  EXPECT_NE(error_of([&] { Model::load(dir.string()); }).find("lm_head.weight"), std::string::npos);
+}
+
 TEST(Generate, StopsAtAnyEosIdFromGenerationConfig) {
   fs::path dir = make_tiny("qwen2");
   auto probe = Model::load(dir.string());

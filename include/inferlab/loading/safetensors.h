@@ -51,6 +51,8 @@ class SafetensorsFile {
 
   const std::filesystem::path& path() const { return path_; }
   std::vector<std::string> names() const;
+  // A tensor by name, or by a name __metadata__ records as an alias of one (safetensors' save_model
+  // keeps a tensor shared under two names once: {"lm_head.weight": "model.embed_tokens.weight"}).
   std::optional<TensorView> find(const std::string& name) const;
 
  private:
@@ -58,6 +60,7 @@ class SafetensorsFile {
   void* map_ = nullptr;
   std::size_t size_ = 0;
   std::map<std::string, TensorView> tensors_;
+  std::map<std::string, std::string> aliases_;  // a dropped name -> the stored tensor's name
 };
 
 // Where weights come from: the safetensors files of an HF folder, or tensors built in memory
