@@ -4,9 +4,8 @@
       our ids equal llama.cpp's tokenizer (node-llama-cpp, the file's `smollm` pre-tokenizer) on
       >= 1,000 strings: English, Chinese, code, digits, emoji, whitespace runs, chat markup. Where
       transformers' GGUF tokenizer differs (it builds GPT-2's split and ignores `smollm`'s digit
-      split) the strings are counted and printed, not failed: llama.cpp reads the file as its
-      authors wrote it, and the transformers checkpoint's own tokenizer.json (Digits + ByteLevel)
-      agrees with llama.cpp.
+      split, digits one by one) the strings are counted and printed, not failed: llama.cpp reads
+      the file's pre-tokenizer as its authors wrote it.
   smollm2_test.py chat-template --cli CLI --gguf FILE --workdir DIR
       the GGUF's tokenizer.chat_template rendered by us byte-identically to transformers'
       apply_chat_template and to @huggingface/jinja for >= 20 conversations.
@@ -18,7 +17,8 @@
   smollm2_test.py llama-cpp     --cli CLI --gguf FILE --workdir DIR
       our Q4_1 path as stored (`--weights auto`) against llama.cpp (node-llama-cpp) on the same file,
       32 greedy steps on 10 prompts: ids compared up to the first divergence (printed), per-step KL
-      divergence of each engine from the exact model (f32 weights), ours no larger than llama.cpp's (check_llama_cpp says why ids can part at near ties).
+      divergence of each engine from the exact model (f32 weights), ours no larger than llama.cpp's
+      (check_llama_cpp says why ids can part at near ties).
 
 Exit 77 (skip) when the project's .venv (transformers) or node-llama-cpp is missing, or the model
 has not been fetched (scripts/setup fetches all three).
@@ -36,7 +36,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SKIP = 77
 PEER_ABSENT = 3  # bench/llama_cpp_peer.mjs EXIT_PEER_ABSENT
 
-# Both sides compute in fp32 from the same dequantized weights (Q4_1's d * q + m is exact in fp32);
+# Both sides compute in fp32 from the same weights, dequantized (d * q + m) in fp32 on each side;
 # they differ only in summation order (our 16-wide panels against PyTorch's BLAS) and in exp /
 # rsqrt / sin / cos. Over 30 layers that moved logits (magnitude ~20) by at most 1.2e-4 on the ten
 # prompts (2026-12-06); the tolerance is about 10x that. A row of a matrix read in the wrong order,
@@ -152,7 +152,8 @@ def check_tokenizer(args):
     differ = [i for i in range(len(cases)) if tokenizer(cases[i], add_special_tokens=False)["input_ids"] != ours[i]]
     with_digits = sum(any(c.isnumeric() for c in cases[i]) for i in differ)
     print(f"transformers' GGUF tokenizer: {len(cases) - len(differ)} of {len(cases)} identical; of the {len(differ)} that "
-          f"differ, {with_digits} contain digits (its GPT-2 split keeps runs of digits together where `smollm` splits each)")
+          f"differ, {with_digits} contain digits or numerals (its GPT-2 split does not split each one off first, as `smollm` "
+          f"does, so the spaces before them fall into other pieces)")
     for i in differ[:3]:
         print(f"  e.g. {cases[i]!r}: transformers {tokenizer(cases[i], add_special_tokens=False)['input_ids'][:12]} ours {ours[i][:12]}")
     if len(cases) < 1000 or bad:
