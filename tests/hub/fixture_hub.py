@@ -56,6 +56,16 @@ class Repo:
         data = self.files[path]
         return hashlib.sha256(data).hexdigest() if self.is_lfs(path) else git_blob_sha1(data)
 
+    def folders(self) -> list:
+        """Every folder that holds a file, sorted (both hubs list them beside the files)."""
+        found = set()
+        for path in self.files:
+            parent = path.rpartition("/")[0]
+            while parent:
+                found.add(parent)
+                parent = parent.rpartition("/")[0]
+        return sorted(found)
+
 
 def repo_from_folder(repo_id: str, folder: pathlib.Path, gated: bool = False, extra: dict | None = None) -> Repo:
     files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -233,18 +243,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def tree_entries(repo):
-        entries, folders = [], set()
+        entries = []
         for path, data in repo.files.items():
-            parent = path.rpartition("/")[0]
-            while parent:
-                folders.add(parent)
-                parent = parent.rpartition("/")[0]
             entry = {"type": "file", "oid": git_blob_sha1(data), "size": len(data), "path": path}
             if repo.is_lfs(path):
                 entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
             entries.append(entry)
         entries += [{"type": "directory", "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0, "path": f}
-                    for f in sorted(folders)]
+                    for f in repo.folders()]
         return entries
 
     def resolve(self, repo_id, revision, file_path):
@@ -290,16 +296,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self.send(404, json.dumps({"Code": 10010205001, "Message": f"revision {revision} not found",
                                               "Success": False}).encode())
         if rest == ["repo", "files"]:
-            files, folders = [], set()
+            files = []
             for path, data in repo.files.items():
-                parent = path.rpartition("/")[0]
-                while parent:
-                    folders.add(parent)
-                    parent = parent.rpartition("/")[0]
                 files.append({"Name": path.rpartition("/")[2], "Path": path, "Type": "blob", "Size": len(data),
                               "Sha256": hashlib.sha256(data).hexdigest(), "Revision": revision,
                               "IsLFS": repo.is_lfs(path), "CommittedDate": 1735689600})
-            for folder in sorted(folders):
+            for folder in repo.folders():
                 files.append({"Name": folder.rpartition("/")[2], "Path": folder, "Type": "tree", "Size": 0,
                               "Sha256": "", "Revision": revision})
             body = {"Code": 200, "Data": {"Files": files, "LatestCommitter": {}}, "Message": "success",
