@@ -225,10 +225,10 @@ std::string absolute_url(const std::string& base, const std::string& location) {
 
 // --- Hugging Face (and mirrors): the revision API, then a HEAD per missing file ---------------------
 
-Plan plan_hugging_face(const PullOptions& options, const std::string& endpoint, const std::string& token,
+Plan plan_hugging_face(const PullOptions& options, const Failure& failure, const std::string& token,
                        const fs::path& repo_dir) {
-  const std::string revision = options.revision.empty() ? "main" : options.revision;
-  Failure failure{options.repo_id, revision, endpoint, !token.empty(), "set HF_TOKEN (or pass --token)"};
+  const std::string& revision = failure.revision;
+  const std::string& endpoint = failure.endpoint;
   const std::string info_url =
       fmt::format("{}/api/models/{}/revision/{}", endpoint, options.repo_id, hub::url_escape(revision));
   HttpResponse info = hub::http_request("GET", info_url, auth_headers(token), true);
@@ -292,12 +292,12 @@ Plan plan_hugging_face(const PullOptions& options, const std::string& endpoint, 
 
 // --- ModelScope: one recursive listing with sizes and sha256s, files by query ------------------
 
-Plan plan_modelscope(const PullOptions& options, const std::string& endpoint, const std::string& token,
+Plan plan_modelscope(const PullOptions& options, const Failure& failure, const std::string& token,
                      const fs::path& repo_dir) {
-  const std::string revision = options.revision.empty() ? "master" : options.revision;
+  const std::string& revision = failure.revision;
+  const std::string& endpoint = failure.endpoint;
   if (revision.find('/') != std::string::npos || revision == "." || revision == "..")
     fail("ModelScope revision '{}' cannot name a snapshot folder (no '/', '.' or '..')", revision);
-  Failure failure{options.repo_id, revision, endpoint, !token.empty(), "set MODELSCOPE_API_TOKEN (or pass --token)"};
   const std::string list_url = fmt::format("{}/api/v1/models/{}/repo/files?Revision={}&Recursive=true", endpoint,
                                            options.repo_id, hub::url_escape(revision));
   HttpResponse listing = hub::http_request("GET", list_url, auth_headers(token), true);
@@ -455,11 +455,11 @@ PullResult pull(const PullOptions& options) {
   std::string token = options.token;
   if (token.empty()) token = modelscope ? env("MODELSCOPE_API_TOKEN") : hugging_face_token();
 
-  Plan plan = modelscope ? plan_modelscope(options, endpoint, token, repo_dir)
-                         : plan_hugging_face(options, endpoint, token, repo_dir);
   const std::string revision = !options.revision.empty() ? options.revision : modelscope ? "master" : "main";
-  Failure failure{options.repo_id, revision, endpoint, !token.empty(),
-                  modelscope ? "set MODELSCOPE_API_TOKEN (or pass --token)" : "set HF_TOKEN (or pass --token)"};
+  const Failure failure{options.repo_id, revision, endpoint, !token.empty(),
+                        modelscope ? "set MODELSCOPE_API_TOKEN (or pass --token)" : "set HF_TOKEN (or pass --token)"};
+  Plan plan = modelscope ? plan_modelscope(options, failure, token, repo_dir)
+                         : plan_hugging_face(options, failure, token, repo_dir);
   if (plan.matching == 0) {
     std::string globs;
     for (const auto& glob : options.include) globs += " " + glob;
