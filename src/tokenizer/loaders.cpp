@@ -124,6 +124,14 @@ void parse_normalizer(const Fields& f, const json& node, std::vector<Normalizer>
   }
 }
 
+// Digits split off as pieces of their own (Hugging Face's Digits pre-tokenizer; llama.cpp's "\p{N}"
+// step of the smollm / starcoder pre-tokenizers): each digit, or each run of digits.
+PreTokenizerStep digit_split(bool individual_digits) {
+  PreTokenizerStep step{PreTokenizerStep::Kind::Split};
+  step.regex = std::make_shared<Regex>(individual_digits ? R"(\p{N})" : R"(\p{N}+)");
+  return step;
+}
+
 SplitBehavior parse_behavior(const Fields& f, const std::string& name) {
   if (name == "Isolated") return SplitBehavior::Isolated;
   if (name == "Removed") return SplitBehavior::Removed;
@@ -148,10 +156,7 @@ void parse_pre_tokenizer(const Fields& f, const json& node, std::vector<PreToken
     if (f.boolean(node, "use_regex", true, "pre_tokenizer(ByteLevel)")) step.regex = std::make_shared<Regex>(kGpt2Pattern);
     out.push_back(std::move(step));
   } else if (type == "Digits") {
-    // Each digit its own piece (individual_digits, SmolLM's and StarCoder's), or each run of digits.
-    PreTokenizerStep step{PreTokenizerStep::Kind::Split};
-    step.regex = std::make_shared<Regex>(f.boolean(node, "individual_digits", false, "pre_tokenizer(Digits)") ? R"(\p{N})" : R"(\p{N}+)");
-    out.push_back(std::move(step));
+    out.push_back(digit_split(f.boolean(node, "individual_digits", false, "pre_tokenizer(Digits)")));
   } else if (type == "Split") {
     PreTokenizerStep step{PreTokenizerStep::Kind::Split};
     step.regex = parse_pattern(f, node, "pre_tokenizer(Split)");
@@ -646,19 +651,15 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
     spec.merges.push_back(split_merge(f, merges[i].get<std::string>(), i));
   }
   std::string pre = gguf.find("tokenizer.ggml.pre") ? string_of("tokenizer.ggml.pre", get("tokenizer.ggml.pre")) : "gpt2";
+  // smollm / starcoder: llama.cpp splits each digit off first, then applies GPT-2's pattern to what
+  // lies between (tokenizer.json writes the same as Digits with individual_digits, then ByteLevel).
+  const bool digits_first = pre == "smollm" || pre == "starcoder";
   const char* pattern = nullptr;
-  if (pre == "gpt2" || pre == "gpt-2" || pre == "default") pattern = kGpt2Pattern;
+  if (pre == "gpt2" || pre == "gpt-2" || pre == "default" || digits_first) pattern = kGpt2Pattern;
   else if (pre == "qwen2") pattern = kQwen2Pattern;
   else if (pre == "llama-bpe" || pre == "llama3" || pre == "smaug-bpe") pattern = kLlama3Pattern;
-  else if (pre == "smollm" || pre == "starcoder") pattern = kGpt2Pattern;  // after each digit is split off
   else fail("{}: tokenizer.ggml.pre {:?} is not supported (supported: gpt2, qwen2, llama-bpe, smollm, starcoder)", spec.source, pre);
-  if (pre == "smollm" || pre == "starcoder") {
-    // llama.cpp splits each digit off first (its "\p{N}" regex; tokenizer.json: Digits with
-    // individual_digits), then applies GPT-2's pattern to what lies between.
-    PreTokenizerStep digits{PreTokenizerStep::Kind::Split};
-    digits.regex = std::make_shared<Regex>(R"(\p{N})");
-    spec.pre_tokenizers.push_back(std::move(digits));
-  }
+  if (digits_first) spec.pre_tokenizers.push_back(digit_split(true));
   PreTokenizerStep step{PreTokenizerStep::Kind::Split};
   step.regex = std::make_shared<Regex>(pattern);
   spec.pre_tokenizers.push_back(std::move(step));
