@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "inferlab/util/error.h"
-#include "inferlab/tensor/kernels.h"
+#include "inferlab/backend/backend.h"
 #include "inferlab/loading/llama2c.h"
 #include "inferlab/loading/json_config.h"
 #include "inferlab/util/model_path.h"
@@ -130,21 +130,16 @@ const Architecture& find_architecture(const json& config, const std::string& whe
 ModelConfig read_model_config(const std::string& model) { return parse_config(locate(model)).config; }
 
 std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& options) {
-  set_kernel_threads(options.threads);
   const ModelFiles files = locate(model);
   ParsedConfig parsed = parse_config(files);
-  if (parsed.gguf_tensors) {
-    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *parsed.gguf_tensors, options);
-    return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.gguf);
-  }
-  if (!files.llama2c.empty()) {
-    const auto source = read_llama2c_weights(files.llama2c);
-    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *source, options);
-    return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.llama2c);
-  }
-  auto source = open_safetensors_folder(files.folder);
-  auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, *source, options);
-  return std::make_unique<TransformerModel>(parsed.config, std::move(weights), files.folder);
+  std::unique_ptr<Backend> backend = make_cpu_backend(options.threads);
+  auto build = [&](const TensorSource& source, const fs::path& path) -> std::unique_ptr<Model> {
+    auto weights = parsed.arch->load_weights(parsed.config, parsed.raw, source, options, *backend);
+    return std::make_unique<TransformerModel>(parsed.config, *parsed.arch, std::move(weights), std::move(backend), path);
+  };
+  if (parsed.gguf_tensors) return build(*parsed.gguf_tensors, files.gguf);
+  if (!files.llama2c.empty()) return build(*read_llama2c_weights(files.llama2c), files.llama2c);
+  return build(*open_safetensors_folder(files.folder), files.folder);
 }
 
 }  // namespace inferlab

@@ -8,55 +8,54 @@
 #include <string>
 #include <vector>
 
-#include "inferlab/tensor/fast/packed.h"
-#include "inferlab/tensor/kernels.h"
+#include "inferlab/backend/backend.h"
 #include "inferlab/model/model.h"
 #include "inferlab/loading/safetensors.h"
 
 namespace inferlab {
 
-enum class NormKind { LayerNorm, RMSNorm };
-enum class MlpKind { GeluTanh, GeluErf, SwiGLU };
-enum class PositionKind { Learned, Rope };
-
+// The weights of a decoder-only transformer, as slots the graphs of src/model/arch/ read (llama.cpp's
+// llama_layer): an architecture fills those it has and leaves the others empty.
 struct LayerWeights {
   std::vector<float> norm1_weight, norm1_bias, norm2_weight, norm2_bias;  // bias empty for RMSNorm
-  LinearWeight qkv;   // fused [q | k | v] rows: one matmul per layer
+  Linear qkv;   // fused [q | k | v] rows: one matmul per layer
   std::vector<float> q_norm, k_norm;  // Qwen3: RMSNorm of each q / k head before RoPE ([head_dim]); else empty
-  LinearWeight out;   // attention output projection
-  LinearWeight up;    // GELU: fc; SwiGLU: fused [gate | up] rows
-  LinearWeight down;
+  Linear out;   // attention output projection
+  Linear up;    // GELU: fc; SwiGLU: fused [gate | up] rows
+  Linear down;
 };
 
 struct TransformerWeights {
-  NormKind norm = NormKind::RMSNorm;
-  MlpKind mlp = MlpKind::SwiGLU;
-  PositionKind positions = PositionKind::Rope;
-  std::vector<float> inv_freq;  // RoPE: [head_dim / 2]
-  std::shared_ptr<const std::vector<float>> embedding;  // [vocab][hidden], f32 weights
-  std::shared_ptr<const fast::PackedMatrix> packed_embedding;  // instead, when weights are packed
-  std::vector<float> position_embedding;                // Learned: [max_positions][hidden]
+  std::vector<float> inv_freq;   // RoPE: [head_dim / 2]
+  MatrixPtr embedding;           // [vocab][hidden]
+  MatrixPtr position_embedding;  // learned positions (GPT-2): [max_positions][hidden]
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm_weight, final_norm_bias;
-  LinearWeight lm_head;
+  Linear lm_head;                // tied: shares the embedding's matrix
+  bool gelu_erf = false;         // GPT-2's "activation_function": "gelu" (exact), else gelu_new (tanh)
 };
 
 // Reads tensors by HF name with the shape config.json implies; Error names tensor, file, shapes.
 class WeightLoader {
  public:
-  // weights: LoadOptions::weights ("auto", "f32", "bf16", "int8", "q4"); output_weights: the output
-  // projection's format as output_weights_of() resolves it.
-  explicit WeightLoader(const TensorSource& source, std::string weights = "auto", std::string output_weights = "auto")
-      : source_(source), weights_(std::move(weights)), output_weights_(std::move(output_weights)) {}
+  // The backend prepares each matrix in the format options ask (LoadOptions::weights, and the
+  // output projection's as output_weights_of() resolves it).
+  WeightLoader(const TensorSource& source, Backend& backend, const LoadOptions& options)
+      : source_(source), backend_(backend), weights_(options.weights), output_weights_(output_weights_of(options)) {}
   bool has(const std::string& name) const { return source_.find(name).has_value(); }
   std::vector<float> tensor(const std::string& name, const std::vector<int64_t>& shape) const;
   // nn.Linear weight stored [out][in]; bias_name empty: no bias.
-  LinearWeight linear(const std::string& weight_name, int out, int in, const std::string& bias_name = "") const;
+  Linear linear(const std::string& weight_name, int out, int in, const std::string& bias_name = "") const;
   // GPT-2 Conv1D weight stored [in][out]: transposed to [out][in] here.
-  LinearWeight conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name = "") const;
+  Linear conv1d(const std::string& weight_name, int in, int out, const std::string& bias_name = "") const;
   // The untied output projection lm_head [vocab][hidden], packed in the output format.
-  LinearWeight output(const std::string& weight_name, int vocab, int hidden) const;
-  // The token embedding [vocab][hidden] into t.embedding, or t.packed_embedding when packing; when
+  Linear output(const std::string& weight_name, int vocab, int hidden) const;
+  // A table read by row (learned position embeddings), kept f32.
+  MatrixPtr table(const std::string& name, int rows, int cols) const;
+  // Row-wise concatenation of layers with the same input width (fused q|k|v, gate|up); a part
+  // without a bias gets zeros when another has one.
+  Linear fuse_rows(const std::vector<Linear>& parts) const;
+  // The token embedding [vocab][hidden] into t.embedding; when
   // tied to the output projection it is packed in the output format, being that matrix too, and a
   // checkpoint that stores the one tied matrix under the output's name (tied_name, e.g.
   // "lm_head.weight": some exporters keep that name of the shared pair) is read from there.
@@ -64,17 +63,16 @@ class WeightLoader {
                  const std::string& tied_name = "lm_head.weight") const;
 
  private:
-  LinearWeight linear_as(const std::string& option, const std::string& weight_name, int out, int in,
-                         const std::string& bias_name) const;
+  Linear linear_as(const std::string& option, const std::string& weight_name, int out, int in, const std::string& bias_name,
+                   bool transposed) const;
 
   const TensorSource& source_;
+  Backend& backend_;
   std::string weights_;
   std::string output_weights_;
 };
 
-// Row-wise concatenation of layers with the same input width.
-LinearWeight fuse_rows(const std::vector<LinearWeight>& parts);
-LinearWeight tied_head(const TransformerWeights& t, int vocab, int hidden);
+Linear tied_head(const TransformerWeights& t, int vocab, int hidden);
 
 // HF's default RoPE inverse frequencies, with the rope_scaling types we support applied.
 std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::json& rope_scaling, const std::string& where);
@@ -86,15 +84,19 @@ struct TensorSpec {
   Init init = Init::Normal;
 };
 
+struct ForwardStep;
+
 struct Architecture {
   std::string name;                     // ModelConfig::architecture
   std::vector<std::string> model_types; // config.json "model_type"
   std::vector<std::string> classes;     // config.json "architectures"
   ModelConfig (*parse_config)(const nlohmann::json& config, const std::string& where);
   TransformerWeights (*load_weights)(const ModelConfig& config, const nlohmann::json& raw, const TensorSource& source,
-                                     const LoadOptions& options);
+                                     const LoadOptions& options, Backend& backend);
   // Every tensor of an HF checkpoint of this config, for make-model.
   std::vector<TensorSpec> (*tensor_layout)(const ModelConfig& config, const nlohmann::json& raw);
+  // The forward graph (src/model/graph/blocks.h composes it): logits of step.output_rows.
+  void (*forward)(const TransformerWeights& weights, ForwardStep& step);
 };
 
 const Architecture& gpt2_architecture();
@@ -115,22 +117,37 @@ struct LlamaStyle {
 ModelConfig parse_llama_style_config(const nlohmann::json& config, const std::string& where, const std::string& arch,
                                      bool tie_default);
 TransformerWeights load_llama_style(const ModelConfig& config, const nlohmann::json& raw, const TensorSource& source,
-                                    const LlamaStyle& style, const LoadOptions& options);
+                                    const LlamaStyle& style, const LoadOptions& options, Backend& backend);
+// The Llama graph: RMSNorm, attention with RoPE (q/k norms and a sliding window when the weights
+// and config have them), SwiGLU MLP, pre-norm residuals.
+void llama_style_forward(const TransformerWeights& weights, ForwardStep& step);
 std::vector<TensorSpec> llama_style_layout(const ModelConfig& config, const LlamaStyle& style);
 
 class TransformerModel : public Model {
  public:
-  TransformerModel(ModelConfig config, TransformerWeights weights, std::filesystem::path path);
+  TransformerModel(ModelConfig config, const Architecture& arch, TransformerWeights weights, std::unique_ptr<Backend> backend,
+                   std::filesystem::path path);
+  ~TransformerModel() override;
   const ModelConfig& config() const override { return config_; }
   const std::filesystem::path& path() const override { return path_; }
-  void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) override;
+  void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) override {
+    run(batch, cache, logits, false);
+  }
+  void hidden_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& hidden) override {
+    run(batch, cache, hidden, true);
+  }
   std::size_t decode_weight_bytes() const override;
   std::string weight_formats() const override;
+  Backend& backend() override { return *backend_; }
 
  private:
+  void run(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& out, bool hidden);
   std::map<std::string, std::size_t> weight_bytes_by_format() const;
   ModelConfig config_;
+  const Architecture& arch_;
+  std::unique_ptr<Backend> backend_;  // declared before the weights it prepared: destroyed after them
   TransformerWeights w_;
+  std::unique_ptr<ForwardStep> step_;  // activations reused from one forward to the next
   std::filesystem::path path_;
 };
 

@@ -21,17 +21,20 @@ void set_kernel_threads(int threads) {
 }
 
 void linear(const float* x, int rows, const LinearWeight& layer, float* y) {
+  linear(x, rows, layer.weight ? layer.weight->data() : nullptr, layer.packed.get(), layer.in, layer.out,
+         layer.bias.empty() ? nullptr : layer.bias.data(), y);
+}
+
+void linear(const float* x, int rows, const float* w, const fast::PackedMatrix* packed, int in, int out, const float* bias,
+            float* y) {
   if (rows <= 0) return;
-  if (layer.packed) return fast::matmul(x, rows, *layer.packed, layer.bias.empty() ? nullptr : layer.bias.data(), y);
-  const float* w = layer.weight->data();
-  const bool has_bias = !layer.bias.empty();
-  if (has_bias)
-    for (int r = 0; r < rows; ++r) std::memcpy(y + static_cast<std::size_t>(r) * layer.out, layer.bias.data(), sizeof(float) * layer.out);
+  if (packed) return fast::matmul(x, rows, *packed, bias, y);
+  if (bias)
+    for (int r = 0; r < rows; ++r) std::memcpy(y + static_cast<std::size_t>(r) * out, bias, sizeof(float) * out);
   if (rows == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, layer.out, layer.in, 1.0f, w, layer.in, x, 1, has_bias ? 1.0f : 0.0f, y, 1);
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, bias ? 1.0f : 0.0f, y, 1);
   } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, layer.out, layer.in, 1.0f, x, layer.in, w, layer.in,
-                has_bias ? 1.0f : 0.0f, y, layer.out);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in, bias ? 1.0f : 0.0f, y, out);
   }
 }
 

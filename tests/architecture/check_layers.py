@@ -4,7 +4,8 @@
 The layers and their allowed edges are written once, in docs/architecture.md, in the fenced block
 tagged `layers` ("model: util tensor loading" = files of model/ may include util, tensor, loading
 and model itself). A file's layer is its folder: include/inferlab/<layer>/, src/<layer>/,
-tools/ (tools), examples/ (examples). An include's layer is read from its path:
+tools/ (tools), examples/ (examples); a sub-folder named as a layer of its own ("model/graph") is
+that layer, with its own, usually stricter, rule. An include's layer is read from its path:
 "inferlab/<layer>/x.h" (public), "<layer>/x.h" (an internal header under src/), or "x.h" next to
 the including file (its own layer).
 
@@ -44,12 +45,21 @@ def read_rules(root: pathlib.Path):
     return allowed, third_party
 
 
+def deepest_layer(folders, layers):
+    """The most specific layer a folder path is in: "model/graph" before "model"."""
+    for k in range(len(folders), 0, -1):
+        name = "/".join(folders[:k])
+        if name in layers:
+            return name
+    return None
+
+
 def layer_of_file(rel: pathlib.PurePosixPath, layers):
     parts = rel.parts
-    if parts[:2] == ("include", "inferlab") and len(parts) > 3 and parts[2] in layers:
-        return parts[2]
-    if parts[0] == "src" and len(parts) > 2 and parts[1] in layers:
-        return parts[1]
+    if parts[:2] == ("include", "inferlab") and len(parts) > 3:
+        return deepest_layer(parts[2:-1], layers)
+    if parts[0] == "src" and len(parts) > 2:
+        return deepest_layer(parts[1:-1], layers)
     if parts[0] in ("tools", "examples") and parts[0] in layers:
         return parts[0]
     return None
@@ -58,9 +68,9 @@ def layer_of_file(rel: pathlib.PurePosixPath, layers):
 def layer_of_include(path: str, own: str, layers):
     parts = path.split("/")
     if parts[0] == "inferlab":
-        return parts[1] if len(parts) > 2 else "?"
+        return (deepest_layer(parts[1:-1], layers) or "?") if len(parts) > 2 else "?"
     if len(parts) > 1 and parts[0] in layers:
-        return parts[0]
+        return deepest_layer(parts[:-1], layers)
     return own  # a header beside the file
 
 

@@ -10,6 +10,7 @@
 #include "inferlab/util/error.h"
 #include "inferlab/model/config.h"
 #include "inferlab/model/kv_cache.h"
+#include "backend/cpu/cpu_kv_storage.h"
 
 using namespace inferlab;
 
@@ -75,8 +76,9 @@ TEST_P(KVCacheTypes, WrittenRowsReadBackThroughBlocksAndGather) {
       cache.write(layer, seq, p, k.data(), v.data());
     }
   fast::KVBlocks view;
+  auto& storage = dynamic_cast<cpu::CpuKVStorage&>(cache.storage());  // the CPU backend's layout
   for (int layer = 0; layer < 3; ++layer) {
-    cache.layer_blocks(layer, seq, view);  // refilled in place, layer after layer
+    storage.layer_blocks(layer, seq.blocks, view);  // refilled in place, layer after layer
     ASSERT_EQ(view.block_size, block_size);
     ASSERT_EQ(view.blocks(), seq.blocks.size());
     // One pair of block lists is filled, the one of the cache's element type.
@@ -99,7 +101,7 @@ TEST_P(KVCacheTypes, WrittenRowsReadBackThroughBlocksAndGather) {
       }
   }
   // The other sequence's blocks were never written.
-  cache.layer_blocks(0, other, view);
+  storage.layer_blocks(0, other.blocks, view);
   for (std::size_t b = 0; b < view.blocks(); ++b)
     for (int i = 0; i < block_size * kv_dim; ++i) EXPECT_EQ(f16 ? view.keys_f16[b][i] : view.keys[b][i], 0.0f);
 }

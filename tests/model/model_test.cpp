@@ -175,6 +175,39 @@ TEST_P(Architectures, ForwardIntoReusesTheCallersLogitsBuffer) {
   EXPECT_TRUE(logits.empty());
 }
 
+// hidden_into gives the rows forward_into would project: the output matrix of the checkpoint
+// times each hidden state is that row's logits (what an embedding endpoint pools from).
+TEST_P(Architectures, HiddenStatesTimesTheOutputMatrixAreTheLogits) {
+  const fs::path dir = make_tiny(GetParam());
+  auto model = Model::load(dir.string());
+  const ModelConfig& c = model->config();
+  KVCache cache(c, 256, 16);
+  const auto prompt = ids(11, 5);
+  SequenceKV for_logits, for_hidden;
+  ASSERT_TRUE(for_logits.reserve(cache, 11) && for_hidden.reserve(cache, 11));
+  BatchEntry a{prompt, &for_logits, true}, b{prompt, &for_hidden, true};
+  const auto logits = model->forward(std::span<const BatchEntry>(&a, 1), cache);
+  std::vector<float> hidden;
+  model->hidden_into(std::span<const BatchEntry>(&b, 1), cache, hidden);
+  ASSERT_EQ(hidden.size(), static_cast<std::size_t>(11) * c.hidden_size);
+  EXPECT_EQ(for_hidden.length, 11);
+
+  auto source = open_safetensors_folder(dir);
+  const char* name = source->find("lm_head.weight") ? "lm_head.weight"
+                     : GetParam() == "gpt2"         ? "transformer.wte.weight"
+                                                    : "model.embed_tokens.weight";
+  const std::vector<float> out = source->require(name).to_f32();  // [vocab][hidden]
+  std::vector<float> projected(static_cast<std::size_t>(11) * c.vocab_size);
+  for (int r = 0; r < 11; ++r)
+    for (int v = 0; v < c.vocab_size; ++v) {
+      double dot = 0;
+      for (int i = 0; i < c.hidden_size; ++i)
+        dot += static_cast<double>(hidden[static_cast<std::size_t>(r) * c.hidden_size + i]) * out[static_cast<std::size_t>(v) * c.hidden_size + i];
+      projected[static_cast<std::size_t>(r) * c.vocab_size + v] = static_cast<float>(dot);
+    }
+  EXPECT_LE(max_diff(projected, logits), 1e-4);
+}
+
 TEST_P(Architectures, SharedPrefixBlocksGiveTheSameLogits) {
   auto model = Model::load(make_tiny(GetParam()).string());
   KVCache cache(model->config(), 512, 16);

@@ -1,6 +1,7 @@
 // Paged KV cache: one pool of fixed-size blocks shared by every sequence (vLLM's PagedAttention layout).
 // A sequence owns a block table; blocks are reference counted so a shared prompt prefix can be
-// mapped into several sequences (prefix caching) and freed when the last user lets go.
+// mapped into several sequences (prefix caching) and freed when the last user lets go. This is
+// the host's bookkeeping; the numbers live in a backend's KVStorage (backend memory and layout).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,7 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "inferlab/tensor/fast/attention.h"
+#include <memory>
+
+#include "inferlab/backend/backend.h"
 
 namespace inferlab {
 
@@ -21,18 +24,16 @@ std::size_t kv_bytes_per_token(int layers, int kv_heads, int head_dim, std::size
 // The same for a model's shape, with the cache's fp32 elements unless told otherwise.
 std::size_t kv_bytes_per_token(const ModelConfig& config, std::size_t bytes_per_element = sizeof(float));
 
-// What the cache stores K and V in: f32, or f16 (IEEE half, rounded to nearest even as they are
-// written; llama.cpp's default) for half the memory and half the bytes a decode step at a long
-// context reads, at the cost of that rounding.
-enum class KVType { F32, F16 };
+// KVType (backend.h): f32, or f16 for half the memory at the cost of rounding.
 KVType parse_kv_type(const std::string& name);  // "f32" or "f16"; else an Error naming both
 const char* kv_type_name(KVType type);
-std::size_t kv_element_bytes(KVType type);
 
 class KVCache {
  public:
-  // capacity_tokens is rounded up to whole blocks; memory is allocated once, here.
-  KVCache(const ModelConfig& config, std::size_t capacity_tokens, int block_size = 16, KVType type = KVType::F32);
+  // capacity_tokens is rounded up to whole blocks; memory is allocated once, here, by the backend
+  // whose attention reads it (a model's: Model::backend()).
+  KVCache(const ModelConfig& config, std::size_t capacity_tokens, int block_size = 16, KVType type = KVType::F32,
+          Backend& backend = default_cpu_backend());
   KVType type() const { return type_; }
 
   int block_size() const { return block_size_; }
@@ -50,34 +51,19 @@ class KVCache {
   // Stores the K and V rows ([kv_heads][head_dim] each) of one position of seq in one layer; the
   // position must lie in seq's reserved blocks.
   void write(int layer, const SequenceKV& seq, int position, const float* key, const float* value);
-  // One layer's blocks of seq as the attention kernels' plain view; refills `view` in place so a
-  // view reused across layers and steps allocates nothing once its vectors have grown.
-  void layer_blocks(int layer, const SequenceKV& seq, fast::KVBlocks& view) const;
   // K and V of positions 0..positions-1 of seq in one layer, copied contiguous:
   // [positions][kv_heads][head_dim] into each of keys and values.
   void gather(int layer, const SequenceKV& seq, int positions, float* keys, float* values) const;
+  KVStorage& storage() { return *storage_; }
 
  private:
-  // Offset of one (layer, block) in keys_ / values_, in elements: block_size * kv_heads * head_dim each,
-  // laid out as fast::KVBlocks says (keys transposed).
-  std::size_t block_offset(int layer, int block) const;
-
-  template <typename E>
-  E* pool(std::vector<std::byte>& bytes) const { return reinterpret_cast<E*>(bytes.data()); }
-  template <typename E>
-  const E* pool(const std::vector<std::byte>& bytes) const { return reinterpret_cast<const E*>(bytes.data()); }
-
   int layers_, kv_heads_, head_dim_, block_size_, num_blocks_;
   KVType type_;
-  std::size_t block_stride_;  // elements per (layer, block) for K or for V
-  // Element type_ each, and 64 bytes beyond the last block: the AVX2 kernel's f16 loads of a
-  // block's last key row read up to 14 bytes past it (attention.cpp).
-  std::vector<std::byte> keys_, values_;
+  std::unique_ptr<KVStorage> storage_;
   std::vector<int> refcount_;
   std::vector<int> free_list_;
 };
 
-// One sequence's view of the cache: its blocks in order and how many positions hold K/V.
 struct SequenceKV {
   std::vector<int> blocks;
   int length = 0;

@@ -42,14 +42,22 @@ class Model {
 
   virtual const ModelConfig& config() const = 0;
   virtual const std::filesystem::path& path() const = 0;
+  // The backend that holds this model's weights and runs its forward pass; a KV cache for this
+  // model is made by it (KVCache's last argument).
+  virtual Backend& backend() = 0;
 
-  // Runs every entry through the network in one step (weights read once for the whole batch).
+  // Runs every entry through the network in one step (weights read once for the whole batch);
+  // one step at a time per model (its activations are reused from step to step).
   // The caller has reserved KV room for each entry's tokens; kv->length advances by tokens.size().
   // Writes row-major logits [rows][vocab_size] into `logits` (resized): per entry in order, 1 row
   // (its last token) or tokens.size() rows when all_logits. A caller that steps again passes the
   // same vector: its memory is reused, where a fresh one per step (5 MB for 8 rows of a 152k
   // vocabulary) was allocated and zeroed each time.
   virtual void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) = 0;
+  // The same rows' last hidden states instead of their logits: [rows][hidden_size], after the
+  // final norm, before the output projection (what an embedding is pooled from). The KV cache
+  // advances as with forward_into.
+  virtual void hidden_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& hidden) = 0;
   // The same, returning a new vector.
   std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) {
     std::vector<float> logits;

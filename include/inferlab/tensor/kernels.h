@@ -25,6 +25,9 @@ void set_kernel_threads(int threads);
 
 // x: [rows][in] -> y: [rows][out].
 void linear(const float* x, int rows, const LinearWeight& layer, float* y);
+// The same with the weights given apart: packed, else weight ([out][in] f32); bias may be null.
+void linear(const float* x, int rows, const float* weight, const fast::PackedMatrix* packed, int in, int out,
+            const float* bias, float* y);
 
 // In place over rows of width n.
 void rms_norm(float* x, int rows, int n, const float* weight, float eps);

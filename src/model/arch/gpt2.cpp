@@ -6,6 +6,7 @@
 // one fused q|k|v matrix.
 #include "inferlab/util/error.h"
 #include "inferlab/loading/json_config.h"
+#include "model/graph/blocks.h"
 #include "model/transformer.h"
 
 namespace inferlab {
@@ -35,8 +36,8 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
 }
 
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
-                        const LoadOptions& options) {
-  WeightLoader w(source, options.weights, output_weights_of(options));
+                        const LoadOptions& options, Backend& backend) {
+  WeightLoader w(source, backend, options);
   const bool linear = config_bool_or(raw, "linear_weights", false, source.describe());
   auto dense = [&](const std::string& weight, int in, int out, const std::string& bias) {
     return linear ? w.linear(weight, out, in, bias) : w.conv1d(weight, in, out, bias);
@@ -44,12 +45,9 @@ TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const T
   const std::string p = w.has("transformer.wte.weight") ? "transformer." : "";
   const int H = c.hidden_size, I = c.intermediate_size;
   TransformerWeights t;
-  t.norm = NormKind::LayerNorm;
-  const std::string act = raw.value("activation_function", std::string("gelu_new"));
-  t.mlp = act == "gelu" ? MlpKind::GeluErf : MlpKind::GeluTanh;
-  t.positions = PositionKind::Learned;
+  t.gelu_erf = raw.value("activation_function", std::string("gelu_new")) == "gelu";
   w.embedding(p + "wte.weight", c.vocab_size, H, t, c.tie_word_embeddings);
-  t.position_embedding = w.tensor(p + "wpe.weight", {c.max_position_embeddings, H});
+  t.position_embedding = w.table(p + "wpe.weight", c.max_position_embeddings, H);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string h = p + "h." + std::to_string(l) + ".";
     LayerWeights L;
@@ -67,6 +65,21 @@ TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const T
   t.final_norm_bias = w.tensor(p + "ln_f.bias", {H});
   t.lm_head = c.tie_word_embeddings ? tied_head(t, c.vocab_size, H) : w.output("lm_head.weight", c.vocab_size, H);
   return t;
+}
+
+// Learned positions, LayerNorm, GELU MLP, pre-norm residuals; no RoPE.
+void forward(const TransformerWeights& w, ForwardStep& s) {
+  embed_tokens(s, w);
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& L = w.layers[l];
+    norm(s, Norm::Layer, s.x, L.norm1_weight, L.norm1_bias, s.normed);
+    attention(s, static_cast<int>(l), L, {.rope = false});
+    s.backend.add(s.x, s.proj);
+    norm(s, Norm::Layer, s.x, L.norm2_weight, L.norm2_bias, s.normed);
+    dense_mlp(s, L, w.gelu_erf ? Activation::GeluErf : Activation::GeluTanh);
+    s.backend.add(s.x, s.proj);
+  }
+  output_logits(s, w, Norm::Layer);
 }
 
 std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json&) {
@@ -97,7 +110,7 @@ std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json&) {
 }  // namespace
 
 const Architecture& gpt2_architecture() {
-  static const Architecture arch{"gpt2", {"gpt2"}, {"GPT2LMHeadModel", "GPT2Model"}, parse, load, layout};
+  static const Architecture arch{"gpt2", {"gpt2"}, {"GPT2LMHeadModel", "GPT2Model"}, parse, load, layout, forward};
   return arch;
 }
 

@@ -3,6 +3,7 @@
 // qwen3.cpp and mistral.cpp.
 #include "inferlab/util/error.h"
 #include "inferlab/loading/json_config.h"
+#include "model/graph/blocks.h"
 #include "model/transformer.h"
 
 namespace inferlab {
@@ -34,13 +35,10 @@ ModelConfig parse_llama_style_config(const nlohmann::json& j, const std::string&
 }
 
 TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
-                                    const LlamaStyle& style, const LoadOptions& options) {
-  WeightLoader w(source, options.weights, output_weights_of(options));
+                                    const LlamaStyle& style, const LoadOptions& options, Backend& backend) {
+  WeightLoader w(source, backend, options);
   const int H = c.hidden_size, I = c.intermediate_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   TransformerWeights t;
-  t.norm = NormKind::RMSNorm;
-  t.mlp = MlpKind::SwiGLU;
-  t.positions = PositionKind::Rope;
   t.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, raw.value("rope_scaling", nlohmann::json()), "config.json");
   w.embedding("model.embed_tokens.weight", c.vocab_size, H, t, c.tie_word_embeddings);
   auto bias = [](bool on, const std::string& name) { return on ? name : std::string(); };
@@ -48,7 +46,7 @@ TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& 
     const std::string p = "model.layers." + std::to_string(l) + ".";
     LayerWeights L;
     L.norm1_weight = w.tensor(p + "input_layernorm.weight", {H});
-    L.qkv = fuse_rows({w.linear(p + "self_attn.q_proj.weight", q, H, bias(style.qkv_bias, p + "self_attn.q_proj.bias")),
+    L.qkv = w.fuse_rows({w.linear(p + "self_attn.q_proj.weight", q, H, bias(style.qkv_bias, p + "self_attn.q_proj.bias")),
                        w.linear(p + "self_attn.k_proj.weight", kv, H, bias(style.qkv_bias, p + "self_attn.k_proj.bias")),
                        w.linear(p + "self_attn.v_proj.weight", kv, H, bias(style.qkv_bias, p + "self_attn.v_proj.bias"))});
     if (style.qk_norm) {
@@ -57,7 +55,7 @@ TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& 
     }
     L.out = w.linear(p + "self_attn.o_proj.weight", H, q, bias(style.out_bias, p + "self_attn.o_proj.bias"));
     L.norm2_weight = w.tensor(p + "post_attention_layernorm.weight", {H});
-    L.up = fuse_rows({w.linear(p + "mlp.gate_proj.weight", I, H, bias(style.mlp_bias, p + "mlp.gate_proj.bias")),
+    L.up = w.fuse_rows({w.linear(p + "mlp.gate_proj.weight", I, H, bias(style.mlp_bias, p + "mlp.gate_proj.bias")),
                       w.linear(p + "mlp.up_proj.weight", I, H, bias(style.mlp_bias, p + "mlp.up_proj.bias"))});
     L.down = w.linear(p + "mlp.down_proj.weight", H, I, bias(style.mlp_bias, p + "mlp.down_proj.bias"));
     t.layers.push_back(std::move(L));
@@ -65,6 +63,21 @@ TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& 
   t.final_norm_weight = w.tensor("model.norm.weight", {H});
   t.lm_head = c.tie_word_embeddings ? tied_head(t, c.vocab_size, H) : w.output("lm_head.weight", c.vocab_size, H);
   return t;
+}
+
+void llama_style_forward(const TransformerWeights& w, ForwardStep& s) {
+  embed_tokens(s, w);
+  rope_table(s, w);
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& L = w.layers[l];
+    norm(s, Norm::RMS, s.x, L.norm1_weight, L.norm1_bias, s.normed);
+    attention(s, static_cast<int>(l), L, {.rope = true, .window = s.config.sliding_window});
+    s.backend.add(s.x, s.proj);
+    norm(s, Norm::RMS, s.x, L.norm2_weight, L.norm2_bias, s.normed);
+    dense_mlp(s, L, Activation::SwiGLU);
+    s.backend.add(s.x, s.proj);
+  }
+  output_logits(s, w, Norm::RMS);
 }
 
 std::vector<TensorSpec> llama_style_layout(const ModelConfig& c, const LlamaStyle& style) {
@@ -115,15 +128,15 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
   return parse_llama_style_config(j, where, "llama", false);
 }
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
-                        const LoadOptions& options) {
-  return load_llama_style(c, raw, source, style_of(raw), options);
+                        const LoadOptions& options, Backend& backend) {
+  return load_llama_style(c, raw, source, style_of(raw), options, backend);
 }
 std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json& raw) { return llama_style_layout(c, style_of(raw)); }
 
 }  // namespace
 
 const Architecture& llama_architecture() {
-  static const Architecture arch{"llama", {"llama"}, {"LlamaForCausalLM"}, parse, load, layout};
+  static const Architecture arch{"llama", {"llama"}, {"LlamaForCausalLM"}, parse, load, layout, llama_style_forward};
   return arch;
 }
 

@@ -19,15 +19,15 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
   return c;
 }
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
-                        const LoadOptions& options) {
-  return load_llama_style(c, raw, source, kMistral, options);
+                        const LoadOptions& options, Backend& backend) {
+  return load_llama_style(c, raw, source, kMistral, options, backend);
 }
 std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json&) { return llama_style_layout(c, kMistral); }
 
 }  // namespace
 
 const Architecture& mistral_architecture() {
-  static const Architecture arch{"mistral", {"mistral"}, {"MistralForCausalLM"}, parse, load, layout};
+  static const Architecture arch{"mistral", {"mistral"}, {"MistralForCausalLM"}, parse, load, layout, llama_style_forward};
   return arch;
 }
 

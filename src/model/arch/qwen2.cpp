@@ -14,15 +14,15 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
   return parse_llama_style_config(j, where, "qwen2", false);
 }
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
-                        const LoadOptions& options) {
-  return load_llama_style(c, raw, source, kQwen2, options);
+                        const LoadOptions& options, Backend& backend) {
+  return load_llama_style(c, raw, source, kQwen2, options, backend);
 }
 std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json&) { return llama_style_layout(c, kQwen2); }
 
 }  // namespace
 
 const Architecture& qwen2_architecture() {
-  static const Architecture arch{"qwen2", {"qwen2"}, {"Qwen2ForCausalLM"}, parse, load, layout};
+  static const Architecture arch{"qwen2", {"qwen2"}, {"Qwen2ForCausalLM"}, parse, load, layout, llama_style_forward};
   return arch;
 }
 

@@ -18,15 +18,15 @@ ModelConfig parse(const nlohmann::json& j, const std::string& where) {
   return parse_llama_style_config(j, where, "qwen3", true);
 }
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
-                        const LoadOptions& options) {
-  return load_llama_style(c, raw, source, style_of(raw), options);
+                        const LoadOptions& options, Backend& backend) {
+  return load_llama_style(c, raw, source, style_of(raw), options, backend);
 }
 std::vector<TensorSpec> layout(const ModelConfig& c, const nlohmann::json& raw) { return llama_style_layout(c, style_of(raw)); }
 
 }  // namespace
 
 const Architecture& qwen3_architecture() {
-  static const Architecture arch{"qwen3", {"qwen3"}, {"Qwen3ForCausalLM"}, parse, load, layout};
+  static const Architecture arch{"qwen3", {"qwen3"}, {"Qwen3ForCausalLM"}, parse, load, layout, llama_style_forward};
   return arch;
 }
 

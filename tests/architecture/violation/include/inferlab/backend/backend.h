@@ -1,0 +1,2 @@
+// The backend interface (a header for the include check).
+#pragma once
