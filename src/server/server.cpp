@@ -18,7 +18,8 @@
 #include "server/dashboard.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
-#include "server/openai_response.h"
+#include "server/completion.h"
+#include "server/response_writer.h"
 #include "server/prometheus.h"
 #include "server/server_info.h"
 #include "server/sse_stream.h"
@@ -29,19 +30,20 @@ namespace api {
 // A non-streaming completion as the transport's deferred answer: polled when a choice has news.
 class CompletionAnswer : public DeferredResponse {
  public:
-  explicit CompletionAnswer(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
+  CompletionAnswer(std::shared_ptr<Completion> completion, std::unique_ptr<ResponseWriter> writer)
+      : completion_(std::move(completion)), writer_(std::move(writer)) {}
   void start(std::function<void()> wake) override { completion_->on_event(wake); }
   std::optional<HttpResponse> poll() override {
-    std::optional<json> body = completion_->poll_body();
-    if (!body) return std::nullopt;
+    if (!completion_->poll_settled()) return std::nullopt;
     HttpResponse res;
-    send_json(res, 200, *body);
+    send_json(res, 200, writer_->body(*completion_));
     return res;
   }
   void cancel() override { completion_->cancel_all(); }
 
  private:
   std::shared_ptr<Completion> completion_;
+  std::unique_ptr<ResponseWriter> writer_;
 };
 
 }  // namespace api
@@ -320,8 +322,9 @@ void Server::Impl::generate(const api::HttpRequest& req, api::HttpResponse& res,
   json body = api::parse_json_object(req.body, options.max_json_depth);
   auto request = std::make_shared<const api::ParsedRequest>(chat ? api::parse_chat_request(body, context)
                                                                   : api::parse_completion_request(body, context));
-  auto completion = std::make_shared<api::Completion>(request, engine->text(), engine->name(), options.request_timeout_s,
-                                                       options.timings, system_fingerprint);
+  auto completion = std::make_shared<api::Completion>(request, engine->text(), options.request_timeout_s, options.timings);
+  std::unique_ptr<api::ResponseWriter> writer = chat ? api::chat_completion_writer(engine->name(), system_fingerprint)
+                                                     : api::text_completion_writer(engine->name(), system_fingerprint);
   std::optional<Clock::time_point> deadline;
   if (options.request_timeout_s > 0)
     deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.request_timeout_s * 1000));
@@ -344,12 +347,12 @@ void Server::Impl::generate(const api::HttpRequest& req, api::HttpResponse& res,
     }
   }
   if (request->stream) {
-    api::stream_completion(res, completion, active_streams,
+    api::stream_completion(res, completion, std::move(writer), active_streams,
                            std::chrono::milliseconds(static_cast<int64_t>(options.sse_ping_interval_s * 1000)));
     return;
   }
   // Answered once whole; the transport cancels it when the client hangs up before that.
-  res.deferred = std::make_shared<api::CompletionAnswer>(completion);
+  res.deferred = std::make_shared<api::CompletionAnswer>(completion, std::move(writer));
 }
 
 }  // namespace inferlab
