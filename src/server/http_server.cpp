@@ -113,7 +113,7 @@ struct HttpServer::Impl {
     Handler handler;
   };
 
-  ServerOptions options;
+  HttpOptions options;
   LocalAccessPolicy access;
   int connection_limit;
   std::atomic<int> admitted{0};
@@ -130,7 +130,7 @@ struct HttpServer::Impl {
   std::shared_ptr<LoopGate> gate = std::make_shared<LoopGate>();
   std::shared_ptr<const void> owner;
 
-  explicit Impl(const ServerOptions& o)
+  explicit Impl(const HttpOptions& o)
       : options(o),
         access(o.host, split_list_lower(o.allowed_hosts), split_list_lower(o.allowed_origins)),
         connection_limit(o.max_connections > 0 ? o.max_connections : 8192) {}
@@ -641,7 +641,7 @@ bool HttpServer::Impl::refuse_foreign_caller(const HttpRequest& req, HttpRespons
   return true;
 }
 
-HttpServer::HttpServer(const ServerOptions& options) : impl_(std::make_shared<Impl>(options)) {}
+HttpServer::HttpServer(const HttpOptions& options) : impl_(std::make_shared<Impl>(options)) {}
 
 HttpServer::~HttpServer() { stop(); }
 

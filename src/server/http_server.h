@@ -11,11 +11,31 @@
 #include <memory>
 #include <string>
 
-#include "inferlab/server/server.h"
 #include "server/api_error.h"
 #include "server/http_message.h"
 
 namespace inferlab::api {
+
+// What the transport needs of `inferlab serve`'s options: where to listen, the connection and
+// request limits, the access rules. Its own struct (ServerOptions is converted to it in
+// server.cpp), so the transport knows nothing of the engine or the scheduler's options.
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 30000;                     // 0: any free port
+  int http_threads = 4;                 // event-loop threads
+  int max_connections = 0;              // admitted at once (0: 8192)
+  bool log_requests = false;
+  std::string api_key;                  // non-empty: Bearer key needed outside the public paths
+  std::string allowed_hosts;            // comma-separated (see ServerOptions)
+  std::string allowed_origins;          // comma-separated (see ServerOptions)
+  std::size_t max_body_bytes = 32u << 20;
+  double header_timeout_s = 10;
+  double body_timeout_s = 30;
+  std::size_t max_header_bytes = 16384;
+  int max_header_count = 100;
+  double slow_client_timeout_s = 30;
+  int send_buffer_bytes = 0;            // SO_SNDBUF (0: the OS default)
+};
 
 void send_json(HttpResponse& res, int status, const json& body);
 void send_error(HttpResponse& res, const ApiError& error);  // with Retry-After on a 503
@@ -27,7 +47,7 @@ class HttpServer {
   // in OpenAI's error shape. It answers now (res.body) or later (res.stream / res.deferred).
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
 
-  explicit HttpServer(const ServerOptions& options);
+  explicit HttpServer(const HttpOptions& options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -288,14 +288,14 @@ void resolve_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, c
                                           static_cast<int64_t>(std::min<std::size_t>(model.kv_capacity_tokens, INT32_MAX)));
   for (const auto& prompt : out.prompts) {
     const int64_t length = static_cast<int64_t>(prompt.size());
-    if (length == 0) bad(out.chat ? "messages" : "prompt", "the prompt is empty (it must encode to at least one token)");
+    if (length == 0) bad(out.prompt_field, "the prompt is empty (it must encode to at least one token)");
     if (max_tokens ? length + *max_tokens > limit : length >= limit)
       throw ApiError(400,
                      fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
                                  "({} in the {}, {} for the completion). Please reduce the length of the {} or the completion.",
-                                 limit, length + (max_tokens ? *max_tokens : 1), length, out.chat ? "messages" : "prompt",
-                                 max_tokens ? *max_tokens : 1, out.chat ? "messages" : "prompt"),
-                     out.chat ? "messages" : "prompt", "context_length_exceeded");
+                                 limit, length + (max_tokens ? *max_tokens : 1), length, out.prompt_field,
+                                 max_tokens ? *max_tokens : 1, out.prompt_field),
+                     out.prompt_field, "context_length_exceeded");
     out.max_tokens.push_back(static_cast<int>(max_tokens ? *max_tokens : limit - length));
   }
 }
@@ -318,7 +318,7 @@ void check_prompt_limits(ParsedRequest& out, const RequestLimits& limits) {
     if (limits.max_prompt_tokens > 0 && out.prompts[p].size() > static_cast<std::size_t>(limits.max_prompt_tokens))
       throw ApiError(400, fmt::format("the prompt is {} tokens; this server accepts at most {} (--max-prompt-tokens)",
                                       out.prompts[p].size(), limits.max_prompt_tokens),
-                     out.chat ? "messages" : "prompt", "context_length_exceeded");
+                     out.prompt_field, "context_length_exceeded");
     if (limits.max_tokens > 0) out.max_tokens[p] = std::min(out.max_tokens[p], limits.max_tokens);
   }
 }
@@ -421,7 +421,7 @@ namespace {
 ParsedRequest chat_request(const json& body, const ModelContext& model, bool server_limits) {
   if (server_limits) check_body_limits(body, model.limits, true);
   ParsedRequest out;
-  out.chat = true;
+  out.prompt_field = "messages";
   std::optional<int64_t> max_tokens;
   parse_common(body, model, out, max_tokens);
 

@@ -41,8 +41,10 @@ struct ModelContext {
 // token, so that no prompt that could fit is refused. 0: no bound.
 std::size_t prompt_byte_limit(const ModelContext& model, bool server_limits);
 
+// A generation request as the engine is asked it, whatever API it came through; how the answer
+// is laid out is the route's ResponseWriter's (response_writer.h), not this struct's.
 struct ParsedRequest {
-  bool chat = false;
+  std::string prompt_field = "prompt";        // the body field the prompt came from (errors name it)
   std::vector<std::vector<int32_t>> prompts;  // one for chat; completions may batch several
   std::vector<std::string> prompt_texts;      // for echo
   int n = 1;

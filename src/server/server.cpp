@@ -1,7 +1,8 @@
-// The server context (include/inferlab/server/server.h): wires the HTTP transport to the Engine
-// through the OpenAI routes, and runs the lifecycle: start (listen), load (engine ready), the
-// idle-memory housekeeper and the graceful shutdown.
+// The server (include/inferlab/server/server.h): the route table (handlers/routes.cpp) bound to
+// the HTTP transport, and the lifecycle: start (listen), load (engine ready), the idle-memory
+// housekeeper and the graceful shutdown.
 #include "inferlab/server/server.h"
+#include "inferlab/util/error.h"
 #include "inferlab/util/thread_name.h"
 
 #include <fmt/format.h>
@@ -13,81 +14,28 @@
 #include <cstdio>
 #include <ctime>
 #include <algorithm>
+#include <mutex>
+#include <string_view>
+#include <thread>
 
 #include "inferlab/generation/engine.h"
-#include "server/dashboard.h"
-#include "server/http_server.h"
-#include "server/openai_request.h"
-#include "server/openai_response.h"
-#include "server/prometheus.h"
-#include "server/server_info.h"
-#include "server/sse_stream.h"
+#include "server/handlers/routes.h"
+#include "server/server_state.h"
 
 namespace inferlab {
-namespace api {
 
-// A non-streaming completion as the transport's deferred answer: polled when a choice has news.
-class CompletionAnswer : public DeferredResponse {
- public:
-  explicit CompletionAnswer(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
-  void start(std::function<void()> wake) override { completion_->on_event(wake); }
-  std::optional<HttpResponse> poll() override {
-    std::optional<json> body = completion_->poll_body();
-    if (!body) return std::nullopt;
-    HttpResponse res;
-    send_json(res, 200, *body);
-    return res;
-  }
-  void cancel() override { completion_->cancel_all(); }
-
- private:
-  std::shared_ptr<Completion> completion_;
-};
-
-}  // namespace api
-
-using api::ApiError;
-using api::json;
-using api::send_json;
-
-struct Server::Impl {
-  ServerOptions options;
-  api::HttpServer http;
-  int bound_port = 0;
-  std::atomic<bool> ready{false}, draining{false};
-
-  std::unique_ptr<Engine> engine;
-  api::ModelContext context;
-  std::string system_fingerprint;  // set at load: the served configuration
-  std::time_t created = std::time(nullptr);
-
-  std::atomic<int> active_streams{0};
-  std::atomic<uint64_t> memory_trims{0};
-
+// The handlers' shared state, plus the lifecycle only the server runs: the idle-memory housekeeper.
+struct Server::Impl : api::ServerState {
   // Returns freed heap memory to the OS once the server goes idle (see housekeeping()).
   std::thread housekeeper;
   std::mutex housekeeper_mutex;
   std::condition_variable housekeeper_wake;
   bool housekeeper_stop = false;
 
-  explicit Impl(ServerOptions o) : options(std::move(o)), http(options) { routes(); }
+  explicit Impl(ServerOptions o) : api::ServerState(std::move(o)) { add_routes(); }
 
-  void routes();
+  void add_routes();
   void housekeeping();
-  void generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat);
-  json model_entry() const;
-  api::MetricsSnapshot metrics() const;
-  // /health says 503 while work waits and the engine loop made no progress for
-  // --engine-stall-timeout (a hung engine must not look healthy). The engine clocks its own
-  // progress, so a step that ends is seen at once, not on a later tick.
-  bool engine_stalled() const {
-    return options.engine_stall_s > 0 && engine && !engine->idle() &&
-           engine->seconds_since_progress() > options.engine_stall_s;
-  }
-  void require_ready() const {
-    if (draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
-    if (!ready) throw ApiError(503, "the model is still loading; retry when GET /health returns 200", "", "loading", "server_error");
-  }
 };
 
 namespace {
@@ -208,129 +156,16 @@ void Server::shutdown(std::chrono::milliseconds drain) {
   s.http.stop();
 }
 
-api::MetricsSnapshot Server::Impl::metrics() const {
-  api::MetricsSnapshot m;
-  m.admitted_connections = http.admitted_connections();
-  m.refused_connections = http.refused_connections();
-  m.memory_trims = memory_trims;
-  m.model_ready = ready && !draining;
-  m.http_requests = http.request_counts();
-  if (engine) m.engine = engine->stats();
-  m.active_streams = active_streams;
-  m.vllm_names = options.metrics_compat == "vllm";
-  return m;
-}
-
-void Server::Impl::routes() {
-  http.get("/health", [this](const api::HttpRequest&, api::HttpResponse& res) {
-    if (draining) send_json(res, 503, {{"status", "shutting down"}});
-    else if (!ready) send_json(res, 503, {{"status", "loading"}});
-    else if (engine_stalled())
-      send_json(res, 503, {{"status", "engine stalled"},
-                           {"message", fmt::format("the engine made no step for over {} s with requests waiting "
-                                                   "(--engine-stall-timeout)", options.engine_stall_s)}});
-    else send_json(res, 200, {{"status", "ok"}});
-  });
-  // Readiness (load balancers, Kubernetes): serving now. Liveness is /health.
-  http.get("/ready", [this](const api::HttpRequest&, api::HttpResponse& res) {
-    if (ready && !draining) send_json(res, 200, {{"status", "ready"}});
-    else send_json(res, 503, {{"status", draining ? "shutting down" : "loading"}});
-  });
-  http.get("/v1/models", [this](const api::HttpRequest&, api::HttpResponse& res) {
-    require_ready();
-    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry()})}});
-  });
-  // openai's models.retrieve; any name the chat routes accept finds the one model served.
-  http.get("/v1/models/{id}", [this](const api::HttpRequest& req, api::HttpResponse& res) {
-    require_ready();
-    const std::string& id = req.params.at(0);
-    if (std::find(context.accepted_names.begin(), context.accepted_names.end(), id) == context.accepted_names.end())
-      throw ApiError(404, fmt::format("The model `{}` does not exist.", id),
-                     "model", "model_not_found");
-    send_json(res, 200, model_entry());
-  });
-  http.get("/server_info", [this](const api::HttpRequest&, api::HttpResponse& res) {
-    require_ready();
-    send_json(res, 200, api::server_info(options, bound_port, engine->name(), engine->model_path().string(), context));
-  });
-  http.get("/metrics", [this](const api::HttpRequest&, api::HttpResponse& res) {
-    res.set_content(api::prometheus_text(metrics()), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  // The page is the same static bytes for everyone (no data: the API-key check lets it through,
-  // as a login page); every figure it shows comes from /dashboard/stats, which needs the key.
-  http.get("/dashboard", [](const api::HttpRequest&, api::HttpResponse& res) {
-    res.set_header("Cache-Control", "no-store");
-    res.set_header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                                              "connect-src 'self'; img-src 'self'; frame-ancestors 'none'");
-    res.set_content(api::dashboard_page(), "text/html; charset=utf-8");
-  });
-  http.get("/dashboard/stats", [this](const api::HttpRequest&, api::HttpResponse& res) {
-    const std::vector<SequenceSnapshot> running = engine ? engine->running_sequences() : std::vector<SequenceSnapshot>{};
-    res.set_header("Cache-Control", "no-store");
-    send_json(res, 200, api::dashboard_stats(metrics(), running, engine ? engine->name() : "", Clock::now()));
-  });
-  http.post("/v1/chat/completions", [this](const api::HttpRequest& req, api::HttpResponse& res) { generate(req, res, true); });
-  http.post("/v1/completions", [this](const api::HttpRequest& req, api::HttpResponse& res) { generate(req, res, false); });
-
-  http.post("/tokenize", [this](const api::HttpRequest& req, api::HttpResponse& res) {
-    require_ready();
-    api::TokenizeRequest request = api::parse_tokenize_request(api::parse_json_object(req.body, options.max_json_depth), context);
-    json out = {{"tokens", request.ids}, {"count", request.ids.size()}, {"max_model_len", context.context_length}};
-    if (request.return_token_strs) {
-      json strs = json::array();
-      for (int32_t id : request.ids) strs.push_back(engine->text().token_piece(id));
-      out["token_strs"] = strs;
-    }
-    send_json(res, 200, out);
-  });
-  http.post("/detokenize", [this](const api::HttpRequest& req, api::HttpResponse& res) {
-    require_ready();
-    std::vector<int32_t> ids = api::parse_detokenize_request(api::parse_json_object(req.body, options.max_json_depth), context);
-    std::string text = engine->text().detokenize(ids);
-    send_json(res, 200, {{"prompt", text}, {"text", text}});
-  });
-}
-
-json Server::Impl::model_entry() const {
-  return {{"id", engine->name()}, {"object", "model"}, {"created", created}, {"owned_by", "inferlab"},
-          {"root", engine->model_path().string()}, {"max_model_len", context.context_length}};
-}
-
-void Server::Impl::generate(const api::HttpRequest& req, api::HttpResponse& res, bool chat) {
-  require_ready();
-  json body = api::parse_json_object(req.body, options.max_json_depth);
-  auto request = std::make_shared<const api::ParsedRequest>(chat ? api::parse_chat_request(body, context)
-                                                                  : api::parse_completion_request(body, context));
-  auto completion = std::make_shared<api::Completion>(request, engine->text(), engine->name(), options.request_timeout_s,
-                                                       options.timings, system_fingerprint);
-  std::optional<Clock::time_point> deadline;
-  if (options.request_timeout_s > 0)
-    deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.request_timeout_s * 1000));
-  // n choices per prompt, each its own sequence (a failed submit cancels those already running:
-  // the completion goes away).
-  for (std::size_t p = 0; p < request->prompts.size(); ++p) {
-    for (int j = 0; j < request->n; ++j) {
-      ChoiceRequest choice;
-      choice.generation.prompt = request->prompts[p];
-      choice.generation.max_tokens = request->max_tokens[p];
-      choice.generation.sampling = request->sampling;
-      choice.generation.sampling.logprobs = request->logprobs;
-      choice.generation.stop_token_ids = request->stop_token_ids;
-      choice.generation.deadline = deadline;
-      choice.generation.grammar = request->grammar;
-      choice.generation.grammar_trigger = request->grammar_trigger;
-      choice.ignore_eos = request->ignore_eos;
-      choice.choice_index = static_cast<int>(completion->choices().size());
-      completion->add_choice(static_cast<int>(p), engine->submit(std::move(choice)));
-    }
+void Server::Impl::add_routes() {
+  for (const api::Route& route : api::server_routes()) {
+    api::HttpServer::Handler handler = [this, run = route.handler](const api::HttpRequest& req, api::HttpResponse& res) {
+      run(*this, req, res);
+    };
+    const std::string_view method = route.method;
+    if (method == "GET") http.get(route.path, std::move(handler));
+    else if (method == "POST") http.post(route.path, std::move(handler));
+    else fail("the route {} {} has a method the transport does not serve", route.method, route.path);
   }
-  if (request->stream) {
-    api::stream_completion(res, completion, active_streams,
-                           std::chrono::milliseconds(static_cast<int64_t>(options.sse_ping_interval_s * 1000)));
-    return;
-  }
-  // Answered once whole; the transport cancels it when the client hangs up before that.
-  res.deferred = std::make_shared<api::CompletionAnswer>(completion);
 }
 
 }  // namespace inferlab

@@ -3,16 +3,19 @@
 #include "server/sse_stream.h"
 
 namespace inferlab::api {
+
+std::string sse_data(const json& value) { return "data: " + dump(value) + "\n\n"; }
+
 namespace {
-
-const std::string kDone = "data: [DONE]\n\n";
-
-std::string sse(const json& value) { return "data: " + dump(value) + "\n\n"; }
 
 class SseBody : public StreamedBody {
  public:
-  SseBody(std::shared_ptr<Completion> completion, std::atomic<int>& active_streams, std::chrono::milliseconds ping_interval)
-      : completion_(std::move(completion)), active_streams_(active_streams), ping_interval_(ping_interval) {
+  SseBody(std::shared_ptr<Completion> completion, std::unique_ptr<ResponseWriter> writer, std::atomic<int>& active_streams,
+          std::chrono::milliseconds ping_interval)
+      : completion_(std::move(completion)),
+        writer_(std::move(writer)),
+        active_streams_(active_streams),
+        ping_interval_(ping_interval) {
     ++active_streams_;
   }
   ~SseBody() override {
@@ -31,7 +34,7 @@ class SseBody : public StreamedBody {
     } catch (const std::exception& e) {
       // Past the headers an error can only travel as an event.
       completion_->cancel_all();
-      out += sse(ApiError(500, e.what(), "", "", "server_error").body()) + kDone;
+      writer_->stream_error(ApiError(500, e.what(), "", "", "server_error"), out);
       ended_ = true;
     }
     if (out.size() > before) last_write_ = Clock::now();
@@ -48,8 +51,7 @@ class SseBody : public StreamedBody {
     Completion& completion = *completion_;
     if (!started_) {
       started_ = true;
-      for (auto& c : completion.choices())
-        if (auto item = completion.opening_item(*c)) out += sse(completion.chunk(json::array({*item})));
+      writer_->stream_start(completion, out);
     }
     for (auto& c : completion.choices()) {
       if (completion.settled(*c)) continue;
@@ -59,19 +61,19 @@ class SseBody : public StreamedBody {
       for (auto& event : events) completion.absorb(*c, event, delta);
       if (!c->error.empty()) {
         completion.cancel_all();
-        out += sse(Completion::error_of(*c).body()) + kDone;
+        writer_->stream_error(Completion::error_of(*c), out);
         return true;
       }
-      if (auto item = completion.delta_item(*c, delta)) out += sse(completion.chunk(json::array({*item})));
-      if (delta.finished) out += sse(completion.finish_chunk(*c));
+      writer_->stream_delta(completion, *c, delta, out);
+      if (delta.finished) writer_->stream_finish(completion, *c, out);
     }
     if (!completion.all_done()) return false;
-    if (completion.request().include_usage) out += sse(completion.usage_chunk());
-    out += kDone;
+    writer_->stream_end(completion, out);
     return true;
   }
 
   std::shared_ptr<Completion> completion_;
+  std::unique_ptr<ResponseWriter> writer_;
   std::atomic<int>& active_streams_;
   std::chrono::milliseconds ping_interval_;
   bool started_ = false;
@@ -81,13 +83,13 @@ class SseBody : public StreamedBody {
 
 }  // namespace
 
-void stream_completion(HttpResponse& res, std::shared_ptr<Completion> completion, std::atomic<int>& active_streams,
-                       std::chrono::milliseconds ping_interval) {
+void stream_completion(HttpResponse& res, std::shared_ptr<Completion> completion, std::unique_ptr<ResponseWriter> writer,
+                       std::atomic<int>& active_streams, std::chrono::milliseconds ping_interval) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.content_type = "text/event-stream";
-  res.stream = std::make_shared<SseBody>(std::move(completion), active_streams, ping_interval);
+  res.stream = std::make_shared<SseBody>(std::move(completion), std::move(writer), active_streams, ping_interval);
 }
 
 }  // namespace inferlab::api

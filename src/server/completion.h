@@ -1,8 +1,8 @@
-// OpenAI responses: the state of one request's answer while its choices generate (text through
-// the stop strings, finish reasons, errors, logprobs, usage) and the JSON built from it, the
-// non-streaming body and the chunks a stream sends.
+// One request's generation as the server follows it, whatever API shape answers it: a Choice per
+// prompt and n, fed from its engine stream (text through the detokenizer and the stop strings, tool
+// calls, finish reasons, errors, logprobs, token counts, timings). How it is written out — the
+// body, a stream's events — is a ResponseWriter's (response_writer.h), one per API shape.
 #pragma once
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -30,6 +30,13 @@ class StopMatcher {
   bool hit_ = false;
 };
 
+// One sampled token with its logprobs as the engine gave them, and where its text starts among the
+// choice's tokens (completions' text_offset). Each API shape writes these in its own layout.
+struct LogprobEntry {
+  SampledToken sampled;
+  std::size_t text_offset = 0;
+};
+
 // One choice of a response: its request stream plus the text-side state (detokenizer, stop strings).
 struct Choice {
   int index = 0;
@@ -43,10 +50,9 @@ struct Choice {
   std::string error;          // set when it ended with an error or timeout
   bool timed_out = false;
   bool request_error = false;  // the error came from what the request asked for (its grammar): 400
-  std::size_t text_length = 0;  // bytes shown so far (completions text_offset)
-  std::string text;             // everything shown (non-streaming answer)
-  json chat_logprobs = json::array();
-  json completion_logprobs;
+  std::size_t logprob_text_bytes = 0;  // the text of the tokens logged so far (the next text_offset)
+  std::string text;                    // everything shown (non-streaming answer)
+  std::vector<LogprobEntry> logprobs;  // every token's, when the request asked for logprobs
   std::optional<RequestTimings> timings;  // from the engine's last event
   std::unique_ptr<ToolCallStream> tool_stream;  // with tools: splits the text into content and calls
   std::vector<ToolCall> tool_calls;             // the calls found, once done
@@ -57,25 +63,32 @@ struct Choice {
 // What one poll of a choice produced: new visible text and the logprobs of its new tokens.
 struct Delta {
   std::string text;
-  json tool_calls = json::array();  // chat: tool_calls delta entries
-  json chat_logprobs = json::array();
-  json completion_logprobs;
+  json tool_calls = json::array();  // tool_calls delta entries (OpenAI's layout, the tool-call stream's)
+  std::vector<LogprobEntry> logprobs;  // the new tokens' (with logprobs asked)
   bool finished = false;
+};
+
+// The token counts of a whole request (prompts counted once, not per choice).
+struct TokenUsage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_prompt_tokens = 0;
 };
 
 // One request's answer: a Choice per prompt and n, fed from their streams. Going away cancels
 // every stream still running, which frees its KV at once.
 class Completion {
  public:
-  // `timings`: add the engine's RequestTimings to the answer (inferlab serve --no-timings: false).
-  // `system_fingerprint`: the served configuration's id, in the body and every chunk.
-  Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, std::string model_name,
-             double request_timeout_s, bool timings, std::string system_fingerprint);
+  // `timings`: add the engine's RequestTimings to the answer (inferlab serve --no-timings: false),
+  // so a choice is settled only once they came.
+  Completion(std::shared_ptr<const ParsedRequest> request, const EngineText& text, double request_timeout_s, bool timings);
   ~Completion();
   Completion(const Completion&) = delete;
   Completion& operator=(const Completion&) = delete;
 
   const ParsedRequest& request() const { return *request_; }
+  const EngineText& text() const { return text_; }  // token text and bytes, for the logprobs
+  bool timings() const { return timings_; }
   const std::vector<std::unique_ptr<Choice>>& choices() const { return choices_; }
   void add_choice(int prompt_index, std::shared_ptr<RequestStream> stream);
   void cancel_all();
@@ -86,22 +99,14 @@ class Completion {
 
   // Applies one stream event to a choice, adding what it shows to `delta`.
   void absorb(Choice& choice, StreamEvent& event, Delta& delta);
-  json usage() const;
-  static ApiError error_of(const Choice& choice);  // 504 for a timeout, else 500
+  TokenUsage usage() const;
+  static ApiError error_of(const Choice& choice);  // 504 for a timeout, 400 for the request's grammar, else 500
 
   // Calls `notify` (on the engine's thread) whenever a choice has a new event.
   void on_event(const std::function<void()>& notify);
-  // Non-streaming, never waits: what the choices produced so far absorbed; once every choice is
-  // done, the body (ApiError when a choice failed).
-  std::optional<json> poll_body();
-
-  // Streaming: the chunk objects (a chunk holding `choice_items`) and their choice items.
-  json chunk(json choice_items) const;
-  std::optional<json> opening_item(const Choice& choice) const;  // the role (chat) or the echoed prompt
-  std::optional<json> delta_item(const Choice& choice, const Delta& delta) const;  // none: nothing new
-  json finish_item(const Choice& choice) const;
-  json finish_chunk(const Choice& choice) const;  // the finish item, with the choice's timings
-  json usage_chunk() const;
+  // Non-streaming, never waits: absorbs what the choices produced so far; true once every choice
+  // is settled, and then throws the ApiError of the first that failed.
+  bool poll_settled();
 
  private:
   void absorb_text(Choice& choice, StreamEvent& event, Delta& delta);
@@ -110,12 +115,8 @@ class Completion {
 
   std::shared_ptr<const ParsedRequest> request_;
   const EngineText& text_;
-  std::string model_name_;
-  std::string system_fingerprint_;
   double request_timeout_s_;
   bool timings_;
-  std::string id_;
-  std::time_t created_;
   std::vector<std::unique_ptr<Choice>> choices_;
 };
 

@@ -1,7 +1,7 @@
 // The response side of the server: stop strings held back and cut as text streams.
 #include <gtest/gtest.h>
 
-#include "server/openai_response.h"
+#include "server/completion.h"
 
 namespace {
 

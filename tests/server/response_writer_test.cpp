@@ -1,0 +1,135 @@
+// The API shapes over one shared Completion: the same generated tokens written as OpenAI's
+// chat.completion and text_completion, whole and streamed (the real Qwen tokenizer, no model:
+// the engine's events are made here).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/completion.h"
+#include "server/handlers/routes.h"
+#include "server/response_writer.h"
+
+namespace {
+
+namespace api = inferlab::api;
+using api::json;
+
+const inferlab::EngineText& qwen_text() {
+  static inferlab::EngineText text(inferlab::Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
+  return text;
+}
+
+// A one-choice completion of "Hello" that generated " world" and ran out of tokens, with logprobs.
+std::shared_ptr<api::Completion> generated(bool echo) {
+  auto request = std::make_shared<api::ParsedRequest>();
+  request->prompt_texts = {"Hello"};
+  request->prompts = {qwen_text().tokenize("Hello", false)};
+  request->logprobs = true;
+  request->echo = echo;
+  auto completion = std::make_shared<api::Completion>(request, qwen_text(), 600, /*timings=*/false);
+  completion->add_choice(0, std::make_shared<inferlab::RequestStream>());
+  return completion;
+}
+
+// Feeds the tokens of `text` and a length finish, one event per poll, to the writer's stream.
+std::vector<json> stream_events(api::Completion& completion, api::ResponseWriter& writer, const std::string& text) {
+  std::string out;
+  writer.stream_start(completion, out);
+  api::Choice& choice = *completion.choices().front();
+  std::vector<inferlab::StreamEvent> events;
+  for (int32_t id : qwen_text().tokenize(text, false)) {
+    inferlab::StreamEvent event;
+    event.token = inferlab::SampledToken{.token = id, .logprob = -0.5f, .top = {{.token = id, .logprob = -0.5f}}};
+    events.push_back(std::move(event));
+  }
+  inferlab::StreamEvent finish;
+  finish.finish = inferlab::FinishReason::length;
+  events.push_back(std::move(finish));
+  for (auto& event : events) {
+    api::Delta delta;
+    completion.absorb(choice, event, delta);
+    writer.stream_delta(completion, choice, delta, out);
+    if (delta.finished) writer.stream_finish(completion, choice, out);
+  }
+  EXPECT_TRUE(completion.all_done());
+  writer.stream_end(completion, out);
+  std::vector<json> parsed;
+  std::size_t at = 0;
+  while ((at = out.find("data: ", at)) != std::string::npos) {
+    std::size_t end = out.find("\n\n", at);
+    const std::string data = out.substr(at + 6, end - at - 6);
+    parsed.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
+    at = end;
+  }
+  return parsed;
+}
+
+TEST(ResponseWriter, ChatCompletionStreamsTheRoleThenContentDeltasThenTheFinish) {
+  auto completion = generated(false);
+  auto writer = api::chat_completion_writer("demo", "fp_test");
+  std::vector<json> events = stream_events(*completion, *writer, " world");
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.front()["object"], "chat.completion.chunk");
+  EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
+  std::string content;
+  for (std::size_t i = 1; i + 2 < events.size(); ++i) {
+    content += events[i]["choices"][0]["delta"]["content"].get<std::string>();
+    EXPECT_FALSE(events[i]["choices"][0]["logprobs"]["content"].empty());
+  }
+  EXPECT_EQ(content, " world");
+  EXPECT_EQ(events[events.size() - 2]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(events.back(), "[DONE]");
+
+  json body = writer->body(*completion);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["model"], "demo");
+  EXPECT_EQ(body["system_fingerprint"], "fp_test");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], " world");
+  EXPECT_EQ(body["choices"][0]["logprobs"]["content"][0]["bytes"].size(),
+            body["choices"][0]["logprobs"]["content"][0]["token"].get<std::string>().size());
+  EXPECT_EQ(body["usage"]["prompt_tokens"], completion->request().prompts[0].size());
+  EXPECT_EQ(body["usage"]["completion_tokens"], completion->choices().front()->completion_tokens);
+}
+
+TEST(ResponseWriter, TextCompletionEchoesThePromptAndWritesLegacyLogprobs) {
+  auto completion = generated(true);
+  auto writer = api::text_completion_writer("demo", "fp_test");
+  std::vector<json> events = stream_events(*completion, *writer, " world");
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.front()["object"], "text_completion");
+  EXPECT_EQ(events.front()["choices"][0]["text"], "Hello");  // echo: the prompt first
+
+  json body = writer->body(*completion);
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["choices"][0]["text"], "Hello world");
+  const json& logprobs = body["choices"][0]["logprobs"];
+  ASSERT_EQ(logprobs["tokens"].size(), logprobs["text_offset"].size());
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < logprobs["tokens"].size(); ++i) {
+    EXPECT_EQ(logprobs["text_offset"][i], offset);
+    offset += logprobs["tokens"][i].get<std::string>().size();
+    EXPECT_TRUE(logprobs["top_logprobs"][i].is_object());
+  }
+}
+
+TEST(ResponseWriter, AStreamErrorIsAnOpenAIErrorEventThenDone) {
+  auto writer = api::chat_completion_writer("demo", "fp_test");
+  std::string out;
+  writer->stream_error(api::ApiError(504, "timed out", "", "timeout", "timeout_error"), out);
+  EXPECT_EQ(out.rfind("data: {\"error\":", 0), 0u);
+  EXPECT_TRUE(out.ends_with("data: [DONE]\n\n"));
+}
+
+TEST(RouteTable, EveryRouteIsListedOnceWithAMethodTheTransportServes) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const api::Route& route : api::server_routes()) {
+    EXPECT_TRUE(std::string(route.method) == "GET" || std::string(route.method) == "POST") << route.path;
+    EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.method << " " << route.path << " twice";
+  }
+  EXPECT_TRUE(seen.count({"POST", "/v1/chat/completions"}));
+  EXPECT_TRUE(seen.count({"POST", "/v1/completions"}));
+}
+
+}  // namespace
