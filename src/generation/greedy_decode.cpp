@@ -15,8 +15,8 @@ int32_t argmax(std::span<const float> logits) {
 namespace {
 
 // A cache with room for exactly one sequence of `tokens` positions.
-KVCache cache_for(const Model& model, std::size_t tokens, KVType type = KVType::F32) {
-  return KVCache(model.config(), tokens, 16, type);
+KVCache cache_for(Model& model, std::size_t tokens, KVType type = KVType::F32) {
+  return KVCache(model.config(), tokens, 16, type, model.backend());
 }
 
 }  // namespace
