@@ -1,5 +1,6 @@
-// Shared building blocks of decoder-only transformers, and the Architecture record each
-// src/model/arch/<name>.cpp fills in (config keys + HF tensor names -> these blocks).
+// A decoder-only transformer: its weight slots, the WeightLoader that fills them through a backend,
+// and the Architecture record each src/model/arch/<name>.cpp fills in (config keys, HF tensor
+// names into the slots, the layout, the forward graph).
 #pragma once
 #include <filesystem>
 #include <map>

@@ -16,7 +16,7 @@ namespace inferlab::fast {
 // holds positions i * block_size.. . Values are [block_size][kv_heads][head_dim] floats; keys are
 // stored transposed, [kv_heads][head_dim][block_size]: one dimension of consecutive positions is
 // one vector, so a head's scores for 16 positions are one FMA per dimension, with no reduction
-// across lanes. The kernels only read it; the model layer's KVCache::layer_blocks fills it
+// across lanes. The kernels only read it; the CPU backend's CpuKVStorage::layer_blocks fills it
 // (reusing the vectors' storage).
 // A cache of f16 elements (IEEE half bits) fills keys_f16 / values_f16 instead, in the same
 // layout; the kernels widen them to f32 as they load them.
