@@ -56,59 +56,12 @@ double milliseconds(Clock::duration d) { return std::chrono::duration<double, st
 
 }  // namespace
 
-const char* to_string(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::timeout: return "timeout";
-    case FinishReason::error: return "error";
-  }
-  return "error";
-}
-
 std::size_t default_kv_tokens(const ModelConfig& config, int max_batch, KVType type) {
   const std::size_t per_token = kv_bytes_per_token(config, kv_element_bytes(type));
   const std::size_t context = std::max(config.max_position_embeddings, 1);
   const std::size_t budget = per_token ? (std::size_t{1} << 30) / per_token : context;
   const std::size_t wanted = context * static_cast<std::size_t>(std::max(max_batch, 1));
   return std::max(context, std::min(wanted, budget));
-}
-
-// ---- RequestStream ----
-
-std::vector<StreamEvent> RequestStream::wait(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mutex_);
-  ready_.wait_for(lock, timeout, [&] { return !events_.empty(); });
-  std::vector<StreamEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
-  events_.clear();
-  return out;
-}
-
-void RequestStream::cancel() {
-  cancelled_ = true;
-  if (wake_engine_) wake_engine_();
-}
-
-void RequestStream::on_event(std::function<void()> notify) {
-  std::lock_guard lock(mutex_);
-  notify_ = std::move(notify);
-}
-
-void RequestStream::stop() {
-  stopped_ = true;
-  if (wake_engine_) wake_engine_();
-}
-
-void RequestStream::push(StreamEvent event) {
-  std::function<void()> notify;
-  {
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::move(event));
-    notify = notify_;
-  }
-  ready_.notify_all();
-  if (notify) notify();
 }
 
 // ---- Scheduler ----
