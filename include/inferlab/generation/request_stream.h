@@ -75,7 +75,10 @@ class RequestStream {
   int cached_prompt_tokens() const { return cached_prompt_tokens_.load(); }
 
  private:
+  // The engine side: the scheduler wires the wake-up and the output stage pushes events and
+  // records the cached prompt tokens at admission.
   friend class Scheduler;
+  friend class OutputStage;
   void push(StreamEvent event);
   std::mutex mutex_;
   std::condition_variable ready_;

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "inferlab/generation/generation_request.h"
@@ -21,6 +20,14 @@
 #include "inferlab/model/model.h"
 
 namespace inferlab {
+
+// The parts of the engine's step (src/generation): one sequence, block and prefix-cache
+// bookkeeping, the plan, the model pass and sampling, the output.
+struct Sequence;
+class KVPrefixManager;
+class Planner;
+class ModelRunner;
+class OutputStage;
 
 struct SchedulerOptions {
   int max_batch = 32;              // sequences running at once
@@ -62,32 +69,15 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
 
  private:
-  struct Sequence;
-  struct CachedBlock {
-    int block;
-    uint64_t parent;
-    std::vector<int32_t> tokens;
-    uint64_t last_used;
-  };
-
   void engine_loop();
   void mark_progress();
   bool step();  // false when there was nothing to do
   void drop_cancelled_and_expired();
-  void admit();
-  bool make_room(int blocks);  // evict prefix-cache-only blocks until `blocks` are free
-  Sequence* preempt_newest();  // back to the front of the queue; returns it
-  void finish(Sequence& seq, FinishReason reason, const std::string& error = "", bool request_error = false);
-  static RequestTimings timings_of(Sequence& seq, Clock::time_point end);
-  void match_prefix(Sequence& seq);
-  void register_full_blocks(Sequence& seq);
   void publish_stats();
 
   Model& model_;
   SchedulerOptions options_;
   KVCache cache_;
-  std::vector<float> logits_;  // the engine thread's, reused by every step
-  std::thread engine_;
 
   mutable std::mutex mutex_;  // guards incoming_, stopping_, stats_
   std::condition_variable wake_;
@@ -99,12 +89,13 @@ class Scheduler {
   SchedulerStats stats_;
   std::vector<SequenceSnapshot> running_snapshot_;
 
-  // Engine thread only.
-  std::deque<std::unique_ptr<Sequence>> waiting_;
-  std::vector<std::unique_ptr<Sequence>> running_;
-  std::unordered_map<uint64_t, CachedBlock> prefix_cache_;
-  uint64_t clock_ = 0;  // LRU stamp for the prefix cache
+  // The parts of a step (src/generation; docs/architecture.md), engine thread only.
+  std::unique_ptr<KVPrefixManager> kv_;
+  std::unique_ptr<Planner> planner_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<OutputStage> output_;
   uint64_t next_arrival_ = 0;
+  std::thread engine_;  // last: started once every part above exists
 };
 
 }  // namespace inferlab
