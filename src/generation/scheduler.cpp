@@ -1,71 +1,25 @@
 #include "inferlab/generation/scheduler.h"
-#include "inferlab/util/thread_name.h"
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
+#include <chrono>
+
+#include "generation/kv_prefix_manager.h"
+#include "generation/model_runner.h"
+#include "generation/output_stage.h"
+#include "generation/planner.h"
+#include "generation/sequence.h"
+#include "inferlab/util/thread_name.h"
+
+// The thin loop: each step asks the planner what to run, the model runner to run and sample it,
+// the output stage to stream and end it; the KV/prefix manager holds the blocks throughout.
 
 namespace inferlab {
 
 namespace {
 
-// FNV-1a over the parent's hash and the block's token ids: the key of one full KV block.
-uint64_t block_hash(uint64_t parent, const int32_t* tokens, int count) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* data, std::size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  };
-  mix(&parent, sizeof parent);
-  mix(tokens, sizeof(int32_t) * count);
-  return h;
-}
-
-// Constrained decoding: every logit outside the grammar's mask to -inf; the stop tokens keep
-// theirs only where the output is complete. False when no token at all is left.
-bool apply_grammar(GrammarMatcher& matcher, TokenMask& mask, float* row, std::size_t vocab,
-                   const std::vector<int32_t>& stop_ids) {
-  matcher.fill_mask(mask);
-  const bool complete = matcher.can_finish();
-  std::vector<std::pair<int32_t, float>> stops;
-  if (complete)
-    for (int32_t id : stop_ids)
-      if (id >= 0 && static_cast<std::size_t>(id) < vocab) stops.push_back({id, row[id]});
-  const float none = -std::numeric_limits<float>::infinity();
-  const auto& words = mask.words();
-  const std::size_t covered = std::min(vocab, static_cast<std::size_t>(mask.size()));
-  bool any = false;
-  for (std::size_t w = 0; w * 64 < covered; ++w) {
-    const uint64_t bits = words[w];
-    const std::size_t base = w * 64, end = std::min(covered, base + 64);
-    if (bits == ~uint64_t{0} && end - base == 64) {
-      any = true;
-      continue;
-    }
-    for (std::size_t i = base; i < end; ++i)
-      if (!((bits >> (i - base)) & 1)) row[i] = none;
-    any = any || bits != 0;
-  }
-  std::fill(row + covered, row + vocab, none);
-  for (auto [id, value] : stops) row[id] = value;
-  return any || !stops.empty();
-}
-
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-double milliseconds(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 }  // namespace
-
-const char* to_string(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::timeout: return "timeout";
-    case FinishReason::error: return "error";
-  }
-  return "error";
-}
 
 std::size_t default_kv_tokens(const ModelConfig& config, int max_batch, KVType type) {
   const std::size_t per_token = kv_bytes_per_token(config, kv_element_bytes(type));
@@ -75,69 +29,7 @@ std::size_t default_kv_tokens(const ModelConfig& config, int max_batch, KVType t
   return std::max(context, std::min(wanted, budget));
 }
 
-// ---- RequestStream ----
-
-std::vector<StreamEvent> RequestStream::wait(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mutex_);
-  ready_.wait_for(lock, timeout, [&] { return !events_.empty(); });
-  std::vector<StreamEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
-  events_.clear();
-  return out;
-}
-
-void RequestStream::cancel() {
-  cancelled_ = true;
-  if (wake_engine_) wake_engine_();
-}
-
-void RequestStream::on_event(std::function<void()> notify) {
-  std::lock_guard lock(mutex_);
-  notify_ = std::move(notify);
-}
-
-void RequestStream::stop() {
-  stopped_ = true;
-  if (wake_engine_) wake_engine_();
-}
-
-void RequestStream::push(StreamEvent event) {
-  std::function<void()> notify;
-  {
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::move(event));
-    notify = notify_;
-  }
-  ready_.notify_all();
-  if (notify) notify();
-}
-
 // ---- Scheduler ----
-
-struct Scheduler::Sequence {
-  std::shared_ptr<RequestStream> stream;
-  GenerationRequest request;
-  Sampler sampler;
-  std::vector<int32_t> tokens;  // prompt, then generated tokens
-  int generated = 0;
-  SequenceKV kv;                // kv.length: positions of `tokens` already computed
-  std::vector<uint64_t> block_hashes;  // of kv.blocks' full blocks registered / matched so far
-  uint64_t arrival = 0;
-  Clock::time_point submitted, last_token;
-  // Stage times (RequestTimings): first admission, first token, and each token after arrival.
-  int64_t arrival_unix_ms = 0;
-  std::optional<Clock::time_point> scheduled, first_token;
-  int preemptions = 0;
-  int drafted_tokens = 0, accepted_tokens = 0;  // speculative decoding
-  std::vector<double> token_ms;
-  std::optional<GrammarMatcher> matcher;  // with a grammar, once it applies
-  TokenMask mask;
-  std::string before_trigger;             // the output's tail while waiting for the trigger
-
-  Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling) {
-    if (request.grammar && request.grammar_trigger.empty()) matcher.emplace(request.grammar);
-  }
-  int uncomputed() const { return static_cast<int>(tokens.size()) - kv.length; }
-};
 
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
     : model_(model),
@@ -145,8 +37,13 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
       cache_(model.config(),
              options.kv_tokens ? options.kv_tokens : default_kv_tokens(model.config(), options.max_batch, options.kv_type),
              options.block_size, options.kv_type) {
-  if (options_.max_batch < 1) fail("max batch must be at least 1, got {}", options_.max_batch);
-  if (options_.step_token_budget < 1) fail("step token budget must be at least 1, got {}", options_.step_token_budget);
+  const std::size_t context = model.config().max_position_embeddings;
+  kv_ = std::make_unique<KVPrefixManager>(cache_, options_.prefix_caching);
+  // The planner checks max_batch and step_token_budget.
+  planner_ = std::make_unique<Planner>(
+      PlannerOptions{options_.max_batch, options_.step_token_budget, options_.speculative, context}, *kv_);
+  runner_ = std::make_unique<ModelRunner>(model_, cache_);
+  output_ = std::make_unique<OutputStage>(context, *kv_, mutex_, stats_);
   if (options_.max_waiting < 1) fail("max waiting must be at least 1, got {}", options_.max_waiting);
   validate(options_.speculative);
   stats_.kv_blocks_total = cache_.num_blocks();
@@ -263,7 +160,7 @@ void Scheduler::engine_loop() {
       stats_.waiting += static_cast<int>(incoming_.size());
       while (!incoming_.empty()) {
         incoming_.front()->arrival = next_arrival_++;
-        waiting_.push_back(std::move(incoming_.front()));
+        planner_->waiting().push_back(std::move(incoming_.front()));
         incoming_.pop_front();
       }
     }
@@ -274,8 +171,8 @@ void Scheduler::engine_loop() {
     } catch (const std::exception& e) {
       // A failed forward step: every sequence in flight gets the error; the engine keeps serving.
       std::string message = fmt::format("generation failed: {}", e.what());
-      for (auto& seq : running_) finish(*seq, FinishReason::error, message);
-      running_.clear();
+      for (auto& seq : planner_->running()) output_->finish(*seq, FinishReason::error, message);
+      planner_->running().clear();
     }
     mark_progress();
     publish_stats();
@@ -291,401 +188,71 @@ void Scheduler::engine_loop() {
     std::lock_guard lock(mutex_);
     reason = stop_reason_;
     while (!incoming_.empty()) {
-      waiting_.push_back(std::move(incoming_.front()));
+      planner_->waiting().push_back(std::move(incoming_.front()));
       incoming_.pop_front();
     }
   }
-  for (auto& seq : running_) finish(*seq, FinishReason::error, reason);
-  for (auto& seq : waiting_) finish(*seq, FinishReason::error, reason);
-  running_.clear();
-  waiting_.clear();
+  for (auto& seq : planner_->running()) output_->finish(*seq, FinishReason::error, reason);
+  for (auto& seq : planner_->waiting()) output_->finish(*seq, FinishReason::error, reason);
+  planner_->running().clear();
+  planner_->waiting().clear();
   publish_stats();
-}
-
-void Scheduler::finish(Sequence& seq, FinishReason reason, const std::string& error, bool request_error) {
-  seq.kv.release(cache_);
-  seq.block_hashes.clear();
-  StreamEvent event;
-  event.finish = reason;
-  event.error = error;
-  event.request_error = request_error;
-  event.timings = timings_of(seq, Clock::now());
-  const RequestTimings& t = *event.timings;
-  {
-    std::lock_guard lock(mutex_);
-    ++stats_.requests_finished[static_cast<int>(reason)];
-    if (reason == FinishReason::stop || reason == FinishReason::length) {
-      stats_.e2e_latency.observe(t.e2e_ms() / 1000);
-      stats_.queue_time.observe(t.queue_ms / 1000);
-      stats_.prefill_time.observe(t.prefill_ms / 1000);
-      stats_.decode_time.observe(t.decode_ms / 1000);
-    }
-  }
-  seq.stream->push(std::move(event));
-}
-
-RequestTimings Scheduler::timings_of(Sequence& seq, Clock::time_point end) {
-  RequestTimings t;
-  t.arrival_unix_ms = seq.arrival_unix_ms;
-  // A stage never reached ends at `end`; later ones stay 0, so the three still add up to e2e.
-  const Clock::time_point scheduled = seq.scheduled.value_or(end);
-  const Clock::time_point first_token = seq.first_token.value_or(end);
-  t.queue_ms = milliseconds(scheduled - seq.submitted);
-  t.prefill_ms = milliseconds(first_token - scheduled);
-  t.decode_ms = milliseconds(end - first_token);
-  t.prompt_tokens = static_cast<int>(seq.request.prompt.size());
-  t.cached_tokens = seq.stream->cached_prompt_tokens();
-  t.generated_tokens = seq.generated;
-  t.preemptions = seq.preemptions;
-  t.draft_tokens = seq.drafted_tokens;
-  t.accepted_draft_tokens = seq.accepted_tokens;
-  t.token_ms = std::move(seq.token_ms);
-  return t;
 }
 
 void Scheduler::drop_cancelled_and_expired() {
   const auto now = Clock::now();
-  auto ended = [&](Sequence& seq) {
-    if (seq.stream->stopped()) {
-      finish(seq, FinishReason::stop);
-      return true;
-    }
-    if (seq.stream->cancelled()) {
-      finish(seq, FinishReason::cancelled);
-      return true;
-    }
-    if (seq.request.deadline && now >= *seq.request.deadline) {
-      finish(seq, FinishReason::timeout, "the request timed out");
-      return true;
-    }
-    return false;
-  };
-  std::erase_if(running_, [&](auto& seq) { return ended(*seq); });
-  std::erase_if(waiting_, [&](auto& seq) { return ended(*seq); });
-}
-
-bool Scheduler::make_room(int blocks) {
-  while (cache_.free_blocks() < blocks) {
-    auto victim = prefix_cache_.end();
-    for (auto it = prefix_cache_.begin(); it != prefix_cache_.end(); ++it)
-      if (cache_.refcount(it->second.block) == 1 &&
-          (victim == prefix_cache_.end() || it->second.last_used < victim->second.last_used))
-        victim = it;
-    if (victim == prefix_cache_.end()) return false;
-    cache_.release(victim->second.block);
-    prefix_cache_.erase(victim);
-  }
-  return true;
-}
-
-void Scheduler::match_prefix(Sequence& seq) {
-  if (!options_.prefix_caching) return;
-  const int bs = cache_.block_size();
-  // Leave at least one token to compute: its logits give the first generated token.
-  const int matchable = (static_cast<int>(seq.tokens.size()) - 1) / bs;
-  uint64_t parent = 0;
-  for (int i = 0; i < matchable; ++i) {
-    const int32_t* block_tokens = seq.tokens.data() + static_cast<std::size_t>(i) * bs;
-    uint64_t h = block_hash(parent, block_tokens, bs);
-    auto it = prefix_cache_.find(h);
-    if (it == prefix_cache_.end() || it->second.parent != parent ||
-        !std::equal(it->second.tokens.begin(), it->second.tokens.end(), block_tokens))
-      break;
-    it->second.last_used = ++clock_;
-    cache_.retain(it->second.block);
-    seq.kv.blocks.push_back(it->second.block);
-    seq.kv.length += bs;
-    seq.block_hashes.push_back(h);
-    parent = h;
-  }
-}
-
-void Scheduler::register_full_blocks(Sequence& seq) {
-  if (!options_.prefix_caching) return;
-  const int bs = cache_.block_size();
-  const std::size_t full = static_cast<std::size_t>(seq.kv.length / bs);
-  while (seq.block_hashes.size() < full) {
-    const std::size_t i = seq.block_hashes.size();
-    const int32_t* block_tokens = seq.tokens.data() + i * bs;
-    uint64_t parent = i ? seq.block_hashes[i - 1] : 0;
-    uint64_t h = block_hash(parent, block_tokens, bs);
-    auto [it, inserted] = prefix_cache_.try_emplace(h);
-    if (inserted) {
-      it->second = CachedBlock{seq.kv.blocks[i], parent, std::vector<int32_t>(block_tokens, block_tokens + bs), ++clock_};
-      cache_.retain(seq.kv.blocks[i]);
-    }
-    seq.block_hashes.push_back(h);
-  }
-}
-
-Scheduler::Sequence* Scheduler::preempt_newest() {
-  auto newest = std::max_element(running_.begin(), running_.end(),
-                                 [](auto& a, auto& b) { return a->arrival < b->arrival; });
-  std::unique_ptr<Sequence> seq = std::move(*newest);
-  running_.erase(newest);
-  // Recompute later from prompt + generated tokens; the sampler keeps its state, so the output
-  // is the same as if it had never been interrupted.
-  seq->kv.release(cache_);
-  seq->block_hashes.clear();
-  ++seq->preemptions;
-  Sequence* preempted = seq.get();
-  waiting_.push_front(std::move(seq));
-  std::lock_guard lock(mutex_);
-  ++stats_.preemptions;
-  return preempted;
-}
-
-void Scheduler::admit() {
-  const int bs = cache_.block_size();
-  while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_batch) {
-    Sequence& seq = *waiting_.front();
-    match_prefix(seq);
-    const int needed_blocks =
-        static_cast<int>((seq.tokens.size() + bs - 1) / bs) - static_cast<int>(seq.kv.blocks.size());
-    // Keep a few blocks back so running sequences can grow without preempting the newcomer.
-    const int watermark = running_.empty() ? 0 : std::max(1, cache_.num_blocks() / 100);
-    if (!make_room(needed_blocks + watermark) || !seq.kv.reserve(cache_, seq.uncomputed())) {
-      seq.kv.release(cache_);  // the matched prefix, if any
-      seq.block_hashes.clear();
-      break;  // first come, first served: it waits until blocks free up
-    }
-    const int cached = seq.kv.length;
-    if (!seq.scheduled) seq.scheduled = Clock::now();
-    if (seq.generated == 0) {
-      seq.stream->cached_prompt_tokens_ = cached;
-      std::lock_guard lock(mutex_);
-      stats_.prefix_cache_hit_tokens += cached;
-    }
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
-  }
+  std::erase_if(planner_->running(), [&](auto& seq) { return output_->end_if_left(*seq, now); });
+  std::erase_if(planner_->waiting(), [&](auto& seq) { return output_->end_if_left(*seq, now); });
 }
 
 bool Scheduler::step() {
   drop_cancelled_and_expired();
-  admit();
-  if (running_.empty()) return false;
+  output_->admitted(planner_->admit());
+  if (planner_->running().empty()) return false;
 
-  // Decode first (one token each), then prompt chunks within the step's token budget.
-  std::vector<Sequence*> decoding, prefilling;
-  for (auto& seq : running_) (seq->uncomputed() == 1 && seq->generated > 0 ? decoding : prefilling).push_back(seq.get());
-  // Every decoding sequence needs room for one more position; when the pool is dry, evict
-  // prefix-cache blocks, then preempt the newest arrival (it recomputes later).
-  for (std::size_t i = 0; i < decoding.size();) {
-    Sequence* seq = decoding[i];
-    if (seq->kv.reserve(cache_, 1)) {
-      ++i;
-      continue;
-    }
-    if (make_room(1)) continue;
-    Sequence* victim = preempt_newest();
-    auto at = std::find(decoding.begin(), decoding.end(), victim);
-    if (at != decoding.end()) {
-      if (static_cast<std::size_t>(at - decoding.begin()) < i) --i;
-      decoding.erase(at);
-    }
-    std::erase(prefilling, victim);
-  }
-  struct Planned {
-    Sequence* seq;
-    int count;
-    std::vector<int32_t> draft;  // speculative: proposed tokens fed after the last one
-  };
-  std::vector<Planned> plan;
-  int budget = options_.step_token_budget;
-  for (Sequence* seq : decoding) {
-    Planned& p = plan.emplace_back(Planned{seq, 1, {}});
-    // A draft only where its positions fit the blocks free now (never evicting or preempting for
-    // it) and never past max_tokens or the context; constrained sequences are not drafted.
-    if (!options_.speculative.enabled() || seq->request.grammar || budget <= 0) continue;
-    const std::size_t context = model_.config().max_position_embeddings;
-    int room = std::min(seq->request.max_tokens - seq->generated - 1, budget);
-    if (context > 0) room = std::min(room, static_cast<int>(context) - static_cast<int>(seq->tokens.size()) - 1);
-    p.draft = ngram_draft(seq->tokens, options_.speculative, room);
-    if (p.draft.empty()) continue;
-    if (!seq->kv.reserve(cache_, 1 + static_cast<int>(p.draft.size()))) {
-      p.draft.clear();
-      continue;
-    }
-    p.count += static_cast<int>(p.draft.size());
-    budget -= static_cast<int>(p.draft.size());
-  }
-  for (Sequence* seq : prefilling) {
-    if (budget <= 0) break;
-    int count = std::min(seq->uncomputed(), budget);
-    budget -= count;
-    plan.push_back({seq, count, {}});
-  }
-  if (plan.empty()) return true;
-
-  std::vector<BatchEntry> batch;
-  batch.reserve(plan.size());
-  std::vector<std::vector<int32_t>> drafted_inputs;  // [last token, draft...] of drafted sequences
-  drafted_inputs.reserve(plan.size());
-  std::size_t rows = 0;
-  for (auto& p : plan) {
-    BatchEntry entry;
-    if (p.draft.empty()) {
-      entry.tokens = std::span<const int32_t>(p.seq->tokens.data() + p.seq->kv.length, p.count);
-    } else {
-      std::vector<int32_t>& input = drafted_inputs.emplace_back(1, p.seq->tokens.back());
-      input.insert(input.end(), p.draft.begin(), p.draft.end());
-      entry.tokens = input;
-      entry.all_logits = true;  // one row per draft position, to verify each
-    }
-    entry.kv = &p.seq->kv;
-    batch.push_back(entry);
-    rows += entry.all_logits ? entry.tokens.size() : 1;
-  }
-  model_.forward_into(batch, cache_, logits_);
-  std::vector<float>& logits = logits_;  // the grammar masks rows in place
-  const std::size_t vocab = model_.config().vocab_size;
-  if (logits.size() != rows * vocab)
-    fail("model returned {} logits for {} rows of vocab {}", logits.size(), rows, vocab);
-
-  const auto now = Clock::now();
-  uint64_t prefill_tokens = 0, new_tokens = 0;
-  std::vector<double> itls, ttfts;
-  std::vector<Sequence*> done_length, done_stop;
-  struct Failed {
-    Sequence* seq;
-    std::string message;
-    bool request_error = false;  // the request's grammar, not the server
-  };
-  std::vector<Failed> done_error;
-  uint64_t drafted = 0, accepted = 0;
-  // One generated token of seq: counted, timed, checked against the grammar and the stop rules,
-  // streamed. False when the sequence is done (its last event follows in finish()).
-  auto emit = [&](Sequence& seq, SampledToken sampled) -> bool {
-    seq.tokens.push_back(sampled.token);
-    ++seq.generated;
-    ++new_tokens;
-    seq.token_ms.push_back(milliseconds(now - seq.submitted));
-    if (!seq.first_token) {
-      ttfts.push_back(seconds(now - seq.submitted));
-      seq.first_token = now;
-    } else {
-      itls.push_back(seconds(now - seq.last_token));
-    }
-    seq.last_token = now;
-    const bool is_stop = std::find(seq.request.stop_token_ids.begin(), seq.request.stop_token_ids.end(),
-                                   sampled.token) != seq.request.stop_token_ids.end();
-    bool grammar_done = false;
-    if (seq.matcher && !is_stop) {
-      if (!seq.matcher->accept_token(sampled.token)) {
-        done_error.push_back({&seq, fmt::format("constrained decoding: the sampled token {} does not fit the grammar", sampled.token)});
-        return false;
-      }
-      grammar_done = seq.matcher->terminated();
-    } else if (seq.request.grammar && !is_stop) {
-      // Waiting for the trigger: the grammar applies to what follows its first occurrence.
-      const std::string& trigger = seq.request.grammar_trigger;
-      seq.before_trigger += seq.request.grammar->vocabulary().bytes(sampled.token);
-      if (auto at = seq.before_trigger.find(trigger); at != std::string::npos) {
-        seq.matcher.emplace(seq.request.grammar);
-        if (!seq.matcher->accept_bytes(std::string_view(seq.before_trigger).substr(at + trigger.size()))) {
-          done_error.push_back({&seq, "constrained decoding: the text after the trigger does not fit the grammar"});
-          return false;
-        }
-        grammar_done = seq.matcher->terminated();
-      } else if (seq.before_trigger.size() > trigger.size()) {
-        seq.before_trigger.erase(0, seq.before_trigger.size() - trigger.size());
-      }
-    }
-    StreamEvent event;
-    event.token = std::move(sampled);
-    seq.stream->push(std::move(event));
-    const std::size_t context = model_.config().max_position_embeddings;
-    if (is_stop || grammar_done) {
-      done_stop.push_back(&seq);
-      return false;
-    }
-    if (seq.generated >= seq.request.max_tokens || (context > 0 && seq.tokens.size() >= context)) {
-      done_length.push_back(&seq);
-      return false;
-    }
-    return true;
-  };
-  std::size_t row = 0;
-  for (const Planned& p : plan) {
-    Sequence& seq = *p.seq;
-    float* row_logits = logits.data() + row * vocab;
-    row += p.draft.empty() ? 1 : p.draft.size() + 1;
-    if (!p.draft.empty()) {
-      // Keep the longest prefix of the draft the sampler accepts, then its own token; the cache
-      // drops the positions of the refused part (they are overwritten when the sequence grows).
-      DraftOutcome outcome = verify_draft(seq.sampler, row_logits, vocab, p.draft);
-      drafted += p.draft.size();
-      accepted += outcome.accepted;
-      seq.drafted_tokens += static_cast<int>(p.draft.size());
-      seq.accepted_tokens += outcome.accepted;
-      for (SampledToken& token : outcome.emitted)
-        if (!emit(seq, std::move(token))) break;
-      seq.kv.length = std::min(seq.kv.length, static_cast<int>(seq.tokens.size()) - 1);
-      register_full_blocks(seq);
-      continue;
-    }
-    if (seq.generated == 0 || p.count > 1) prefill_tokens += p.count;
-    register_full_blocks(seq);
-    if (seq.uncomputed() > 0) continue;  // mid-prompt chunk: its logits are not needed
-    if (seq.matcher) {
-      bool open = false;
-      try {
-        open = apply_grammar(*seq.matcher, seq.mask, row_logits, vocab, seq.request.stop_token_ids);
-      } catch (const GrammarError& e) {  // a limit of the grammar's automaton: the grammar asked too much
-        done_error.push_back({&seq, fmt::format("constrained decoding failed: {}", e.what()), true});
-        continue;
-      } catch (const std::exception& e) {
-        done_error.push_back({&seq, fmt::format("constrained decoding failed: {}", e.what())});
-        continue;
-      }
-      if (!open) {  // complete with no stop token to end on (ignore_eos), or no token fits at all
-        if (seq.matcher->can_finish()) done_stop.push_back(&seq);
-        else done_error.push_back({&seq, "constrained decoding: no token of the vocabulary can continue the grammar here"});
-        continue;
-      }
-    }
-    emit(seq, seq.sampler.sample(std::span<const float>(row_logits, vocab)));
-  }
-  {
+  const StepPlan plan = planner_->plan();
+  if (plan.preemptions > 0) {
     std::lock_guard lock(mutex_);
-    ++stats_.steps;
-    stats_.prefill_tokens += prefill_tokens;
-    stats_.generation_tokens += new_tokens;
-    stats_.draft_tokens += drafted;
-    stats_.accepted_draft_tokens += accepted;
-    if (!decoding.empty()) {
-      ++stats_.decode_steps;
-      if (decoding.size() > 1) ++stats_.batched_decode_steps;
-      stats_.decode_batch_size.observe(static_cast<double>(decoding.size()));
-    }
-    for (double t : ttfts) stats_.time_to_first_token.observe(t);
-    for (double t : itls) stats_.inter_token_latency.observe(t);
+    stats_.preemptions += plan.preemptions;
   }
-  for (Sequence* seq : done_stop) finish(*seq, FinishReason::stop);
-  for (Sequence* seq : done_length) finish(*seq, FinishReason::length);
-  for (const Failed& f : done_error) finish(*f.seq, FinishReason::error, f.message, f.request_error);
-  if (!done_stop.empty() || !done_length.empty() || !done_error.empty())
-    std::erase_if(running_, [&](auto& seq) {
-      return std::find(done_stop.begin(), done_stop.end(), seq.get()) != done_stop.end() ||
-             std::find(done_length.begin(), done_length.end(), seq.get()) != done_length.end() ||
-             std::find_if(done_error.begin(), done_error.end(), [&](const Failed& f) { return f.seq == seq.get(); }) != done_error.end();
+  if (plan.chunks.empty()) return true;
+
+  runner_->forward(plan);
+  output_->begin_step(Clock::now());
+  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+    const PlannedChunk& chunk = plan.chunks[i];
+    Sequence& seq = *chunk.seq;
+    if (!chunk.draft.empty()) {
+      output_->take(seq, runner_->sample(chunk, i));
+      // The cache drops the positions of the refused part of the draft (they are overwritten
+      // when the sequence grows).
+      seq.kv.length = std::min(seq.kv.length, static_cast<int>(seq.tokens.size()) - 1);
+      kv_->register_full_blocks(seq.tokens, seq.kv, seq.block_hashes);
+      continue;
+    }
+    output_->count_prefill(chunk);
+    kv_->register_full_blocks(seq.tokens, seq.kv, seq.block_hashes);
+    if (seq.uncomputed() > 0) continue;  // mid-prompt chunk: its logits are not needed
+    output_->take(seq, runner_->sample(chunk, i));
+  }
+  const std::vector<Sequence*> ended = output_->end_step(plan);
+  if (!ended.empty())
+    std::erase_if(planner_->running(), [&](auto& seq) {
+      return std::find(ended.begin(), ended.end(), seq.get()) != ended.end();
     });
   return true;
 }
-
 std::vector<SequenceSnapshot> Scheduler::running_sequences() const {
   std::lock_guard lock(mutex_);
   return running_snapshot_;
 }
 
 void Scheduler::publish_stats() {
-  int cached_only = 0;
-  for (const auto& [hash, entry] : prefix_cache_)
-    if (cache_.refcount(entry.block) == 1) ++cached_only;
+  const int cached_only = kv_->cached_only_blocks();
+  const auto& running = planner_->running();
   std::vector<SequenceSnapshot> snapshot;
-  snapshot.reserve(running_.size());
-  for (const auto& seq : running_) {
+  snapshot.reserve(running.size());
+  for (const auto& seq : running) {
     SequenceSnapshot& row = snapshot.emplace_back();
     row.id = seq->arrival;
     row.prompt_tokens = static_cast<int>(seq->tokens.size()) - seq->generated;
@@ -702,8 +269,8 @@ void Scheduler::publish_stats() {
   std::sort(snapshot.begin(), snapshot.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   std::lock_guard lock(mutex_);
   running_snapshot_ = std::move(snapshot);
-  stats_.waiting = static_cast<int>(waiting_.size());
-  stats_.running = static_cast<int>(running_.size());
+  stats_.waiting = static_cast<int>(planner_->waiting().size());
+  stats_.running = static_cast<int>(running.size());
   stats_.kv_blocks_cached = cached_only;
   stats_.kv_blocks_in_use = cache_.used_blocks() - cached_only;
 }

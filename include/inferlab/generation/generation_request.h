@@ -1,0 +1,32 @@
+// What a caller asks the engine to generate: the prompt's token ids, how many tokens at most, how
+// to sample them, when to stop, and optionally a grammar the output must follow.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferlab/generation/sampler.h"
+#include "inferlab/grammar/grammar_matcher.h"
+
+namespace inferlab {
+
+using Clock = std::chrono::steady_clock;
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  SamplingParams sampling;
+  std::vector<int32_t> stop_token_ids;  // finish with reason stop (the model's EOS unless ignore_eos)
+  std::optional<Clock::time_point> deadline;  // finish with reason timeout after this
+  // Constrained decoding: every token is drawn from those that keep the output a valid prefix of
+  // the grammar; the stop tokens only where it is complete; reason stop once nothing may follow.
+  std::shared_ptr<CompiledGrammar> grammar;
+  // With a trigger, the output is free until it contains this text; the grammar then constrains
+  // what follows it (tool_choice auto with strict tools: the call after "<tool_call>").
+  std::string grammar_trigger;
+};
+
+}  // namespace inferlab

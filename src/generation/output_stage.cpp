@@ -1,0 +1,190 @@
+#include "generation/output_stage.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace inferlab {
+
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double milliseconds(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+OutputStage::OutputStage(std::size_t context, KVPrefixManager& kv, std::mutex& stats_mutex, SchedulerStats& stats)
+    : context_(context), kv_(kv), stats_mutex_(stats_mutex), stats_(stats) {}
+
+void OutputStage::admitted(const std::vector<Admission>& admissions) {
+  for (const Admission& admission : admissions) {
+    Sequence& seq = *admission.seq;
+    if (!seq.scheduled) seq.scheduled = Clock::now();
+    if (seq.generated == 0) {
+      seq.stream->cached_prompt_tokens_ = admission.cached_tokens;
+      std::lock_guard lock(stats_mutex_);
+      stats_.prefix_cache_hit_tokens += admission.cached_tokens;
+    }
+  }
+}
+
+bool OutputStage::end_if_left(Sequence& seq, Clock::time_point now) {
+  if (seq.stream->stopped()) {
+    finish(seq, FinishReason::stop);
+    return true;
+  }
+  if (seq.stream->cancelled()) {
+    finish(seq, FinishReason::cancelled);
+    return true;
+  }
+  if (seq.request.deadline && now >= *seq.request.deadline) {
+    finish(seq, FinishReason::timeout, "the request timed out");
+    return true;
+  }
+  return false;
+}
+
+void OutputStage::finish(Sequence& seq, FinishReason reason, const std::string& error, bool request_error) {
+  kv_.release(seq.kv, seq.block_hashes);
+  StreamEvent event;
+  event.finish = reason;
+  event.error = error;
+  event.request_error = request_error;
+  event.timings = timings_of(seq, Clock::now());
+  const RequestTimings& t = *event.timings;
+  {
+    std::lock_guard lock(stats_mutex_);
+    ++stats_.requests_finished[static_cast<int>(reason)];
+    if (reason == FinishReason::stop || reason == FinishReason::length) {
+      stats_.e2e_latency.observe(t.e2e_ms() / 1000);
+      stats_.queue_time.observe(t.queue_ms / 1000);
+      stats_.prefill_time.observe(t.prefill_ms / 1000);
+      stats_.decode_time.observe(t.decode_ms / 1000);
+    }
+  }
+  seq.stream->push(std::move(event));
+}
+
+RequestTimings OutputStage::timings_of(Sequence& seq, Clock::time_point end) {
+  RequestTimings t;
+  t.arrival_unix_ms = seq.arrival_unix_ms;
+  // A stage never reached ends at `end`; later ones stay 0, so the three still add up to e2e.
+  const Clock::time_point scheduled = seq.scheduled.value_or(end);
+  const Clock::time_point first_token = seq.first_token.value_or(end);
+  t.queue_ms = milliseconds(scheduled - seq.submitted);
+  t.prefill_ms = milliseconds(first_token - scheduled);
+  t.decode_ms = milliseconds(end - first_token);
+  t.prompt_tokens = static_cast<int>(seq.request.prompt.size());
+  t.cached_tokens = seq.stream->cached_prompt_tokens();
+  t.generated_tokens = seq.generated;
+  t.preemptions = seq.preemptions;
+  t.draft_tokens = seq.drafted_tokens;
+  t.accepted_draft_tokens = seq.accepted_tokens;
+  t.token_ms = std::move(seq.token_ms);
+  return t;
+}
+
+void OutputStage::begin_step(Clock::time_point now) {
+  now_ = now;
+  prefill_tokens_ = new_tokens_ = drafted_ = accepted_ = 0;
+  itls_.clear();
+  ttfts_.clear();
+  done_length_.clear();
+  done_stop_.clear();
+  done_error_.clear();
+}
+
+void OutputStage::count_prefill(const PlannedChunk& chunk) {
+  if (chunk.seq->generated == 0 || chunk.count > 1) prefill_tokens_ += chunk.count;
+}
+
+void OutputStage::take(Sequence& seq, SampledChunk sampled) {
+  if (sampled.ending) {
+    if (sampled.ending->reason == FinishReason::stop) done_stop_.push_back(&seq);
+    else done_error_.push_back({&seq, std::move(sampled.ending->error), sampled.ending->request_error});
+    return;
+  }
+  drafted_ += sampled.drafted;
+  accepted_ += sampled.accepted;
+  seq.drafted_tokens += sampled.drafted;
+  seq.accepted_tokens += sampled.accepted;
+  for (SampledToken& token : sampled.tokens)
+    if (!emit(seq, std::move(token))) break;
+}
+
+bool OutputStage::emit(Sequence& seq, SampledToken sampled) {
+  seq.tokens.push_back(sampled.token);
+  ++seq.generated;
+  ++new_tokens_;
+  seq.token_ms.push_back(milliseconds(now_ - seq.submitted));
+  if (!seq.first_token) {
+    ttfts_.push_back(seconds(now_ - seq.submitted));
+    seq.first_token = now_;
+  } else {
+    itls_.push_back(seconds(now_ - seq.last_token));
+  }
+  seq.last_token = now_;
+  const bool is_stop = std::find(seq.request.stop_token_ids.begin(), seq.request.stop_token_ids.end(),
+                                 sampled.token) != seq.request.stop_token_ids.end();
+  bool grammar_done = false;
+  if (seq.matcher && !is_stop) {
+    if (!seq.matcher->accept_token(sampled.token)) {
+      done_error_.push_back({&seq, fmt::format("constrained decoding: the sampled token {} does not fit the grammar", sampled.token)});
+      return false;
+    }
+    grammar_done = seq.matcher->terminated();
+  } else if (seq.request.grammar && !is_stop) {
+    // Waiting for the trigger: the grammar applies to what follows its first occurrence.
+    const std::string& trigger = seq.request.grammar_trigger;
+    seq.before_trigger += seq.request.grammar->vocabulary().bytes(sampled.token);
+    if (auto at = seq.before_trigger.find(trigger); at != std::string::npos) {
+      seq.matcher.emplace(seq.request.grammar);
+      if (!seq.matcher->accept_bytes(std::string_view(seq.before_trigger).substr(at + trigger.size()))) {
+        done_error_.push_back({&seq, "constrained decoding: the text after the trigger does not fit the grammar"});
+        return false;
+      }
+      grammar_done = seq.matcher->terminated();
+    } else if (seq.before_trigger.size() > trigger.size()) {
+      seq.before_trigger.erase(0, seq.before_trigger.size() - trigger.size());
+    }
+  }
+  StreamEvent event;
+  event.token = std::move(sampled);
+  seq.stream->push(std::move(event));
+  if (is_stop || grammar_done) {
+    done_stop_.push_back(&seq);
+    return false;
+  }
+  if (seq.generated >= seq.request.max_tokens || (context_ > 0 && seq.tokens.size() >= context_)) {
+    done_length_.push_back(&seq);
+    return false;
+  }
+  return true;
+}
+
+std::vector<Sequence*> OutputStage::end_step(const StepPlan& plan) {
+  {
+    std::lock_guard lock(stats_mutex_);
+    ++stats_.steps;
+    stats_.prefill_tokens += prefill_tokens_;
+    stats_.generation_tokens += new_tokens_;
+    stats_.draft_tokens += drafted_;
+    stats_.accepted_draft_tokens += accepted_;
+    if (plan.decoding > 0) {
+      ++stats_.decode_steps;
+      if (plan.decoding > 1) ++stats_.batched_decode_steps;
+      stats_.decode_batch_size.observe(static_cast<double>(plan.decoding));
+    }
+    for (double t : ttfts_) stats_.time_to_first_token.observe(t);
+    for (double t : itls_) stats_.inter_token_latency.observe(t);
+  }
+  std::vector<Sequence*> ended;
+  for (Sequence* seq : done_stop_) finish(*seq, FinishReason::stop);
+  for (Sequence* seq : done_length_) finish(*seq, FinishReason::length);
+  for (const Failed& f : done_error_) finish(*f.seq, FinishReason::error, f.message, f.request_error);
+  ended.insert(ended.end(), done_stop_.begin(), done_stop_.end());
+  ended.insert(ended.end(), done_length_.begin(), done_length_.end());
+  for (const Failed& f : done_error_) ended.push_back(f.seq);
+  return ended;
+}
+
+}  // namespace inferlab
