@@ -36,7 +36,7 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
       options_(options),
       cache_(model.config(),
              options.kv_tokens ? options.kv_tokens : default_kv_tokens(model.config(), options.max_batch, options.kv_type),
-             options.block_size, options.kv_type) {
+             options.block_size, options.kv_type, model.backend()) {
   const std::size_t context = model.config().max_position_embeddings;
   kv_ = std::make_unique<KVPrefixManager>(cache_, options_.prefix_caching);
   // The planner checks max_batch and step_token_budget.
