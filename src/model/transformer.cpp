@@ -148,7 +148,6 @@ TransformerModel::TransformerModel(ModelConfig config, const Architecture& arch,
       arch_(arch),
       backend_(std::move(backend)),
       w_(std::move(weights)),
-      step_(std::make_unique<ForwardStep>(*backend_, config_)),
       path_(std::move(path)) {}
 
 TransformerModel::~TransformerModel() = default;
@@ -209,8 +208,24 @@ void TransformerModel::run(std::span<const BatchEntry> batch, KVCache& cache, st
       if (b < 0 || b >= cache.num_blocks()) fail("forward: block {} is not in this KV cache", b);
   }
 
+  // A step's activations from the idle ones (their memory already grown), or a new step.
+  std::unique_ptr<ForwardStep> step;
+  {
+    std::lock_guard lock(idle_steps_mutex_);
+    if (!idle_steps_.empty()) step = std::move(idle_steps_.back()), idle_steps_.pop_back();
+  }
+  if (!step) step = std::make_unique<ForwardStep>(*backend_, config_);
+  struct GiveBack {
+    TransformerModel& model;
+    std::unique_ptr<ForwardStep>& step;
+    ~GiveBack() {
+      std::lock_guard lock(model.idle_steps_mutex_);
+      model.idle_steps_.push_back(std::move(step));
+    }
+  } give_back{*this, step};
+
   // The batch as rows: each row's token, sequence and position; the rows that want logits.
-  ForwardStep& s = *step_;
+  ForwardStep& s = *step;
   s.cache = &cache;
   s.logits = &logits;
   s.hidden = hidden;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -148,7 +149,9 @@ class TransformerModel : public Model {
   const Architecture& arch_;
   std::unique_ptr<Backend> backend_;  // declared before the weights it prepared: destroyed after them
   TransformerWeights w_;
-  std::unique_ptr<ForwardStep> step_;  // activations reused from one forward to the next
+  // Steps (activations) reused from one forward to the next; one per forward running at once.
+  std::mutex idle_steps_mutex_;
+  std::vector<std::unique_ptr<ForwardStep>> idle_steps_;
   std::filesystem::path path_;
 };
 

@@ -58,6 +58,7 @@ class SchedulerTest : public ::testing::Test {
   struct Outcome {
     std::vector<int32_t> tokens;
     FinishReason finish = FinishReason::error;
+    std::string error;  // with FinishReason::error: what went wrong
     RequestTimings timings;
   };
   static Outcome collect(RequestStream& stream) {
@@ -67,6 +68,7 @@ class SchedulerTest : public ::testing::Test {
         if (event.token) out.tokens.push_back(event.token->token);
         if (event.finish) {
           out.finish = *event.finish;
+          out.error = event.error;
           EXPECT_TRUE(event.timings) << "the last event carries the timings";
           if (event.timings) out.timings = *event.timings;
           return out;
@@ -102,7 +104,7 @@ TEST_F(SchedulerTest, BatchedGreedyEqualsOneSequenceAtATime) {
     for (auto& p : prompts) streams.push_back(scheduler.submit(greedy(p, 12)));
     for (std::size_t i = 0; i < prompts.size(); ++i) {
       Outcome out = collect(*streams[i]);
-      EXPECT_EQ(out.finish, FinishReason::length);
+      EXPECT_EQ(out.finish, FinishReason::length) << out.error;
       EXPECT_EQ(out.tokens, reference(prompts[i], 12)) << "prompt " << i;
     }
     wait_idle(scheduler);

@@ -46,8 +46,7 @@ class Model {
   // model is made by it (KVCache's last argument).
   virtual Backend& backend() = 0;
 
-  // Runs every entry through the network in one step (weights read once for the whole batch);
-  // one step at a time per model (its activations are reused from step to step).
+  // Runs every entry through the network in one step (weights read once for the whole batch).
   // The caller has reserved KV room for each entry's tokens; kv->length advances by tokens.size().
   // Writes row-major logits [rows][vocab_size] into `logits` (resized): per entry in order, 1 row
   // (its last token) or tokens.size() rows when all_logits. A caller that steps again passes the

@@ -136,6 +136,8 @@ class CpuBackend final : public Backend {
     // One pass over each sequence's cache blocks per (row, kv head): scores, online softmax and
     // the weighted values fused (src/tensor/fast/attention.cpp), threaded on the kernel pool.
     CpuKVStorage& storage = cpu_kv(kv);
+    std::vector<fast::KVBlocks>& kv_views_ = scratch().kv_views;
+    std::vector<fast::AttentionRow>& attention_rows_ = scratch().attention_rows;
     kv_views_.resize(rows.sequences.size());  // refilled in place: no allocation once grown
     for (std::size_t e = 0; e < rows.sequences.size(); ++e) storage.layer_blocks(layer, rows.sequences[e], kv_views_[e]);
     attention_rows_.resize(rows.count());
@@ -159,6 +161,7 @@ class CpuBackend final : public Backend {
                           Activations& out) {
     const int hd = shape.head_dim, q_dim = shape.heads * hd, kv_dim = shape.kv_heads * hd;
     const int group = shape.heads / shape.kv_heads;
+    std::vector<float>&gathered_k_ = scratch().gathered_k, &gathered_v_ = scratch().gathered_v, &scores_ = scratch().scores;
     for (std::size_t e = 0; e < rows.sequences.size(); ++e) {
       const int first_row = rows.first_row[e], n = rows.first_row[e + 1] - first_row;
       const int start = rows.position[first_row], ctx = start + n;
@@ -174,10 +177,17 @@ class CpuBackend final : public Backend {
     }
   }
 
-  // Scratch reused across layers and steps (one forward at a time per backend).
-  std::vector<fast::KVBlocks> kv_views_;
-  std::vector<fast::AttentionRow> attention_rows_;
-  std::vector<float> gathered_k_, gathered_v_, scores_;
+  // Attention's scratch, reused across layers and steps: one per calling thread, so two threads
+  // may run forward passes at once (a test's reference decode beside a scheduler).
+  struct Scratch {
+    std::vector<fast::KVBlocks> kv_views;
+    std::vector<fast::AttentionRow> attention_rows;
+    std::vector<float> gathered_k, gathered_v, scores;
+  };
+  static Scratch& scratch() {
+    thread_local Scratch per_thread;
+    return per_thread;
+  }
 };
 
 }  // namespace
