@@ -10,7 +10,7 @@
 #include <optional>
 #include <random>
 
-#include "bench/timing.h"
+#include "lab/timing.h"
 #include "inferlab/bench/perplexity.h"
 #include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/kv_cache.h"
@@ -23,6 +23,9 @@
 #include "inferlab/util/stats.h"
 
 namespace inferlab::bench {
+
+using lab::seconds_since;  // the soak measures with the same clock
+
 namespace {
 
 // Untimed decode steps after each bandwidth probe (run_engine_bench).
