@@ -1,18 +1,18 @@
-// The load generator's SSE parser (src/bench/sse.cpp) and stream-chunk reader. The input is fed
+// The load generator's SSE parser (src/lab/sse.cpp) and stream-chunk reader. The input is fed
 // three ways: whole, one byte at a time, and split where the first byte's bits say; all three
 // must dispatch the same events (the parser's promise: bytes may arrive split anywhere). Each
 // event's data goes through parse_stream_chunk, which may only throw inferlab::Error.
 #include <vector>
 
 #include "fuzz_common.h"
-#include "inferlab/bench/openai_client.h"
-#include "inferlab/bench/sse.h"
+#include "inferlab/lab/openai_client.h"
+#include "inferlab/lab/sse.h"
 #include "inferlab/util/error.h"
 
 namespace {
 
 struct Outcome {
-  std::vector<inferlab::bench::SseEvent> events;
+  std::vector<inferlab::lab::SseEvent> events;
   bool error = false;
   bool dropped_partial = false;
 };
@@ -20,7 +20,7 @@ struct Outcome {
 template <typename Split>
 Outcome run(std::string_view bytes, Split split) {
   Outcome out;
-  inferlab::bench::SseParser parser([&](const inferlab::bench::SseEvent& e) { out.events.push_back(e); }, 4096);
+  inferlab::lab::SseParser parser([&](const inferlab::lab::SseEvent& e) { out.events.push_back(e); }, 4096);
   try {
     split(bytes, parser);
     out.dropped_partial = parser.finish();
@@ -47,11 +47,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t seed = data[0];
   std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
 
-  Outcome whole = run(bytes, [](std::string_view b, inferlab::bench::SseParser& p) { p.feed(b); });
-  Outcome bytewise = run(bytes, [](std::string_view b, inferlab::bench::SseParser& p) {
+  Outcome whole = run(bytes, [](std::string_view b, inferlab::lab::SseParser& p) { p.feed(b); });
+  Outcome bytewise = run(bytes, [](std::string_view b, inferlab::lab::SseParser& p) {
     for (char c : b) p.feed(std::string_view(&c, 1));
   });
-  Outcome chunked = run(bytes, [seed](std::string_view b, inferlab::bench::SseParser& p) {
+  Outcome chunked = run(bytes, [seed](std::string_view b, inferlab::lab::SseParser& p) {
     std::size_t step = 1 + (seed % 7), at = 0;
     while (at < b.size()) {
       std::size_t n = std::min(step, b.size() - at);
@@ -65,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   for (const auto& event : whole.events) {
     try {
-      inferlab::bench::StreamChunk chunk = inferlab::bench::parse_stream_chunk(event.data);
+      inferlab::lab::StreamChunk chunk = inferlab::lab::parse_stream_chunk(event.data);
       (void)chunk;
     } catch (const inferlab::Error&) {
     }

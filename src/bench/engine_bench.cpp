@@ -10,7 +10,7 @@
 #include <optional>
 #include <random>
 
-#include "bench/timing.h"
+#include "lab/timing.h"
 #include "inferlab/bench/perplexity.h"
 #include "inferlab/generation/greedy_decode.h"
 #include "inferlab/model/kv_cache.h"
@@ -23,6 +23,9 @@
 #include "inferlab/util/stats.h"
 
 namespace inferlab::bench {
+
+using lab::seconds_since;  // the soak measures with the same clock
+
 namespace {
 
 // Untimed decode steps after each bandwidth probe (run_engine_bench).
@@ -113,7 +116,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     fail("bench engine: -d {} + {} exceeds the model's context of {} positions", args.depth,
          args.prompt >= args.gen ? fmt::format("-p {}", args.prompt) : fmt::format("-n {}", args.gen),
          c.max_position_embeddings);
-  KVCache cache(c, static_cast<std::size_t>(context) + 16, 16, args.kv_type);
+  KVCache cache(c, static_cast<std::size_t>(context) + 16, 16, args.kv_type, model->backend());
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> token(0, c.vocab_size - 1);
   std::vector<int32_t> prompt(args.prompt), filler(args.depth);

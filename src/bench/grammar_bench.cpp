@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "inferlab/bench/environment.h"
+#include "inferlab/lab/environment.h"
 #include "inferlab/generation/engine.h"
 #include "inferlab/grammar/grammar_matcher.h"
 #include "inferlab/grammar/json_schema.h"
@@ -53,7 +53,7 @@ MaskTimes summarize(std::vector<double> us) {
 GrammarBench run_grammar_bench(const GrammarBenchOptions& options) {
   GrammarBench b;
   b.options = options;
-  b.cpu = host_environment().value("cpu_model", "unknown");
+  b.cpu = lab::host_environment().value("cpu_model", "unknown");
   json schema;
   if (options.schema_file.empty()) {
     schema = json::parse(kNestedSchema);

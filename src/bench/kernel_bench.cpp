@@ -10,11 +10,14 @@
 #include <random>
 
 #include "bench/qwen_shapes.h"
-#include "bench/timing.h"
+#include "lab/timing.h"
 #include "inferlab/tensor/fast/packed.h"
 #include "inferlab/util/error.h"
 
 namespace inferlab::bench {
+
+using lab::seconds_since;  // the soak measures with the same clock
+
 namespace {
 
 // Enough distinct copies of a matrix that cycling through them reads from DRAM, not the L3

@@ -12,7 +12,8 @@ the including file (its own layer).
 Public headers (include/inferlab/) may include only the C++ standard library (<vector>, ...) and
 the headers listed in the block tagged `public-third-party`: library types stay out of the API.
 
-usage: check_layers.py ROOT        (ROOT: the project root; docs/architecture.md is read from it)
+usage: check_layers.py ROOT [RULES]   (ROOT: the tree to check; RULES: the document whose blocks are
+                                      the rules, ROOT/docs/architecture.md when not given)
 """
 import pathlib
 import re
@@ -28,8 +29,8 @@ def fenced_block(doc: str, tag: str) -> str:
     return m.group(1)
 
 
-def read_rules(root: pathlib.Path):
-    doc = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+def read_rules(rules: pathlib.Path):
+    doc = rules.read_text(encoding="utf-8")
     allowed = {}
     for line in fenced_block(doc, "layers").splitlines():
         line = line.split("#", 1)[0].strip()
@@ -76,7 +77,8 @@ def layer_of_include(path: str, own: str, layers):
 
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
-    allowed, third_party = read_rules(root)
+    rules = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else root / "docs" / "architecture.md"
+    allowed, third_party = read_rules(rules)
     problems, checked = [], 0
     for top in ("include", "src", "tools", "examples"):
         for file in sorted((root / top).rglob("*")):

@@ -16,17 +16,18 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "inferlab/bench/capacity.h"
-#include "inferlab/bench/compare.h"
-#include "inferlab/bench/datasets.h"
-#include "inferlab/bench/environment.h"
-#include "inferlab/bench/html_report.h"
+#include "inferlab/bench/lab_tokenizer.h"
 #include "inferlab/bench/latency.h"
-#include "inferlab/bench/load_generator.h"
-#include "inferlab/bench/metrics.h"
-#include "inferlab/bench/openai_client.h"
-#include "inferlab/bench/repeat.h"
-#include "inferlab/bench/replica_metrics.h"
+#include "inferlab/lab/capacity.h"
+#include "inferlab/lab/compare.h"
+#include "inferlab/lab/datasets.h"
+#include "inferlab/lab/environment.h"
+#include "inferlab/lab/html_report.h"
+#include "inferlab/lab/load_generator.h"
+#include "inferlab/lab/metrics.h"
+#include "inferlab/lab/openai_client.h"
+#include "inferlab/lab/repeat.h"
+#include "inferlab/lab/replica_metrics.h"
 #include "inferlab/util/error.h"
 #include "inferlab/model/model.h"
 #include "inferlab/tokenizer/tokenizer.h"
@@ -34,7 +35,8 @@
 namespace inferlab::cli {
 namespace {
 
-using namespace inferlab::bench;
+using namespace inferlab::bench;  // in-process: the latency experiment
+using namespace inferlab::lab;    // over HTTP: load generator, report, capacity
 
 // The course's SystemExit messages go to stderr as they are, with exit status 1.
 [[noreturn]] void exit_with(const std::string& message) {
@@ -148,11 +150,11 @@ void add_report(CLI::App& app) {
   });
 }
 
-std::shared_ptr<const Tokenizer> optional_tokenizer(const std::string& tokenizer, const std::string& model) {
-  if (!tokenizer.empty()) return Tokenizer::load(tokenizer);
+std::shared_ptr<const TextTokenizer> optional_tokenizer(const std::string& tokenizer, const std::string& model) {
+  if (!tokenizer.empty()) return lab_tokenizer(Tokenizer::load(tokenizer));
   if (model.empty()) return nullptr;
   try {
-    return Tokenizer::load(model);  // --model names a local folder or a cached HF repo
+    return lab_tokenizer(Tokenizer::load(model));  // --model names a local folder or a cached HF repo
   } catch (const Error&) {
     return nullptr;
   }

@@ -1,15 +1,15 @@
-// `inferlab conform`: the OpenAI API conformance suite against a live server (inferlab/bench/conform.h).
+// `inferlab conform`: the OpenAI API conformance suite against a live server (inferlab/lab/conform.h).
 #include <cstdio>
 
 #include "command.h"
-#include "inferlab/bench/conform.h"
+#include "inferlab/lab/conform.h"
 
 namespace {
 
 using inferlab::cli::Registrar;
 
 static Registrar reg([](CLI::App& app) {
-  auto o = std::make_shared<inferlab::bench::ConformOptions>();
+  auto o = std::make_shared<inferlab::lab::ConformOptions>();
   auto as_json = std::make_shared<bool>(false);
   auto list = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
@@ -24,11 +24,11 @@ static Registrar reg([](CLI::App& app) {
   cmd->add_flag("--list", *list, "List the checks and exit");
   cmd->callback([o, as_json, list] {
     if (*list) {
-      for (const auto& [name, summary] : inferlab::bench::conform_checks()) std::printf("%-28s %s\n", name.c_str(), summary.c_str());
+      for (const auto& [name, summary] : inferlab::lab::conform_checks()) std::printf("%-28s %s\n", name.c_str(), summary.c_str());
       return;
     }
     if (o->base_url.empty()) throw CLI::RequiredError("--base-url");
-    inferlab::bench::ConformReport report = inferlab::bench::run_conformance(*o);
+    inferlab::lab::ConformReport report = inferlab::lab::run_conformance(*o);
     std::fputs((*as_json ? report.json() : report.table()).c_str(), stdout);
     std::fflush(stdout);
     if (!report.ok()) throw CLI::RuntimeError(1);

@@ -1,8 +1,8 @@
-// `inferlab bench soak`: a reliability run against a live server (see inferlab/bench/soak.h).
+// `inferlab bench soak`: a reliability run against a live server (see inferlab/lab/soak.h).
 #include <cstdio>
 
 #include "command.h"
-#include "inferlab/bench/soak.h"
+#include "inferlab/lab/soak.h"
 
 namespace {
 
@@ -11,7 +11,7 @@ using inferlab::cli::Registrar;
 
 static Registrar reg([](CLI::App& app) {
   CLI::App& bench = command_group(app, "bench", "Benchmarks: serve (load generator), latency (course chapter 3), ...");
-  auto o = std::make_shared<inferlab::bench::SoakOptions>();
+  auto o = std::make_shared<inferlab::lab::SoakOptions>();
   CLI::App* cmd = bench.add_subcommand(
       "soak", "Reliability soak of a server: mixed streaming/non-streaming greedy requests (chats, forced tool calls, "
               "json_schema outputs), cancellations and malformed requests; checks every answer against a sequential "
@@ -43,7 +43,7 @@ static Registrar reg([](CLI::App& app) {
   cmd->add_option("--settle", o->settle_s, "Seconds to wait for the server to go idle after the run")->capture_default_str();
   cmd->add_flag("--progress", o->progress, "Print running counts on stderr");
   cmd->callback([o] {
-    inferlab::bench::SoakReport report = inferlab::bench::run_soak(*o);
+    inferlab::lab::SoakReport report = inferlab::lab::run_soak(*o);
     std::fputs(report.text(o->rss_tolerance).c_str(), stdout);
     std::fflush(stdout);
     if (!report.ok(o->rss_tolerance)) throw CLI::RuntimeError(1);

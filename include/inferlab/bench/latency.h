@@ -1,9 +1,12 @@
 // The course's chapter-3 experiment in-process: latency of greedy generation (fixed output
-// length) against input length, median of repeats, a linear fit, and the course's verdicts.
+// length) against input length, median of repeats, a linear fit. The sweep's data, verdicts, table
+// and plot need no model and live in the lab (inferlab/lab/latency_sweep.h).
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "inferlab/lab/latency_sweep.h"
 
 namespace inferlab {
 class Model;
@@ -19,38 +22,8 @@ struct LatencyOptions {
   std::function<void(int length)> on_length_done;  // progress
 };
 
-struct LatencyPoint {
-  int input_len = 0;
-  double latency_s = 0;           // median over repeats of the whole generation
-  double prefill_s = 0;           // median time to the first generated token (prompt forward)
-  double decode_s_per_token = 0;  // median of (last token - first token) / (gen_len - 1)
-  std::vector<double> samples_s;  // every repeat's latency
-};
-
-struct LinearFit {
-  double slope = 0, intercept = 0;  // least squares, as numpy.polyfit(x, y, 1)
-};
-LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y);
-
-struct LatencySweep {
-  std::vector<LatencyPoint> points;
-  LinearFit fit;             // latency_s against input_len
-  LinearFit prefill_fit;     // prefill_s against input_len
-};
-
 // Per repeat (as the course): a warm-up forward of the input, then a timed greedy generation of
 // exactly gen_len tokens (EOS ignored, so the output length is fixed).
-LatencySweep measure_latency(Model& model, const LatencyOptions& options);
-
-// "Monotonic increase, small wobble allowed": no point below the one before by more than
-// `wobble` (relative), and the last above the first. detail says where it broke.
-bool increases_monotonically(const std::vector<double>& values, double wobble, std::string* detail);
-constexpr double kLatencyWobble = 0.05;
-
-// The course's table (输入长度 / 推理延迟(秒), Python's padding by characters) and slope line.
-std::string course_table(const LatencySweep& sweep);
-std::string latency_csv(const std::vector<LatencySweep>& runs);
-// A scatter plot of latency against input length with the fitted line, as standalone SVG.
-std::string latency_svg(const LatencySweep& sweep, const std::string& title);
+lab::LatencySweep measure_latency(Model& model, const LatencyOptions& options);
 
 }  // namespace inferlab::bench
