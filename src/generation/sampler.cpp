@@ -27,12 +27,18 @@ double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11)
 
 }  // namespace
 
-Sampler::Sampler(SamplingParams params) : params_(std::move(params)) {
+Sampler::Sampler(SamplingParams params, std::span<const int32_t> prompt, std::span<const int32_t> stop_ids)
+    : params_(std::move(params)) {
   if (!(params_.temperature >= 0.0f) || !std::isfinite(params_.temperature))
     fail("temperature must be a finite number >= 0, got {}", params_.temperature);
   if (!(params_.top_p > 0.0f && params_.top_p <= 1.0f)) fail("top_p must be in (0, 1], got {}", params_.top_p);
   if (params_.top_k < -1) fail("top_k must be -1, 0 (off) or a positive count, got {}", params_.top_k);
   if (!(params_.min_p >= 0.0f && params_.min_p <= 1.0f)) fail("min_p must be in [0, 1], got {}", params_.min_p);
+  if (!(params_.repetition_penalty > 0.0f) || !std::isfinite(params_.repetition_penalty))
+    fail("repetition_penalty must be a finite number > 0, got {}", params_.repetition_penalty);
+  if (params_.min_tokens < 0) fail("min_tokens must be >= 0, got {}", params_.min_tokens);
+  if (params_.repetition_penalty != 1.0f) prompt_tokens_.insert(prompt.begin(), prompt.end());
+  if (params_.min_tokens > 0) stop_ids_.assign(stop_ids.begin(), stop_ids.end());
   if (params_.top_logprobs < 0) fail("top_logprobs must be >= 0, got {}", params_.top_logprobs);
   if (params_.vocab_limit < 0) fail("vocab_limit must be >= 0, got {}", params_.vocab_limit);
   uint64_t seed = params_.seed ? *params_.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
@@ -48,19 +54,34 @@ std::span<const float> Sampler::limited(std::span<const float> logits) const {
 
 bool Sampler::plain_greedy() const {
   const bool penalised = !output_counts_.empty() && (params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f);
-  return params_.temperature < kGreedyBelow && !penalised && params_.logit_bias.empty();
+  const bool repeated = !prompt_tokens_.empty() || (params_.repetition_penalty != 1.0f && !output_counts_.empty());
+  const bool held_back = generated_ < params_.min_tokens && !stop_ids_.empty();
+  return params_.temperature < kGreedyBelow && !penalised && !repeated && !held_back && params_.logit_bias.empty();
 }
 
 void Sampler::adjust(std::span<const float> logits) {
   const std::size_t vocab = logits.size();
   // Penalties and bias change a copy; logprobs are reported from the model's own distribution.
   scratch_.assign(logits.begin(), logits.end());
+  if (params_.repetition_penalty != 1.0f) {
+    auto penalise = [&](int32_t token) {
+      if (token < 0 || static_cast<std::size_t>(token) >= vocab) return;
+      float& x = scratch_[token];
+      x = x > 0.0f ? x / params_.repetition_penalty : x * params_.repetition_penalty;
+    };
+    for (int32_t token : prompt_tokens_) penalise(token);
+    for (const auto& [token, count] : output_counts_)
+      if (!prompt_tokens_.contains(token)) penalise(token);  // once per token, prompt or output
+  }
   for (const auto& [token, count] : output_counts_) {
     if (token < 0 || static_cast<std::size_t>(token) >= vocab) continue;
     scratch_[token] -= params_.frequency_penalty * static_cast<float>(count) + params_.presence_penalty;
   }
   for (const auto& [token, bias] : params_.logit_bias)
     if (token >= 0 && static_cast<std::size_t>(token) < vocab) scratch_[token] += bias;
+  if (generated_ < params_.min_tokens)
+    for (int32_t token : stop_ids_)
+      if (token >= 0 && static_cast<std::size_t>(token) < vocab) scratch_[token] = -std::numeric_limits<float>::infinity();
 }
 
 int32_t Sampler::greedy_choice(std::span<const float> logits) {
@@ -184,6 +205,7 @@ SampledToken Sampler::finish(std::span<const float> logits, int32_t chosen) {
   SampledToken result;
   result.token = chosen;
   ++output_counts_[chosen];
+  ++generated_;
   if (!params_.logprobs && params_.top_logprobs == 0) return result;
   const float raw_max = *std::max_element(logits.begin(), logits.end());
   const float lse = log_sum_exp(logits, raw_max);

@@ -36,7 +36,7 @@ struct Sequence {
   TokenMask mask;
   std::string before_trigger;             // the output's tail while waiting for the trigger
 
-  explicit Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling) {
+  explicit Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling, request.prompt, request.stop_token_ids) {
     if (request.grammar && request.grammar_trigger.empty()) matcher.emplace(request.grammar);
   }
   int uncomputed() const { return static_cast<int>(tokens.size()) - kv.length; }

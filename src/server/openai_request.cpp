@@ -235,8 +235,12 @@ void parse_common(const json& body, const ModelContext& model, ParsedRequest& ou
   s.min_p = static_cast<float>(number(body, "min_p", 0.0, 0.0, 1.0));
   s.frequency_penalty = static_cast<float>(number(body, "frequency_penalty", 0.0, -2.0, 2.0));
   s.presence_penalty = static_cast<float>(number(body, "presence_penalty", 0.0, -2.0, 2.0));
-  if (number(body, "repetition_penalty", 1.0, 0.0, 1e9) != 1.0)
-    bad("repetition_penalty", "'repetition_penalty' is not supported; use frequency_penalty / presence_penalty");
+  s.repetition_penalty = static_cast<float>(number(body, "repetition_penalty", 1.0, 0.0, 1e9));
+  if (s.repetition_penalty <= 0.0f)
+    bad("repetition_penalty", "'repetition_penalty' must be greater than 0 (1 is off), got {}", s.repetition_penalty);
+  s.min_tokens = static_cast<int>(integer(body, "min_tokens", 0, std::numeric_limits<int>::max()).value_or(0));
+  if (max_tokens && s.min_tokens > *max_tokens)
+    bad("min_tokens", "'min_tokens' ({}) may not exceed '{}' ({})", s.min_tokens, max_name, *max_tokens);
   if (auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     s.seed = static_cast<uint64_t>(*seed);
   if (const json* bias = field(body, "logit_bias")) {

@@ -123,6 +123,39 @@ TEST(Sampler, PenaltiesDiscourageRepeats) {
   EXPECT_EQ(draw(plain, logits, 3), (std::vector<int32_t>{0, 0, 0}));
 }
 
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogitsOfSeenTokens) {
+  // transformers' RepetitionPenaltyLogitsProcessor: a seen token's logit / 2 when > 0, * 2 when not.
+  SamplingParams p = sampling(0.0f);
+  p.repetition_penalty = 2.0f;
+  const std::vector<int32_t> prompt{0, 3};
+  // 0: 2.4 -> 1.2 (seen in the prompt), 1: 2.0 unseen, 3: -0.5 -> -1.0: 1 wins. Then 1 is seen
+  // too (2.0 -> 1.0) and 0 (1.2) beats 2 (1.1); then 0, in the prompt and the output, is still
+  // penalised once (1.2, not 0.6), so it wins again.
+  Sampler sampler(p, prompt);
+  EXPECT_EQ(draw(sampler, {2.4f, 2.0f, 1.1f, -0.5f}, 3), (std::vector<int32_t>{1, 0, 0}));
+  // Off (1), the prompt changes nothing.
+  Sampler off(sampling(0.0f), prompt);
+  EXPECT_EQ(off.sample(std::vector<float>{2.4f, 2.0f, 1.1f, -0.5f}).token, 0);
+  SamplingParams bad = sampling(0.0f);
+  bad.repetition_penalty = 0.0f;
+  EXPECT_THROW(Sampler{bad}, Error);
+}
+
+TEST(Sampler, MinTokensHoldsBackTheStopIdsUntilThatManyTokens) {
+  SamplingParams p = sampling(0.0f);
+  p.min_tokens = 2;
+  const std::vector<int32_t> stop{2};
+  Sampler sampler(p, {}, stop);
+  const std::vector<float> logits{1.0f, 0.5f, 9.0f};  // the stop id 2 is the most likely
+  EXPECT_EQ(draw(sampler, logits, 3), (std::vector<int32_t>{0, 0, 2}));
+  // Sampled (not greedy) alike: never the stop id while held back.
+  SamplingParams t = sampling(1.0f);
+  t.min_tokens = 50;
+  t.seed = 3;
+  Sampler sampled(t, {}, stop);
+  for (int32_t token : draw(sampled, logits, 50)) EXPECT_NE(token, 2);
+}
+
 TEST(Sampler, LogitBiasCanForceAToken) {
   SamplingParams p = sampling(0.0f);
   p.logit_bias[2] = 100.0f;

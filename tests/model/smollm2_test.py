@@ -19,6 +19,11 @@
       32 greedy steps on 10 prompts: ids compared up to the first divergence (printed), per-step KL
       divergence of each engine from the exact model (f32 weights), ours no larger than llama.cpp's
       (check_llama_cpp says why ids can part at near ties).
+  smollm2_test.py sampling      --cli CLI --gguf FILE --workdir DIR
+      the sampling parameters clients send, through `inferlab serve --weights f32` over HTTP,
+      against transformers' logits processors in greedy generate on the same prompts:
+      `repetition_penalty` (RepetitionPenaltyLogitsProcessor, prompt and output tokens) and
+      `min_tokens` (min_new_tokens: the EOS held back), token ids identical.
 
 Exit 77 (skip) when the project's .venv (transformers) or node-llama-cpp is missing, or the model
 has not been fetched (scripts/setup fetches all three).
@@ -342,9 +347,69 @@ def check_llama_cpp(args):
         raise SystemExit("; ".join(failures))
 
 
+# ---- sampling parameters against transformers' processors ---------------------------------------
+def post(base, path, body):
+    import urllib.request
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as r:
+        return json.loads(r.read())
+
+
+def check_sampling(args):
+    import torch
+    sys.path.insert(0, os.path.join(REPO, "tests", "reliability"))
+    from serve_helper import Server
+    torch.set_num_threads(2)
+    tokenizer, model = transformers_model(args.gguf)
+    special = set(tokenizer.all_special_ids)  # our answers skip special tokens, /detokenize does not
+    model.generation_config.pad_token_id = 0
+    eos = model.generation_config.eos_token_id
+    eos = [eos] if isinstance(eos, int) else list(eos)
+    server = Server(args.cli, args.gguf, extra_args=["--weights", "f32"])
+    failures = []
+    try:
+        # Token ids back from the server: /tokenize of the text would re-split it, so the ids are
+        # compared through our /detokenize of transformers' ids instead (same ids, same text).
+        def detokenize(ids):
+            return post(server.base, "/detokenize", {"tokens": ids})["text"]
+
+        cases = [
+            # (prompt, our request fields, transformers generate kwargs)
+            (PROMPTS[1], {"repetition_penalty": 1.3, "max_tokens": 48, "ignore_eos": True},
+             {"repetition_penalty": 1.3, "max_new_tokens": 48, "eos_token_id": None}),
+            (PROMPTS[4], {"repetition_penalty": 0.8, "max_tokens": 40, "ignore_eos": True},
+             {"repetition_penalty": 0.8, "max_new_tokens": 40, "eos_token_id": None}),
+            (PROMPTS[3], {"min_tokens": 30, "max_tokens": 60},
+             {"min_new_tokens": 30, "max_new_tokens": 60, "eos_token_id": eos}),
+        ]
+        all_ids = prompt_ids(args)
+        for prompt, ours_fields, theirs_kwargs in cases:
+            ids = all_ids[PROMPTS.index(prompt)]
+            ours = post(server.base, "/v1/completions", {"prompt": ids, "temperature": 0, **ours_fields})
+            with torch.no_grad():
+                out = model.generate(torch.tensor([ids]), do_sample=False, **theirs_kwargs)
+            generated = out[0, len(ids):].tolist()
+            finish = "stop" if generated and generated[-1] in eos and not ours_fields.get("ignore_eos") else "length"
+            reference_text = detokenize([t for t in generated if t not in special])
+            choice = ours["choices"][0]
+            same = choice["text"] == reference_text and choice["finish_reason"] == finish
+            tokens = ours["usage"]["completion_tokens"]
+            print(f"{ours_fields}: ours {tokens} tokens ({choice['finish_reason']}), transformers {len(generated)} "
+                  f"({finish}): {'identical' if same else 'DIFFER'}")
+            if "min_tokens" in ours_fields and tokens < ours_fields["min_tokens"]:
+                failures.append(f"{ours_fields}: only {tokens} tokens")
+            if not same:
+                print(f"  ours:         {choice['text']!r}\n  transformers: {reference_text!r}")
+                failures.append(str(ours_fields))
+    finally:
+        server.stop()
+    if failures:
+        raise SystemExit(f"differ from transformers: {failures}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("check", choices=["tokenizer", "chat-template", "transformers", "llama-cpp"])
+    parser.add_argument("check", choices=["tokenizer", "chat-template", "transformers", "llama-cpp", "sampling"])
     parser.add_argument("--cli", required=True)
     parser.add_argument("--gguf", required=True)
     parser.add_argument("--workdir", required=True)
@@ -360,7 +425,7 @@ def main():
         return SKIP
     os.makedirs(args.workdir, exist_ok=True)
     {"tokenizer": check_tokenizer, "chat-template": check_chat_template, "transformers": check_transformers,
-     "llama-cpp": check_llama_cpp}[args.check](args)
+     "llama-cpp": check_llama_cpp, "sampling": check_sampling}[args.check](args)
     return 0
 
 

@@ -1,12 +1,14 @@
 // Picks the next token from one row of logits: greedy, or temperature / top-k / top-p / min-p
-// sampling with a per-request seeded RNG, OpenAI frequency/presence penalties and logit bias,
-// and the log-probabilities OpenAI's logprobs / top_logprobs report.
+// sampling with a per-request seeded RNG, the repetition penalty (transformers' and vLLM's), OpenAI
+// frequency/presence penalties, logit bias and min_tokens, and the log-probabilities OpenAI's
+// logprobs / top_logprobs report.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace inferlab {
@@ -18,6 +20,13 @@ struct SamplingParams {
   float min_p = 0.0f;        // [0, 1]: drop tokens below min_p * p(most likely)
   float frequency_penalty = 0.0f;  // [-2, 2], times the count of the token in the output so far
   float presence_penalty = 0.0f;   // [-2, 2], once if the token is in the output so far
+  // > 0 (1: off). Each token of the prompt or the output so far, once: its logit divided by this
+  // when positive, multiplied when not (transformers' RepetitionPenaltyLogitsProcessor, vLLM's
+  // repetition_penalty; applied before the frequency and presence penalties, as vLLM does).
+  float repetition_penalty = 1.0f;
+  // The stop ids (Sampler's stop_ids) are never chosen before this many tokens (vLLM's min_tokens,
+  // transformers' MinNewTokensLengthLogitsProcessor).
+  int min_tokens = 0;
   std::unordered_map<int32_t, float> logit_bias;
   std::optional<uint64_t> seed;  // same seed => same tokens; none: a random one
   bool logprobs = false;         // compute SampledToken::logprob (a pass over the row)
@@ -40,7 +49,9 @@ struct SampledToken {
 
 class Sampler {
  public:
-  explicit Sampler(SamplingParams params);
+  // prompt: the tokens the repetition penalty counts besides the output; stop_ids: the tokens
+  // min_tokens holds back (the request's EOS and stop ids).
+  explicit Sampler(SamplingParams params, std::span<const int32_t> prompt = {}, std::span<const int32_t> stop_ids = {});
 
   // Samples from `logits` (one row, vocab_size wide) and counts the token for the penalties.
   SampledToken sample(std::span<const float> logits);
@@ -67,6 +78,9 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int> output_counts_;  // token -> times generated (penalties)
+  std::unordered_set<int32_t> prompt_tokens_;       // kept only for a repetition penalty
+  std::vector<int32_t> stop_ids_;                   // kept only for min_tokens
+  int generated_ = 0;
   std::vector<float> scratch_;
   std::vector<int32_t> order_;
   std::vector<float> kept_;
