@@ -138,7 +138,7 @@ TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogitsOfSeenT
   EXPECT_EQ(off.sample(std::vector<float>{2.4f, 2.0f, 1.1f, -0.5f}).token, 0);
   SamplingParams bad = sampling(0.0f);
   bad.repetition_penalty = 0.0f;
-  EXPECT_THROW(Sampler{bad}, Error);
+  EXPECT_THROW(Sampler{bad}, inferlab::Error);
 }
 
 TEST(Sampler, MinTokensHoldsBackTheStopIdsUntilThatManyTokens) {

@@ -57,6 +57,24 @@ TEST(OpenAIRequest, NAboveTheLimitIsRefused) {
   EXPECT_EQ(e.message, "'n' may be at most 2 here, got 3");
 }
 
+TEST(OpenAIRequest, RepetitionPenaltyAndMinTokensAreTakenAndCheckedByName) {
+  const ModelContext model = context();
+  const api::ParsedRequest r =
+      api::parse_completion_request({{"prompt", "Hello"}, {"repetition_penalty", 1.1}, {"min_tokens", 4}, {"max_tokens", 8}}, model);
+  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(r.sampling.min_tokens, 4);
+  ApiError zero = error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"repetition_penalty", 0}}, model); });
+  EXPECT_EQ(zero.status, 400);
+  EXPECT_EQ(zero.param, "repetition_penalty");
+  EXPECT_EQ(zero.message, "'repetition_penalty' must be greater than 0 (1 is off), got 0");
+  ApiError beyond = error_of([&] {
+    api::parse_completion_request({{"prompt", "Hello"}, {"min_tokens", 9}, {"max_tokens", 8}}, model);
+  });
+  EXPECT_EQ(beyond.param, "min_tokens");
+  EXPECT_EQ(beyond.message, "'min_tokens' (9) may not exceed 'max_tokens' (8)");
+  EXPECT_EQ(error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"min_tokens", -1}}, model); }).param, "min_tokens");
+}
+
 TEST(OpenAIRequest, TooManyCompletionsInOneRequestAreRefused) {
   const ModelContext model = context({.max_n = 1});
   ApiError e = error_of([&] { api::parse_completion_request({{"prompt", {"a", "b", "c", "d", "e"}}}, model); });
