@@ -2,6 +2,8 @@
 // shared primitive rules.
 #include "inferlab/grammar/json_schema.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -36,6 +38,98 @@ email ::= [a-z0-9]{1,16} ( "." [a-z0-9]{1,16} )? "@" [a-z0-9]{1,16} ( "." [a-z]{
 
 const std::set<std::string> kAnnotations = {"title", "description", "$schema", "$id", "default", "examples", "$comment",
                                             "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
+// The keywords that constrain one type of value; a value of another type ignores them.
+const std::map<std::string, std::set<std::string>> kKeywordsOfType = {
+    {"object", {"properties", "required", "additionalProperties"}},
+    {"array", {"items", "minItems", "maxItems"}},
+    {"string", {"pattern", "format", "minLength", "maxLength"}},
+    {"number", {"minimum", "maximum", "exclusiveMinimum"}},
+};
+const char* const kAllTypes[] = {"object", "array", "string", "number", "boolean", "null"};
+
+// The schema with only the keywords that apply to values of `type` (an integer is a number).
+json keywords_for(const json& schema, const std::string& type) {
+  const std::string family = type == "integer" ? "number" : type;
+  json out = json::object();
+  for (const auto& [key, value] : schema.items()) {
+    bool other_type = false;
+    for (const auto& [owner, keys] : kKeywordsOfType)
+      if (owner != family && keys.count(key)) other_type = true;
+    if (!other_type) out[key] = value;
+  }
+  out["type"] = type;
+  return out;
+}
+
+// The JSON types a schema's values may have ("integer" counted as "number"); all six when it
+// does not say.
+std::set<std::string> value_types(const json& schema) {
+  std::set<std::string> types;
+  auto add_value = [&](const json& v) {
+    types.insert(v.is_object() ? "object" : v.is_array() ? "array" : v.is_string() ? "string" : v.is_number() ? "number"
+                 : v.is_boolean() ? "boolean" : "null");
+  };
+  if (schema.is_boolean() || !schema.is_object()) return {std::begin(kAllTypes), std::end(kAllTypes)};
+  if (schema.contains("const")) {
+    add_value(schema["const"]);
+    return types;
+  }
+  if (schema.contains("enum") && schema["enum"].is_array()) {
+    for (const json& v : schema["enum"]) add_value(v);
+    return types;
+  }
+  if (schema.contains("type")) {
+    const json& t = schema["type"];
+    for (const json& one : t.is_array() ? t : json::array({t}))
+      if (one.is_string()) types.insert(one == "integer" ? "number" : one.get<std::string>());
+    return types;
+  }
+  return {std::begin(kAllTypes), std::end(kAllTypes)};
+}
+
+// The values a const / enum schema allows, or none when it does not fix them.
+std::optional<std::vector<json>> fixed_values(const json& schema) {
+  if (!schema.is_object()) return std::nullopt;
+  if (schema.contains("const")) return std::vector<json>{schema["const"]};
+  if (schema.contains("enum") && schema["enum"].is_array()) return schema["enum"].get<std::vector<json>>();
+  return std::nullopt;
+}
+
+bool share_a_value(const std::vector<json>& a, const std::vector<json>& b) {
+  for (const json& x : a)
+    for (const json& y : b)
+      if (x == y) return true;
+  return false;
+}
+
+// Whether no value can match both schemas, as far as can be told without solving them: their
+// types differ, their fixed values differ, or both are objects that require one property with
+// different fixed values (a tagged union, as pydantic's discriminators write it).
+bool disjoint(const json& a, const json& b) {
+  const std::set<std::string> ta = value_types(a), tb = value_types(b);
+  bool common_type = false;
+  for (const std::string& t : ta) common_type = common_type || tb.count(t);
+  if (!common_type) return true;
+  const auto va = fixed_values(a), vb = fixed_values(b);
+  if (va && vb) return !share_a_value(*va, *vb);
+  if (ta != std::set<std::string>{"object"} || tb != std::set<std::string>{"object"}) return false;
+  auto required = [](const json& s) {
+    std::set<std::string> names;
+    if (s.contains("required") && s["required"].is_array())
+      for (const json& n : s["required"])
+        if (n.is_string()) names.insert(n.get<std::string>());
+    return names;
+  };
+  const std::set<std::string> ra = required(a), rb = required(b);
+  const json pa = a.value("properties", json::object()), pb = b.value("properties", json::object());
+  for (const std::string& name : ra) {
+    if (!rb.count(name) || !pa.contains(name) || !pb.contains(name)) continue;
+    const auto fa = fixed_values(pa[name]), fb = fixed_values(pb[name]);
+    if (fa && fb && !share_a_value(*fa, *fb)) return true;
+  }
+  return false;
+}
+
 const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "type", "properties", "required",
                                          "additionalProperties", "items", "minItems",
                                          "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
@@ -80,7 +174,22 @@ class SchemaConverter {
     return unique;
   }
 
-  std::string literal(const json& value) { return gbnf_literal(value.dump()); }
+  // A const / enum value as the grammar writes it: a number with no fraction as an integer (2.0 and
+  // 2 are the same JSON Schema value; the grammar writes "2").
+  static json canonical(const json& value) {
+    if (value.is_number_float()) {
+      const double d = value.get<double>();
+      if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= 9007199254740992.0) return json(static_cast<int64_t>(d));
+      return value;
+    }
+    if (value.is_array() || value.is_object()) {
+      json out = value;
+      for (auto& item : out) item = canonical(item);
+      return out;
+    }
+    return value;
+  }
+  std::string literal(const json& value) { return gbnf_literal(canonical(value).dump()); }
 
   int bound(const json& schema, const char* key, int fallback) {
     if (!schema.contains(key)) return fallback;
@@ -108,7 +217,16 @@ class SchemaConverter {
     for (const auto& [key, value] : schema.items())
       if (!kAnnotations.count(key) && !kEnforced.count(key)) unsupported(key, fmt::format("'{}' is not supported", key));
 
-    if (schema.contains("$ref")) return reference(schema["$ref"], depth);
+    // A keyword beside $ref or allOf applies too (draft 2020-12); those two are read alone here.
+    auto alone = [&](const char* keyword) {
+      for (const auto& [key, value] : schema.items())
+        if (key != keyword && !kAnnotations.count(key))
+          unsupported(keyword, fmt::format("'{}' beside '{}' (both would apply; move '{}' inside)", keyword, key, key));
+    };
+    if (schema.contains("$ref")) {
+      alone("$ref");
+      return reference(schema["$ref"], depth);
+    }
     if (schema.contains("const")) return literal(schema["const"]);
     if (schema.contains("enum")) {
       const json& values = schema["enum"];
@@ -121,14 +239,24 @@ class SchemaConverter {
       if (schema.contains(key)) {
         const json& options = schema[key];
         if (!options.is_array() || options.empty()) unsupported(key, fmt::format("'{}' must be a non-empty array", key));
-        if (schema.contains("type") || schema.contains("properties"))
-          unsupported(key, fmt::format("'{}' beside 'type' or 'properties' (put them inside each option)", key));
+        alone(key);
+        // oneOf allows a value that matches exactly one option: read as anyOf, the grammar would also
+        // take a value matching two. Only options no value can match together are taken.
+        if (std::string(key) == "oneOf")
+          for (std::size_t i = 0; i < options.size(); ++i)
+            for (std::size_t j = i + 1; j < options.size(); ++j)
+              if (!disjoint(options[i], options[j]))
+                unsupported("oneOf", fmt::format("'oneOf' options {} and {} may both match one value (the grammar cannot "
+                                                 "require exactly one; use anyOf, or options of different types or "
+                                                 "different const values)",
+                                                 i, j));
         std::string body;
         for (std::size_t i = 0; i < options.size(); ++i)
           body += (i ? " | " : "") + visit(options[i], fmt::format("{}-{}", hint, i), depth + 1);
         return rule(hint, body);
       }
     if (schema.contains("allOf")) {
+      alone("allOf");
       const json& parts = schema["allOf"];
       if (!parts.is_array() || parts.size() != 1) unsupported("allOf", "'allOf' with more than one schema");
       return visit(parts[0], hint, depth + 1);
@@ -137,9 +265,9 @@ class SchemaConverter {
     if (schema.contains("type") && schema["type"].is_array()) {
       std::string body;
       for (const json& type : schema["type"]) {
-        json one = schema;
-        one["type"] = type;
-        body += (body.empty() ? "" : " | ") + visit(one, hint + "-" + type.dump(), depth + 1);
+        if (!type.is_string()) unsupported("type", "'type' must be a string or a list of strings");
+        // Each type with the keywords that apply to it ({"type": ["string", "null"], "maxLength": 3}).
+        body += (body.empty() ? "" : " | ") + visit(keywords_for(schema, type.get<std::string>()), hint + "-" + type.get<std::string>(), depth + 1);
       }
       if (body.empty()) unsupported("type", "an empty 'type' list");
       return rule(hint, body);
@@ -148,12 +276,17 @@ class SchemaConverter {
     if (schema.contains("type")) {
       if (!schema["type"].is_string()) unsupported("type", "'type' must be a string or a list of strings");
       type = schema["type"].get<std::string>();
-    } else if (schema.contains("properties") || schema.contains("additionalProperties") || schema.contains("required")) {
-      type = "object";
-    } else if (schema.contains("items") || schema.contains("minItems") || schema.contains("maxItems")) {
-      type = "array";
-    } else if (schema.contains("pattern") || schema.contains("format") || schema.contains("minLength") || schema.contains("maxLength")) {
-      type = "string";
+    } else {
+      // No type: a keyword constrains only values of its own type, and a value of any other type
+      // matches ({"maxLength": 3} allows 12 and null). The union of all six types, each under its
+      // own keywords.
+      bool typed_keywords = false;
+      for (const auto& [owner, keys] : kKeywordsOfType)
+        for (const std::string& key : keys) typed_keywords = typed_keywords || schema.contains(key);
+      if (!typed_keywords) return "json-value";
+      std::string body;
+      for (const char* t : kAllTypes) body += (body.empty() ? "" : " | ") + visit(keywords_for(schema, t), hint + "-" + t, depth + 1);
+      return rule(hint, body);
     }
     auto only = [&](std::initializer_list<const char*> allowed) {
       for (const auto& [key, value] : schema.items()) {
@@ -311,6 +444,8 @@ class SchemaConverter {
           unsupported("required", fmt::format("'{}' is required but not in 'properties' and additionalProperties is false", name));
         props.push_back({name, additional.is_object() ? additional : json::object(), true});
       }
+    // One order for all: the sorted order of a parsed request body's keys (what 'properties' has).
+    std::sort(props.begin(), props.end(), [](const Property& a, const Property& b) { return a.name < b.name; });
 
     if (props.empty()) {
       if (additional.is_boolean() && !additional.get<bool>()) return rule(hint, "\"{\" ws \"}\"");
