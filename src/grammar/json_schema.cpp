@@ -43,7 +43,7 @@ const std::map<std::string, std::set<std::string>> kKeywordsOfType = {
     {"object", {"properties", "required", "additionalProperties"}},
     {"array", {"items", "minItems", "maxItems"}},
     {"string", {"pattern", "format", "minLength", "maxLength"}},
-    {"number", {"minimum", "maximum", "exclusiveMinimum"}},
+    {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
 };
 const char* const kAllTypes[] = {"object", "array", "string", "number", "boolean", "null"};
 
@@ -130,7 +130,53 @@ bool disjoint(const json& a, const json& b) {
   return false;
 }
 
-const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "type", "properties", "required",
+// Decimal naturals with digits [lo, hi] of the same length, as a GBNF sequence: the shared leading
+// digit, then the ranges below it (llama.cpp's schema converter builds integer ranges the same way).
+std::string same_length_range(const std::string& lo, const std::string& hi) {
+  if (lo.empty()) return "";
+  const std::size_t rest = lo.size() - 1;
+  auto any_digits = [](std::size_t n) { return n == 0 ? std::string() : fmt::format(" [0-9]{{{}}}", n); };
+  auto digit_class = [](char a, char b) { return a == b ? fmt::format("\"{}\"", a) : fmt::format("[{}-{}]", a, b); };
+  if (lo[0] == hi[0]) {
+    const std::string tail = same_length_range(lo.substr(1), hi.substr(1));
+    return fmt::format("\"{}\"", lo[0]) + (tail.empty() ? "" : " " + tail);
+  }
+  const std::string lo_rest = lo.substr(1), hi_rest = hi.substr(1);
+  const bool lo_full = lo_rest.find_first_not_of('0') == std::string::npos;
+  const bool hi_full = hi_rest.find_first_not_of('9') == std::string::npos;
+  std::vector<std::string> options;
+  char first = lo[0], last = hi[0];
+  if (!lo_full) {
+    options.push_back(fmt::format("\"{}\" ( {} )", lo[0], same_length_range(lo_rest, std::string(rest, '9'))));
+    ++first;
+  }
+  if (!hi_full) --last;
+  if (first <= last) options.push_back(digit_class(first, last) + any_digits(rest));
+  if (!hi_full) options.push_back(fmt::format("\"{}\" ( {} )", hi[0], same_length_range(std::string(rest, '0'), hi_rest)));
+  std::string out;
+  for (const std::string& o : options) out += (out.empty() ? "" : " | ") + o;
+  return options.size() == 1 ? out : "( " + out + " )";
+}
+
+// Naturals (no leading zeros) in [lo, hi], both within the grammar's 15 digits.
+std::string natural_range(int64_t lo, int64_t hi) {
+  std::vector<std::string> options;
+  if (lo == 0) {
+    options.push_back("\"0\"");
+    lo = 1;
+  }
+  for (int64_t length_end = 10; lo <= hi; length_end *= 10) {
+    if (lo >= length_end) continue;
+    const int64_t top = std::min(hi, length_end - 1);
+    options.push_back(same_length_range(std::to_string(lo), std::to_string(top)));
+    lo = top + 1;
+  }
+  std::string out;
+  for (const std::string& o : options) out += (out.empty() ? "" : " | ") + o;
+  return "( " + out + " )";
+}
+
+const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "properties", "required",
                                          "additionalProperties", "items", "minItems",
                                          "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
                                          "format", "minLength", "maxLength"};
@@ -310,7 +356,7 @@ class SchemaConverter {
       return string(schema, hint);
     }
     if (type == "number" || type == "integer") {
-      only({"minimum", "maximum", "exclusiveMinimum"});
+      only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"});
       return number(schema, type == "integer");
     }
     only({});
@@ -379,8 +425,9 @@ class SchemaConverter {
   }
 
   // Numbers have at most 15 integer digits (below 2^53), so bounds at or beyond +-(10^15 - 1) hold
-  // already (zod's safe-integer bounds); a lower bound of 0 (or exclusive 0 / 1 for integers) is
-  // the grammar without the minus sign. Other bounds are refused.
+  // already (zod's safe-integer bounds). An integer's bounds are any: its range is written digit
+  // by digit. A number's: only a lower bound of 0 (the grammar without the minus sign); others
+  // are refused, since a fraction's digits cannot be bounded that way.
   std::string number(const json& schema, bool integer) {
     constexpr double kReach = 999999999999999.0;
     auto value = [&](const char* key) -> std::optional<double> {
@@ -388,23 +435,39 @@ class SchemaConverter {
       if (!schema[key].is_number()) unsupported(key, fmt::format("'{}' must be a number", key));
       return schema[key].get<double>();
     };
-    const auto max = value("maximum"), min = value("minimum"), exclusive_min = value("exclusiveMinimum");
-    if (max && *max < kReach) unsupported("maximum", fmt::format("'maximum' {} (only bounds beyond +-10^15 or a lower bound of 0)", *max));
-    bool non_negative = false, positive = false;
+    const auto max = value("maximum"), min = value("minimum");
+    const auto exclusive_min = value("exclusiveMinimum"), exclusive_max = value("exclusiveMaximum");
+    if (integer) {
+      // The inclusive integer bounds, clamped to what the grammar can write at all.
+      double lo = -kReach, hi = kReach;
+      if (min) lo = std::max(lo, std::ceil(*min));
+      if (exclusive_min) lo = std::max(lo, std::floor(*exclusive_min) + 1);
+      if (max) hi = std::min(hi, std::floor(*max));
+      if (exclusive_max) hi = std::min(hi, std::ceil(*exclusive_max) - 1);
+      if (lo > hi)
+        unsupported(min ? "minimum" : "exclusiveMinimum", "no integer lies within 'minimum' / 'maximum' (and their exclusive forms)");
+      if (lo == -kReach && hi == kReach) return "json-integer";
+      const int64_t low = static_cast<int64_t>(lo), high = static_cast<int64_t>(hi);
+      std::vector<std::string> options;
+      if (low < 0) options.push_back("\"-\" " + natural_range(high < 0 ? -high : 1, -low));
+      if (high >= 0) options.push_back(natural_range(std::max<int64_t>(low, 0), high));
+      std::string body;
+      for (const std::string& o : options) body += (body.empty() ? "" : " | ") + o;
+      return rule("integer", body);
+    }
+    if (max && *max < kReach) unsupported("maximum", fmt::format("'maximum' {} on a number (integers take any bounds; numbers only a lower bound of 0 or bounds beyond +-10^15)", *max));
+    if (exclusive_max && *exclusive_max < kReach)
+      unsupported("exclusiveMaximum", fmt::format("'exclusiveMaximum' {} on a number (integers take any bounds)", *exclusive_max));
+    bool non_negative = false;
     if (min && *min > -kReach) {
       if (*min == 0) non_negative = true;
-      else if (*min == 1 && integer) positive = true;
-      else unsupported("minimum", fmt::format("'minimum' {} (only 0, 1 for integers, or bounds beyond +-10^15)", *min));
+      else unsupported("minimum", fmt::format("'minimum' {} on a number (integers take any bounds; numbers only 0 or bounds beyond +-10^15)", *min));
     }
-    if (exclusive_min && *exclusive_min > -kReach) {
-      if (*exclusive_min == 0 && integer) positive = true;
-      else unsupported("exclusiveMinimum", fmt::format("'exclusiveMinimum' {} (only 0 for integers)", *exclusive_min));
-    }
-    const bool bounded = max || min || exclusive_min;  // no exponent: the value stays within the digits
-    std::string whole = positive ? "[1-9] [0-9]{0,14}" : non_negative ? "json-natural" : "\"-\"? json-natural";
-    if (integer) return bounded || positive || non_negative ? rule("integer", whole) : "json-integer";
+    if (exclusive_min && *exclusive_min > -kReach)
+      unsupported("exclusiveMinimum", fmt::format("'exclusiveMinimum' {} on a number (integers take any bounds)", *exclusive_min));
+    const bool bounded = max || min || exclusive_min || exclusive_max;  // no exponent: the value stays within the digits
     if (!bounded) return "json-number";
-    return rule("number", whole + " json-fraction?");
+    return rule("number", std::string(non_negative ? "json-natural" : "\"-\"? json-natural") + " json-fraction?");
   }
 
   std::string array(const json& schema, const std::string& hint, int depth) {

@@ -4,7 +4,8 @@
 // order, the order a parsed request body has; optional ones may be left out), additionalProperties
 // false or a schema (unlisted properties are never generated unless additionalProperties says
 // so: xgrammar's strict mode), enum, const (2.0 written as 2), items / minItems / maxItems,
-// minLength / maxLength, pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
+// minLength / maxLength, minimum / maximum / exclusive* (any on integers; on numbers a lower
+// bound of 0), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
 // as every grammar engine does), anyOf, oneOf whose options no value can match together
 // (different types, different const values, or a required property with different const values),
 // allOf of one schema, $ref to #, #/$defs/... and #/definitions/..., and the annotations (title,
