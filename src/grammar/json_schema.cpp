@@ -40,8 +40,8 @@ const std::set<std::string> kAnnotations = {"title", "description", "$schema", "
                                             "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
 // The keywords that constrain one type of value; a value of another type ignores them.
 const std::map<std::string, std::set<std::string>> kKeywordsOfType = {
-    {"object", {"properties", "required", "additionalProperties"}},
-    {"array", {"items", "minItems", "maxItems"}},
+    {"object", {"properties", "required", "additionalProperties", "propertyNames"}},
+    {"array", {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}},
     {"string", {"pattern", "format", "minLength", "maxLength"}},
     {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
 };
@@ -177,7 +177,7 @@ std::string natural_range(int64_t lo, int64_t hi) {
 }
 
 const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "properties", "required",
-                                         "additionalProperties", "items", "minItems",
+                                         "additionalProperties", "propertyNames", "items", "prefixItems", "uniqueItems", "minItems",
                                          "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
                                          "format", "minLength", "maxLength"};
 
@@ -344,11 +344,11 @@ class SchemaConverter {
     };
     if (type.empty()) return "json-value";
     if (type == "object") {
-      only({"properties", "required", "additionalProperties"});
+      only({"properties", "required", "additionalProperties", "propertyNames"});
       return object(schema, hint, depth);
     }
     if (type == "array") {
-      only({"items", "minItems", "maxItems"});
+      only({"items", "prefixItems", "minItems", "maxItems", "uniqueItems"});
       return array(schema, hint, depth);
     }
     if (type == "string") {
@@ -470,15 +470,43 @@ class SchemaConverter {
     return rule("number", std::string(non_negative ? "json-natural" : "\"-\"? json-natural") + " json-fraction?");
   }
 
+  // Items in order: the prefixItems' schemas one by one, then `items` for the rest (false: no
+  // more), within minItems / maxItems. uniqueItems true cannot be enforced by a grammar.
   std::string array(const json& schema, const std::string& hint, int depth) {
-    std::string item = schema.contains("items") ? visit(schema["items"], hint + "-item", depth + 1) : "json-value";
+    if (schema.contains("uniqueItems") && schema["uniqueItems"] != json(false))
+      unsupported("uniqueItems", "'uniqueItems' true (no grammar can rule out a repeated item)");
+    std::vector<std::string> prefix;
+    if (schema.contains("prefixItems")) {
+      const json& items = schema["prefixItems"];
+      if (!items.is_array()) unsupported("prefixItems", "'prefixItems' must be an array of schemas");
+      for (std::size_t i = 0; i < items.size(); ++i) prefix.push_back(visit(items[i], fmt::format("{}-{}", hint, i), depth + 1));
+    }
+    const bool no_more = schema.contains("items") && schema["items"] == json(false);
+    std::string item = schema.contains("items") && !no_more ? visit(schema["items"], hint + "-item", depth + 1) : "json-value";
     int min = bound(schema, "minItems", 0), max = bound(schema, "maxItems", -1);
-    if (max >= 0 && max < min) unsupported("maxItems", "'maxItems' below 'minItems'");
+    const int k = static_cast<int>(prefix.size());
+    if (no_more) max = max < 0 ? k : std::min(max, k);
+    if (max >= 0 && max < min) unsupported("maxItems", "'maxItems' below 'minItems' (or more items required than 'items' false allows)");
     if (max == 0) return rule(hint, "\"[\" ws \"]\"");
-    std::string more = "( \",\" ws " + item + " ws )" + repeat(std::max(min - 1, 0), max < 0 ? -1 : max - 1);
-    std::string body = "\"[\" ws " + item + " ws " + more + " \"]\"";
-    if (min == 0) body = "\"[\" ws ( " + item + " ws " + more + " )? \"]\"";
-    return rule(hint, body);
+    // element(i): the i-th item's schema; after(i): what may follow once i items are written.
+    auto element = [&](int i) { return i < k ? prefix[i] : item; };
+    std::string tail;  // after(i) for i >= k: the rest as a repetition
+    {
+      const int from = std::max(k, 1);
+      const int rest_min = std::max(min - from, 0), rest_max = max < 0 ? -1 : max - from;
+      tail = rest_max == 0 ? "" : "( \",\" ws " + item + " ws )" + repeat(rest_min, rest_max);
+    }
+    std::string after = tail;  // after(k), or after(1) when there is no prefix
+    for (int i = k - 1; i >= 1; --i) {  // after(i) = "," element(i) after(i + 1), optional when i >= min
+      if (max >= 0 && i >= max) {
+        after = "";
+        continue;
+      }
+      std::string next = "\",\" ws " + element(i) + " ws" + (after.empty() ? "" : " " + after);
+      after = rule(hint + "-after", i >= min ? "( " + next + " )?" : next);
+    }
+    const std::string first = element(0) + " ws" + (after.empty() ? "" : " " + after);
+    return rule(hint, min == 0 ? "\"[\" ws ( " + first + " )? \"]\"" : "\"[\" ws " + first + " \"]\"");
   }
 
   std::string object(const json& schema, const std::string& hint, int depth) {
@@ -510,11 +538,27 @@ class SchemaConverter {
     // One order for all: the sorted order of a parsed request body's keys (what 'properties' has).
     std::sort(props.begin(), props.end(), [](const Property& a, const Property& b) { return a.name < b.name; });
 
+    if (schema.contains("propertyNames") && !props.empty())
+      unsupported("propertyNames", "'propertyNames' beside 'properties' or 'required' (only for a map of any keys)");
     if (props.empty()) {
       if (additional.is_boolean() && !additional.get<bool>()) return rule(hint, "\"{\" ws \"}\"");
-      // A map: any keys, each value by additionalProperties.
+      // A map: any keys (propertyNames: keys of that string schema), each value by additionalProperties.
+      std::string key = "json-string";
+      if (schema.contains("propertyNames")) {
+        const json& names = schema["propertyNames"];
+        if (names == json(false)) return rule(hint, "\"{\" ws \"}\"");
+        if (names.is_object()) {
+          for (const char* fixed : {"const", "enum"})
+            if (names.contains(fixed))
+              for (const json& v : names[fixed].is_array() ? names[fixed] : json::array({names[fixed]}))
+                if (!v.is_string()) unsupported("propertyNames", fmt::format("'propertyNames' {} {} is not a string", fixed, v.dump()));
+          key = visit(keywords_for(names, "string"), hint + "-name", depth + 1);
+        } else if (names != json(true)) {
+          unsupported("propertyNames", "'propertyNames' must be a schema");
+        }
+      }
       std::string value = additional.is_object() ? visit(additional, hint + "-value", depth + 1) : "json-value";
-      std::string kv = "json-string ws \":\" ws " + value + " ws";
+      std::string kv = key + " ws \":\" ws " + value + " ws";
       return rule(hint, "\"{\" ws ( " + kv + " ( \",\" ws " + kv + " )* )? \"}\"");
     }
     if (!additional.is_boolean() && !(additional.is_object() && additional.empty()))

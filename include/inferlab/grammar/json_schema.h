@@ -3,7 +3,8 @@
 // keyword constrains only values of its own type), properties / required (written in sorted key
 // order, the order a parsed request body has; optional ones may be left out), additionalProperties
 // false or a schema (unlisted properties are never generated unless additionalProperties says
-// so: xgrammar's strict mode), enum, const (2.0 written as 2), items / minItems / maxItems,
+// so: xgrammar's strict mode), propertyNames of a map, enum, const (2.0 written as 2), items /
+// prefixItems / minItems / maxItems, uniqueItems false,
 // minLength / maxLength, minimum / maximum / exclusive* (any on integers; on numbers a lower
 // bound of 0), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
 // as every grammar engine does), anyOf, oneOf whose options no value can match together
