@@ -1,0 +1,73 @@
+// JSON Schema through the server on the real model (SmolLM2-135M-Instruct), sampled: 100 answers for
+// each of 10 schemas that use the keywords the compiler enforces (integer ranges, string lengths,
+// pattern, formats, prefixItems, item counts, const and enum, oneOf of tagged objects, recursive
+// $defs / $ref, maps with propertyNames and an additionalProperties schema), each answer validated
+// by ajv (draft 2020-12 with ajv-formats), not by our own code.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { startServer } from './helpers.mjs';
+
+const MODEL = process.env.INFERLAB_SMOLLM2;
+if (!MODEL) throw new Error('set INFERLAB_SMOLLM2 (CTest does)');
+const server = await startServer(['--max-batch', '32', '--max-n', '20', '--served-model-name', 'smollm2'], { model: MODEL });
+test.after(() => server.stop());
+const client = new OpenAI({ baseURL: server.base + '/v1', apiKey: 'unused', maxRetries: 0 });
+const ajv = new Ajv2020({ strict: false });
+addFormats(ajv);
+
+const shortText = { type: 'string', minLength: 1, maxLength: 12 };
+const schemas = {
+  digit: { type: 'object', properties: { digit: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['digit'], additionalProperties: false },
+  ranges: {
+    type: 'object',
+    properties: { year: { type: 'integer', minimum: 1900, maximum: 2030 }, delta: { type: 'integer', exclusiveMinimum: -50, exclusiveMaximum: 50 } },
+    required: ['year', 'delta'], additionalProperties: false,
+  },
+  lengths: { type: 'object', properties: { code: { type: 'string', minLength: 3, maxLength: 5 }, tags: { type: 'array', items: shortText, minItems: 1, maxItems: 3 } }, required: ['code', 'tags'], additionalProperties: false },
+  pattern: { type: 'object', properties: { phone: { type: 'string', pattern: '^[0-9]{3}-[0-9]{4}$' }, sku: { type: 'string', pattern: '^[A-Z]{2}[0-9]{2}$' } }, required: ['phone', 'sku'], additionalProperties: false },
+  formats: {
+    type: 'object',
+    properties: { day: { type: 'string', format: 'date' }, at: { type: 'string', format: 'date-time' }, id: { type: 'string', format: 'uuid' }, mail: { type: 'string', format: 'email' } },
+    required: ['day', 'at', 'id', 'mail'], additionalProperties: false,
+  },
+  tuple: { type: 'array', prefixItems: [shortText, { type: 'integer', minimum: 1, maximum: 5 }, { type: 'boolean' }], items: false, minItems: 3 },
+  choices: { type: 'object', properties: { kind: { const: 'point' }, level: { enum: ['low', 'mid', 'high'] }, n: { enum: [1, 2, 3] } }, required: ['kind', 'level', 'n'], additionalProperties: false },
+  tagged: {
+    oneOf: [
+      { type: 'object', properties: { type: { const: 'cat' }, lives: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['type', 'lives'], additionalProperties: false },
+      { type: 'object', properties: { type: { const: 'dog' }, name: shortText }, required: ['type', 'name'], additionalProperties: false },
+    ],
+  },
+  tree: {
+    $defs: { node: { type: 'object', properties: { v: { type: 'integer', minimum: 0, maximum: 99 }, kids: { type: 'array', items: { $ref: '#/$defs/node' }, maxItems: 1 } }, required: ['v'], additionalProperties: false } },
+    $ref: '#/$defs/node',
+  },
+  map: { type: 'object', propertyNames: { pattern: '^[a-z]{1,6}$' }, additionalProperties: { type: 'integer', minimum: 0, maximum: 100 }, maxProperties: undefined },
+};
+delete schemas.map.maxProperties;
+
+for (const [name, schema] of Object.entries(schemas)) {
+  test(`${name}: 100 sampled answers, each valid by ajv`, async () => {
+    const validate = ajv.compile(schema);
+    const answers = [];
+    // 5 requests of n = 20, in flight together: the scheduler batches them. A recursive schema
+    // (tree) may nest as deep as sampling takes it, hence the room.
+    await Promise.all(Array.from({ length: 5 }, async (_, i) => {
+      const r = await client.chat.completions.create({
+        model: 'smollm2', n: 20, seed: 1000 + i, temperature: 1, max_tokens: 1000,
+        messages: [{ role: 'user', content: `Give an example of a ${name} as JSON.` }],
+        response_format: { type: 'json_schema', json_schema: { name, schema, strict: true } },
+      });
+      for (const c of r.choices) answers.push(c);
+    }));
+    assert.equal(answers.length, 100);
+    for (const c of answers) {
+      assert.equal(c.finish_reason, 'stop', `cut short: ${c.message.content}`);
+      const value = JSON.parse(c.message.content);
+      assert.ok(validate(value), `${c.message.content}: ${ajv.errorsText(validate.errors)}`);
+    }
+  });
+}
