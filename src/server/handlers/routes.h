@@ -14,7 +14,7 @@ namespace inferlab::api {
 using RouteHandler = void (*)(ServerState& state, const HttpRequest& req, HttpResponse& res);
 
 struct Route {
-  const char* method;  // "GET" or "POST"
+  const char* method;  // "GET", "POST" or "DELETE"
   const char* path;    // exact, or ending in "{name}" (HttpServer::get)
   RouteHandler handler;
 };
@@ -30,6 +30,10 @@ void get_model(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // chat_completions.cpp, completions.cpp: generation, each with its response shape.
 void chat_completions(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void completions(ServerState& state, const HttpRequest& req, HttpResponse& res);
+// responses.cpp: OpenAI's Responses API and its store of finished responses.
+void create_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
+void get_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
+void delete_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // tokenize.cpp: the tokenizer as a service.
 void tokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void detokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
