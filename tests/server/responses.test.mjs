@@ -210,3 +210,26 @@ test('bad input: a 4xx in OpenAI error shape, and the server keeps serving', asy
   const r = await client.responses.create({ model, input: 'Still there?', max_output_tokens: 5 });
   assert.ok(r.output_text.length > 0);
 });
+
+test('an error past the headers: an `error` event, then response.failed with the error; nothing stored', async () => {
+  const slow = await startServer(['--timeout', '0.3']);
+  try {
+    const timed = new OpenAI({ baseURL: slow.base + '/v1', apiKey: 'unused', maxRetries: 0 });
+    const stream = await timed.responses.create({ model, input: 'Write a long story.', max_output_tokens: 2000, stream: true });
+    const events = [];
+    for await (const event of stream) events.push(event);
+    events.forEach((e, i) => assert.equal(e.sequence_number, i));
+    const [error, failed] = events.slice(-2);
+    assert.equal(error.type, 'error');
+    assert.equal(error.code, 'timeout');
+    assert.match(error.message, /timed out/);
+    assert.equal(failed.type, 'response.failed');
+    assert.equal(failed.response.status, 'failed');
+    assert.equal(failed.response.error.code, 'timeout');
+    await assert.rejects(timed.responses.retrieve(failed.response.id), (e) => e.status === 404);
+    await assert.rejects(timed.responses.create({ model, input: 'Write a long story.', max_output_tokens: 2000 }),
+                         (e) => e.status === 504 && e.error?.code === 'timeout');
+  } finally {
+    await slow.stop();
+  }
+});
