@@ -15,11 +15,11 @@ std::span<const Route> server_routes() {
       {"GET", "/dashboard/stats", get_dashboard_stats},
       {"POST", "/v1/chat/completions", chat_completions},
       {"POST", "/v1/completions", completions},
+      {"POST", "/tokenize", tokenize},
+      {"POST", "/detokenize", detokenize},
       {"POST", "/v1/responses", create_response},
       {"GET", "/v1/responses/{id}", get_response},
       {"DELETE", "/v1/responses/{id}", delete_response},
-      {"POST", "/tokenize", tokenize},
-      {"POST", "/detokenize", detokenize},
   };
   return kRoutes;
 }

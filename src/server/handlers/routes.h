@@ -30,13 +30,13 @@ void get_model(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // chat_completions.cpp, completions.cpp: generation, each with its response shape.
 void chat_completions(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void completions(ServerState& state, const HttpRequest& req, HttpResponse& res);
+// tokenize.cpp: the tokenizer as a service.
+void tokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
+void detokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // responses.cpp: OpenAI's Responses API and its store of finished responses.
 void create_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void get_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void delete_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
-// tokenize.cpp: the tokenizer as a service.
-void tokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
-void detokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // observability.cpp: what the server runs with and how it is doing.
 void get_server_info(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void get_metrics(ServerState& state, const HttpRequest& req, HttpResponse& res);
