@@ -123,7 +123,7 @@ test('function tool round trip: a forced call validates against its schema, its 
 
 test('stream with a forced call: function_call_arguments deltas, done with the whole arguments', async () => {
   const stream = await client.responses.create({ model, input: 'Weather in Rome?', tools: [weatherTool], tool_choice: 'required',
-                                                 parallel_tool_calls: false, max_output_tokens: 100, stream: true });
+                                                 parallel_tool_calls: false, max_output_tokens: 100, temperature: 0, stream: true });
   const events = [];
   for await (const event of stream) events.push(event);
   events.forEach((e, i) => assert.equal(e.sequence_number, i));
@@ -144,7 +144,7 @@ test('stream with a forced call: function_call_arguments deltas, done with the w
 test('text.format json_schema: the output parses and validates', async () => {
   const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 20 }, age: { type: 'integer' } },
                    required: ['name', 'age'], additionalProperties: false };
-  const r = await client.responses.create({ model, input: 'Invent a person.', max_output_tokens: 80,
+  const r = await client.responses.create({ model, input: 'Invent a person.', max_output_tokens: 80, temperature: 0,
                                             text: { format: { type: 'json_schema', name: 'person', schema, strict: true } } });
   assert.equal(r.status, 'completed', JSON.stringify(r));
   const value = JSON.parse(r.output_text);
