@@ -72,8 +72,7 @@ constexpr uint64_t kEmptyKey = ~0ull;
 BpeTokenizer::BpeTokenizer(Spec spec) : BpeTokenizer(std::move(spec), byte_level_to_bytes, true) {}
 
 BpeTokenizer::BpeTokenizer(Spec spec, PieceBytes piece_bytes, bool byte_level)
-    : added_tokens_(std::move(spec.added_tokens)),
-      normalizers_(std::move(spec.normalizers)),
+    : normalizers_(std::move(spec.normalizers)),
       pre_tokenizers_(std::move(spec.pre_tokenizers)),
       post_processor_(std::move(spec.post_processor)),
       ignore_merges_(spec.ignore_merges),
@@ -90,7 +89,7 @@ BpeTokenizer::BpeTokenizer(Spec spec, PieceBytes piece_bytes, bool byte_level)
     if (id < 0) fail("{}: vocab entry {:?} has negative id {}", spec.source, piece, id);
     max_id = std::max(max_id, id);
   }
-  for (const auto& token : added_tokens_) {
+  for (const auto& token : spec.added_tokens) {
     if (token.id < 0) fail("{}: added token {:?} has negative id {}", spec.source, token.content, token.id);
     if (token.content.empty()) fail("{}: added token with id {} has empty content", spec.source, token.id);
     max_id = std::max(max_id, token.id);
@@ -122,17 +121,14 @@ BpeTokenizer::BpeTokenizer(Spec spec, PieceBytes piece_bytes, bool byte_level)
          "byte-level BPE (GPT-2, Qwen2, Llama-3 families) needs them all to be; SentencePiece-style vocabularies "
          "need model.byte_fallback or a ByteFallback/Metaspace decoder",
          spec.source, not_byte_level, example);
-  for (const auto& token : added_tokens_) {
+  for (const auto& token : spec.added_tokens) {
     pieces_[token.id] = token.content;
     if (byte_level || !piece_bytes(token.content, bytes_[token.id])) bytes_[token.id] = token.content;
     special_[token.id] = token.special;
     added_[token.id] = 1;
     piece_to_id_[token.content] = token.id;
-    added_first_byte_[static_cast<unsigned char>(token.content[0])] = 1;
   }
-  // Longest first, so matching picks the longest added token at a position.
-  std::stable_sort(added_tokens_.begin(), added_tokens_.end(),
-                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  added_tokens_ = AddedTokenMatcher(std::move(spec.added_tokens));
   for (int b = 0; b < 256; ++b) {
     auto it = bytes_to_id_.find(std::string(1, static_cast<char>(b)));
     byte_ids_[b] = it == bytes_to_id_.end() ? -1 : it->second;
@@ -437,52 +433,15 @@ void BpeTokenizer::encode_segment(std::string_view segment, bool at_text_start, 
 // ---------------------------------------------------------------------------------------------
 // Encode / decode
 
-namespace {
-
-bool is_space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-bool is_word_byte(char c) {
-  auto b = static_cast<unsigned char>(c);
-  return b >= 0x80 || std::isalnum(b) || c == '_';
-}
-
-}  // namespace
-
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special_tokens) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   if (add_special_tokens) out.insert(out.end(), post_processor_.prefix.begin(), post_processor_.prefix.end());
-  // Added tokens are cut out first (leftmost, longest); the text between them goes through
-  // normalization, pre-tokenization and BPE.
-  std::size_t segment_start = 0, i = 0;
-  while (i < text.size()) {
-    if (!added_first_byte_[static_cast<unsigned char>(text[i])]) {
-      ++i;
-      continue;
-    }
-    const AddedToken* found = nullptr;
-    for (const AddedToken& token : added_tokens_) {
-      if (text.compare(i, token.content.size(), token.content) != 0) continue;
-      if (token.single_word && ((i > 0 && is_word_byte(text[i - 1])) ||
-                                (i + token.content.size() < text.size() && is_word_byte(text[i + token.content.size()]))))
-        continue;
-      found = &token;
-      break;
-    }
-    if (!found) {
-      ++i;
-      continue;
-    }
-    std::size_t segment_end = i;
-    if (found->lstrip)
-      while (segment_end > segment_start && is_space_byte(text[segment_end - 1])) --segment_end;
-    encode_segment(text.substr(segment_start, segment_end - segment_start), segment_start == 0, out);
-    out.push_back(found->id);
-    i += found->content.size();
-    if (found->rstrip)
-      while (i < text.size() && is_space_byte(text[i])) ++i;
-    segment_start = i;
-  }
-  encode_segment(text.substr(segment_start), segment_start == 0, out);
+  // Added tokens are cut out first; the text between them goes through normalization,
+  // pre-tokenization and BPE.
+  added_tokens_.split(
+      text, [&](std::string_view segment, bool at_text_start) { encode_segment(segment, at_text_start, out); },
+      [&](int32_t id) { out.push_back(id); });
   if (add_special_tokens) out.insert(out.end(), post_processor_.suffix.begin(), post_processor_.suffix.end());
   return out;
 }

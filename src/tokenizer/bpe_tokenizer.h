@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "inferlab/tokenizer/tokenizer.h"
+#include "tokenizer/added_tokens.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/regex.h"
 
@@ -32,12 +33,6 @@ struct PreTokenizerStep {
 // TemplateProcessing / Roberta / Bert reduce to: ids before and after the sequence.
 struct PostProcessor {
   std::vector<int32_t> prefix, suffix;
-};
-
-struct AddedToken {
-  std::string content;
-  int32_t id = 0;
-  bool special = false, lstrip = false, rstrip = false, single_word = false;
 };
 
 struct Spec {
@@ -115,8 +110,7 @@ class BpeTokenizer : public Tokenizer {
   std::vector<MergeSlot> merge_table_;
   uint64_t merge_mask_ = 0;
 
-  std::vector<AddedToken> added_tokens_;
-  std::array<uint8_t, 256> added_first_byte_{};
+  AddedTokenMatcher added_tokens_;
   std::vector<Normalizer> normalizers_;
   std::vector<PreTokenizerStep> pre_tokenizers_;
   PostProcessor post_processor_;

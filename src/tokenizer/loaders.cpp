@@ -11,6 +11,7 @@
 #include "inferlab/util/model_path.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_bpe.h"
+#include "tokenizer/wordpiece_tokenizer.h"
 
 namespace inferlab {
 
@@ -287,6 +288,24 @@ void apply_tokenizer_config(const std::filesystem::path& folder, Spec& spec, boo
   }
 }
 
+// tokenizer.json's added_tokens, for every model type.
+void parse_added_tokens(const Fields& f, const json& root, std::vector<AddedToken>& out) {
+  auto added = root.find("added_tokens");
+  if (added == root.end() || added->is_null()) return;
+  if (!added->is_array()) fail("{}: added_tokens must be an array", f.source);
+  for (const json& token : *added) {
+    if (!token.is_object()) fail("{}: each added_tokens entry must be an object", f.source);
+    AddedToken t;
+    t.id = f.id(token.contains("id") ? token["id"] : json(), "added_tokens[].id");
+    t.content = f.string(token, "content", "added_tokens[]");
+    t.special = f.boolean(token, "special", false, "added_tokens[]");
+    t.lstrip = f.boolean(token, "lstrip", false, "added_tokens[]");
+    t.rstrip = f.boolean(token, "rstrip", false, "added_tokens[]");
+    t.single_word = f.boolean(token, "single_word", false, "added_tokens[]");
+    out.push_back(std::move(t));
+  }
+}
+
 bool mentions_type(const json& node, const char* type, int depth = 0) {
   if (depth > 32) return false;
   if (node.is_object()) {
@@ -376,6 +395,130 @@ void apply_spm_tokenizer_config(const std::filesystem::path& folder, Spec& spec)
   }
 }
 
+// ---- WordPiece (BERT family) ----------------------------------------------------------------
+
+// BertNormalizer (strip_accents null: as lowercase), or none.
+std::optional<BertNormalizerOptions> parse_wordpiece_normalizer(const Fields& f, const json& node) {
+  if (node.is_null()) return std::nullopt;
+  if (!node.is_object()) fail("{}: normalizer must be an object or null", f.source);
+  std::string type = f.string(node, "type", "normalizer");
+  if (type != "BertNormalizer")
+    fail("{}: normalizer type {:?} is not supported for a WordPiece tokenizer (supported: BertNormalizer, or none)",
+         f.source, type);
+  const char* where = "normalizer(BertNormalizer)";
+  BertNormalizerOptions options;
+  options.clean_text = f.boolean(node, "clean_text", true, where);
+  options.handle_chinese_chars = f.boolean(node, "handle_chinese_chars", true, where);
+  options.lowercase = f.boolean(node, "lowercase", true, where);
+  options.strip_accents = f.boolean(node, "strip_accents", options.lowercase, where);
+  return options;
+}
+
+void apply_wordpiece_tokenizer_config(const std::filesystem::path& folder, WordPieceSpec& spec) {
+  Spec config;  // the BPE loader's reader: chat template, BOS/EOS names
+  apply_tokenizer_config(folder, config, false);
+  spec.chat_template = std::move(config.chat_template);
+  spec.bos_token = std::move(config.bos_token);
+  spec.eos_token = std::move(config.eos_token);
+}
+
+std::shared_ptr<const Tokenizer> wordpiece_from_json(const Fields& f, const json& root, const json& model,
+                                                     const std::filesystem::path& folder) {
+  WordPieceSpec spec;
+  spec.source = f.source;
+  const json& vocab = f.object(model, "vocab", "model");
+  spec.vocab.reserve(vocab.size());
+  for (const auto& [piece, id] : vocab.items()) spec.vocab.emplace(piece, f.id(id, "model.vocab value"));
+  if (model.contains("unk_token")) spec.unk_token = f.string(model, "unk_token", "model");
+  if (model.contains("continuing_subword_prefix"))
+    spec.continuing_subword_prefix = f.string(model, "continuing_subword_prefix", "model");
+  if (auto it = model.find("max_input_chars_per_word"); it != model.end()) {
+    if (!it->is_number_unsigned()) fail("{}: model.max_input_chars_per_word must be a non-negative integer", f.source);
+    spec.max_input_chars_per_word = it->get<std::size_t>();
+  }
+  parse_added_tokens(f, root, spec.added_tokens);
+  spec.normalizer = parse_wordpiece_normalizer(f, root.value("normalizer", json()));
+  const json pre = root.value("pre_tokenizer", json());
+  if (pre.is_null()) {
+    spec.bert_pre_tokenizer = false;
+  } else {
+    if (!pre.is_object()) fail("{}: pre_tokenizer must be an object or null", f.source);
+    std::string type = f.string(pre, "type", "pre_tokenizer");
+    if (type != "BertPreTokenizer")
+      fail("{}: pre_tokenizer type {:?} is not supported for a WordPiece tokenizer (supported: BertPreTokenizer, or none)",
+           f.source, type);
+  }
+  parse_post_processor(f, root.value("post_processor", json()), spec.post_processor);
+  const json decoder = root.value("decoder", json());
+  if (decoder.is_null()) {
+    spec.wordpiece_decoder = false;
+  } else {
+    if (!decoder.is_object()) fail("{}: decoder must be an object or null", f.source);
+    std::string type = f.string(decoder, "type", "decoder");
+    if (type != "WordPiece")
+      fail("{}: decoder type {:?} is not supported for a WordPiece tokenizer (supported: WordPiece, or none)", f.source, type);
+    if (decoder.contains("prefix")) spec.decoder_prefix = f.string(decoder, "prefix", "decoder(WordPiece)");
+    spec.decoder_cleanup = f.boolean(decoder, "cleanup", true, "decoder(WordPiece)");
+  }
+  apply_wordpiece_tokenizer_config(folder, spec);
+  return std::make_shared<WordPieceTokenizer>(std::move(spec));
+}
+
+// A BERT folder without tokenizer.json: vocab.txt (one piece per line, the line number its id) and
+// tokenizer_config.json naming a Bert tokenizer class. transformers builds the same pipeline as a
+// tokenizer.json would hold: BertNormalizer, BertPreTokenizer, [CLS] $A [SEP], the WordPiece decoder.
+std::shared_ptr<const Tokenizer> wordpiece_from_vocab_txt(const std::filesystem::path& folder) {
+  std::filesystem::path config_file = folder / "tokenizer_config.json";
+  if (!std::filesystem::exists(config_file))
+    fail("{}: vocab.txt without tokenizer.json needs a tokenizer_config.json naming a BERT tokenizer class", folder.string());
+  json config = read_json(config_file);
+  Fields cf{config_file.string()};
+  if (!config.is_object()) fail("{}: must be a JSON object", cf.source);
+  std::string cls = config.contains("tokenizer_class") && config["tokenizer_class"].is_string()
+                        ? config["tokenizer_class"].get<std::string>() : "";
+  if (cls != "BertTokenizer" && cls != "BertTokenizerFast")
+    fail("{}: tokenizer_class {:?} with vocab.txt is not supported (supported: BertTokenizer, BertTokenizerFast; "
+         "or a tokenizer.json)", cf.source, cls);
+  if (!cf.boolean(config, "do_basic_tokenize", true, "tokenizer_config"))
+    fail("{}: do_basic_tokenize false is not supported (no BERT pre-tokenization)", cf.source);
+  if (auto it = config.find("never_split"); it != config.end() && !it->is_null() && !(it->is_array() && it->empty()))
+    fail("{}: never_split is not supported", cf.source);
+
+  WordPieceSpec spec;
+  spec.source = (folder / "vocab.txt").string();
+  std::istringstream lines(read_text(folder / "vocab.txt"));
+  int32_t next_id = 0;
+  for (std::string line; std::getline(lines, line); ++next_id) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    spec.vocab[line] = next_id;  // a repeated line: the later id, as transformers' dict keeps it
+  }
+  BertNormalizerOptions normalizer;
+  normalizer.lowercase = cf.boolean(config, "do_lower_case", true, "tokenizer_config");
+  normalizer.handle_chinese_chars = cf.boolean(config, "tokenize_chinese_chars", true, "tokenizer_config");
+  normalizer.strip_accents = cf.boolean(config, "strip_accents", normalizer.lowercase, "tokenizer_config");
+  spec.normalizer = normalizer;
+  auto name = [&](const char* key, const char* fallback) {
+    std::string value = config.contains(key) ? token_string(config[key]) : "";
+    return value.empty() ? std::string(fallback) : value;
+  };
+  spec.unk_token = name("unk_token", "[UNK]");
+  std::string cls_token = name("cls_token", "[CLS]"), sep_token = name("sep_token", "[SEP]");
+  auto id_of = [&](const std::string& token, const char* which) {
+    auto it = spec.vocab.find(token);
+    if (it == spec.vocab.end()) fail("{}: {} {:?} is not in vocab.txt", cf.source, which, token);
+    return it->second;
+  };
+  for (const auto& [key, fallback] : {std::pair{"pad_token", "[PAD]"}, {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"},
+                                      {"sep_token", "[SEP]"}, {"mask_token", "[MASK]"}}) {
+    std::string token = name(key, fallback);
+    if (auto it = spec.vocab.find(token); it != spec.vocab.end()) spec.added_tokens.push_back({token, it->second, true});
+  }
+  spec.post_processor.prefix = {id_of(cls_token, "cls_token")};
+  spec.post_processor.suffix = {id_of(sep_token, "sep_token")};
+  apply_wordpiece_tokenizer_config(folder, spec);
+  return std::make_shared<WordPieceTokenizer>(std::move(spec));
+}
+
 }  // namespace
 
 namespace {
@@ -399,9 +542,10 @@ std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path
   if (!root.is_object()) fail("{}: must be a JSON object", spec.source);
   const json& model = f.object(root, "model", "tokenizer");
   std::string type = model.value("type", "BPE");
+  if (type == "WordPiece") return wordpiece_from_json(f, root, model, file.parent_path());
   if (type != "BPE")
-    fail("{}: model type {:?} is not supported (only BPE: byte-level, or SentencePiece-style with byte_fallback)",
-         spec.source, type);
+    fail("{}: model type {:?} is not supported (supported: BPE, byte-level or SentencePiece-style with byte_fallback; "
+         "WordPiece)", spec.source, type);
   const json decoder = root.value("decoder", json());
   // SentencePiece-style: byte fallback, or a decoder that turns "▁" back into spaces.
   bool sentencepiece = f.boolean(model, "byte_fallback", false, "model") || mentions_type(decoder, "ByteFallback") ||
@@ -426,20 +570,7 @@ std::shared_ptr<const Tokenizer> tokenizer_from_json(const std::filesystem::path
       fail("{}: model.merges[{}] must be \"a b\" or [\"a\", \"b\"], got {}", spec.source, i, merge.dump());
     }
   }
-  if (auto added = root.find("added_tokens"); added != root.end() && !added->is_null()) {
-    if (!added->is_array()) fail("{}: added_tokens must be an array", spec.source);
-    for (const json& token : *added) {
-      if (!token.is_object()) fail("{}: each added_tokens entry must be an object", spec.source);
-      AddedToken t;
-      t.id = f.id(token.contains("id") ? token["id"] : json(), "added_tokens[].id");
-      t.content = f.string(token, "content", "added_tokens[]");
-      t.special = f.boolean(token, "special", false, "added_tokens[]");
-      t.lstrip = f.boolean(token, "lstrip", false, "added_tokens[]");
-      t.rstrip = f.boolean(token, "rstrip", false, "added_tokens[]");
-      t.single_word = f.boolean(token, "single_word", false, "added_tokens[]");
-      spec.added_tokens.push_back(std::move(t));
-    }
-  }
+  parse_added_tokens(f, root, spec.added_tokens);
   parse_normalizer(f, root.value("normalizer", json()), spec.normalizers);
   parse_pre_tokenizer(f, root.value("pre_tokenizer", json()), spec.pre_tokenizers);
   parse_post_processor(f, root.value("post_processor", json()), spec.post_processor);
@@ -674,7 +805,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_folder(const std::filesystem::p
   if (std::filesystem::exists(folder / "tokenizer.json")) return from_tokenizer_json(folder / "tokenizer.json");
   if (std::filesystem::exists(folder / "vocab.json") && std::filesystem::exists(folder / "merges.txt"))
     return from_vocab_merges(folder / "vocab.json", folder / "merges.txt");
-  fail("no tokenizer in {}: expected tokenizer.json, or vocab.json and merges.txt", folder.string());
+  if (std::filesystem::exists(folder / "vocab.txt")) return wordpiece_from_vocab_txt(folder);
+  fail("no tokenizer in {}: expected tokenizer.json, vocab.json and merges.txt, or a BERT vocab.txt", folder.string());
 }
 
 std::shared_ptr<const Tokenizer> Tokenizer::load(const std::string& model) {

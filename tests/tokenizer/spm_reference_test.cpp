@@ -113,7 +113,7 @@ TEST(SpmTokenizer, RefusedKindsSayWhy) {
     return std::string("loaded");
   };
   EXPECT_NE(message(R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}})").find("model type \"Unigram\" is not supported"), std::string::npos);
-  EXPECT_NE(message(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})").find("model type \"WordPiece\" is not supported"), std::string::npos);
+  EXPECT_NE(message(R"({"model": {"type": "WordLevel", "vocab": {"a": 0}}})").find("model type \"WordLevel\" is not supported"), std::string::npos);
   EXPECT_NE(message(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0}, "merges": []}, "decoder": null})")
                 .find("needs a decoder"), std::string::npos);
   EXPECT_NE(message(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0}, "merges": []},

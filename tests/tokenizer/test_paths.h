@@ -20,6 +20,8 @@ inline std::filesystem::path reference_dir() { return TOKENIZER_REFERENCE_DIR; }
 inline std::filesystem::path llama_vocab_dir() { return LLAMA_VOCAB_DIR; }
 // make_spm_reference.mjs's outputs.
 inline std::filesystem::path spm_reference_dir() { return SPM_REFERENCE_DIR; }
+// make_wordpiece_reference.py's outputs (transformers on all-MiniLM-L6-v2's tokenizer).
+inline std::filesystem::path wordpiece_reference_dir() { return WORDPIECE_REFERENCE_DIR; }
 
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
