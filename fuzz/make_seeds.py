@@ -357,6 +357,37 @@ def embeddings_request_seeds(out):
         write(folder, f"malformed-{i:02d}", raw)
 
 
+def responses_request_seeds(out):
+    folder = os.path.join(out, "responses_request")
+    weather = {"type": "function", "name": "get_weather", "description": "Weather", "strict": True,
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                              "additionalProperties": False}}
+    bodies = [
+        {"model": "demo", "input": "Hello"},
+        {"input": "Hi", "instructions": "Be brief.", "max_output_tokens": 16, "temperature": 0, "top_p": 0.9, "stream": True,
+         "store": False, "metadata": {"k": "v"}, "user": "u", "truncation": "disabled", "reasoning": {"effort": "low"}},
+        {"input": [{"role": "developer", "content": "Use tools."},
+                   {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+                   {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"x\"}"},
+                   {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}],
+         "tools": [weather], "tool_choice": "auto", "parallel_tool_calls": False},
+        {"input": "Weather?", "tools": [weather], "tool_choice": {"type": "function", "name": "get_weather"}},
+        {"input": "Weather?", "tools": [weather], "tool_choice": "required"},
+        {"input": "A person", "text": {"format": {"type": "json_schema", "name": "p", "strict": True,
+                                                  "schema": {"type": "object", "properties": {"n": {"type": "string"}}}}}},
+        {"input": "JSON", "text": {"format": {"type": "json_object"}}},
+        {"previous_response_id": "resp_seed", "input": [{"type": "function_call_output", "call_id": "call_seed", "output": "ok"}]},
+        {"previous_response_id": "resp_gone", "input": "x"},
+        {"input": [{"type": "function_call_output", "call_id": "nope", "output": "1"}]},
+        {"input": "x", "tools": [{"type": "web_search"}]},
+        {"input": []},
+        {"input": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a", "annotations": []}]},
+                   {"type": "reasoning", "summary": []}, {"role": "user", "content": "b"}]},
+    ]
+    for i, body in enumerate(bodies):
+        write(folder, f"responses-{i:02d}", json.dumps(body, ensure_ascii=False).encode())
+
+
 # ----------------------------------------------------------------------------- SSE streams
 
 def sse_seeds(out):
@@ -434,6 +465,7 @@ def main():
     chat_template_seeds(args.out, qwen_dir, args.source)
     request_seeds(args.out)
     embeddings_request_seeds(args.out)
+    responses_request_seeds(args.out)
     sse_seeds(args.out)
     grammar_seeds(args.out)
     for target in sorted(os.listdir(args.out)):

@@ -635,7 +635,7 @@ bool HttpServer::Impl::refuse_foreign_caller(const HttpRequest& req, HttpRespons
   if (req.method != "OPTIONS") return false;
   // A preflight: answered here, before the API key check (browsers send it without credentials).
   res.status = 204;
-  res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
   res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
   res.set_header("Access-Control-Max-Age", "600");
   return true;
@@ -652,6 +652,10 @@ void HttpServer::get(const std::string& path, Handler handler) {
 void HttpServer::post(const std::string& path, Handler handler) {
   const bool param = path.size() > 2 && path.back() == '}';
   impl_->routes.push_back({"POST", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler)});
+}
+void HttpServer::del(const std::string& path, Handler handler) {
+  const bool param = path.size() > 2 && path.back() == '}';
+  impl_->routes.push_back({"DELETE", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler)});
 }
 
 int HttpServer::bind() {

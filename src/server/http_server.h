@@ -55,6 +55,7 @@ class HttpServer {
   // `path` is exact, or ends in "{name}" (any non-empty rest, slashes too: HttpRequest::params).
   void get(const std::string& path, Handler handler);
   void post(const std::string& path, Handler handler);
+  void del(const std::string& path, Handler handler);
 
   // Binds (Error when the address cannot be had) and returns the port.
   int bind();

@@ -31,5 +31,10 @@ class ResponseWriter {
 // The shapes. `model_name` and `system_fingerprint` go into every body and chunk.
 std::unique_ptr<ResponseWriter> chat_completion_writer(std::string model_name, std::string system_fingerprint);  // responses/chat_completion.cpp
 std::unique_ptr<ResponseWriter> text_completion_writer(std::string model_name, std::string system_fingerprint);  // responses/text_completion.cpp
+// /v1/responses: `echo` holds the request fields the response object carries, `conversation` the
+// input items the store keeps before the output; `store` null: not kept.
+class ResponseStore;
+std::unique_ptr<ResponseWriter> openai_response_writer(std::string model_name, json echo, json conversation,
+                                                       std::shared_ptr<ResponseStore> store);  // responses/openai_response.cpp
 
 }  // namespace inferlab::api

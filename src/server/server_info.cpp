@@ -46,7 +46,8 @@ json server_info(const ServerOptions& o, int bound_port, const std::string& mode
             {"max_json_depth", o.max_json_depth},
             {"max_prompt_bytes", o.max_prompt_bytes},
             {"slow_client_timeout", o.slow_client_timeout_s},
-            {"send_buffer_bytes", o.send_buffer_bytes}}},
+            {"send_buffer_bytes", o.send_buffer_bytes},
+            {"responses_store_size", o.responses_store_size}}},
           // What the flags' defaults (0: automatic) became once the model was loaded.
           {"resolved",
            {{"context_length", context.context_length},

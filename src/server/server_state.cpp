@@ -22,7 +22,8 @@ HttpOptions http_options_of(const ServerOptions& o) {
           .send_buffer_bytes = o.send_buffer_bytes};
 }
 
-ServerState::ServerState(ServerOptions o) : options(std::move(o)), http(http_options_of(options)) {}
+ServerState::ServerState(ServerOptions o)
+    : options(std::move(o)), http(http_options_of(options)), responses(std::make_shared<ResponseStore>(options.responses_store_size)) {}
 
 void ServerState::require_ready() const {
   if (draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");

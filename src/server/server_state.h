@@ -14,6 +14,7 @@
 #include "server/http_server.h"
 #include "server/openai_request.h"
 #include "server/prometheus.h"
+#include "server/response_store.h"
 
 namespace inferlab::api {
 
@@ -32,6 +33,7 @@ struct ServerState {
   ModelContext context;            // what request parsing knows of the model, set at load
   std::string system_fingerprint;  // set at load: the served configuration
   std::time_t created = std::time(nullptr);
+  std::shared_ptr<ResponseStore> responses;  // /v1/responses' finished ones (--responses-store-size)
 
   std::atomic<int> active_streams{0};
   std::atomic<uint64_t> memory_trims{0};

@@ -71,12 +71,13 @@ def test_broken(cli, script):
     if code != 1:
         failures.append(f"exit code {code} (expected 1: checks failed)")
     for name in ("stream.separators", "stream.done", "stream.role_chunk_content", "stream.one_id", "errors.bad_json",
-                 "errors.not_an_object", "errors.unknown_route", "models.retrieve", "completions.stream"):
+                 "errors.not_an_object", "errors.unknown_route", "models.retrieve", "completions.stream",
+                 "responses.stream", "responses.unknown_previous"):
         if checks.get(name, {}).get("status") != "fail":
             failures.append(f"{name}: {checks.get(name, {}).get('status')} (the broken server must fail it)")
         elif not checks[name]["request"]:
             failures.append(f"{name}: a failure without its request as evidence")
-    for name in ("models.list",):
+    for name in ("models.list", "responses.create"):
         if checks.get(name, {}).get("status") != "pass":
             failures.append(f"{name}: {checks.get(name, {}).get('status')} (the broken server does this right)")
     return failures

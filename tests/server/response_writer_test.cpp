@@ -125,11 +125,13 @@ TEST(ResponseWriter, AStreamErrorIsAnOpenAIErrorEventThenDone) {
 TEST(RouteTable, EveryRouteIsListedOnceWithAMethodTheTransportServes) {
   std::set<std::pair<std::string, std::string>> seen;
   for (const api::Route& route : api::server_routes()) {
-    EXPECT_TRUE(std::string(route.method) == "GET" || std::string(route.method) == "POST") << route.path;
+    const std::string method = route.method;
+    EXPECT_TRUE(method == "GET" || method == "POST" || method == "DELETE") << route.path;
     EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.method << " " << route.path << " twice";
   }
   EXPECT_TRUE(seen.count({"POST", "/v1/chat/completions"}));
   EXPECT_TRUE(seen.count({"POST", "/v1/completions"}));
+  EXPECT_TRUE(seen.count({"DELETE", "/v1/responses/{id}"}));
 }
 
 }  // namespace

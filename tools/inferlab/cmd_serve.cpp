@@ -163,6 +163,10 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-prompt-tokens", args->server.max_prompt_tokens, "Longest prompt in tokens (0: the context length)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--responses-store-size", args->server.responses_store_size,
+                  "Finished /v1/responses kept for GET /v1/responses/{id} and previous_response_id; past it the least "
+                  "recently used goes and its id answers 404 (0: none kept)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24));
   cmd->add_option("--max-json-depth", args->server.max_json_depth, "Deepest nesting of arrays and objects in a request body")
       ->capture_default_str()->check(CLI::Range(1, 10000));
   cmd->add_option("--max-prompt-bytes", args->server.max_prompt_bytes,

@@ -24,6 +24,8 @@ struct ServerOptions {
   int max_n = 16;                  // largest `n` (choices per request)
   bool log_requests = false;
   bool timings = true;             // a `timings` object in every answer (docs/measurement.md)
+  std::size_t responses_store_size = 1024;  // /v1/responses kept for GET and previous_response_id; past it the
+                                           // least recently used goes (0: none kept)
   double sse_ping_interval_s = 30; // a `: ping` SSE comment after this long with nothing sent (0: none);
                                    // 30 s is llama.cpp's default (its PR #24013)
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.

@@ -96,7 +96,10 @@ Stream Probe::stream(const std::string& path, const json& body) {
   out.body = std::move(bytes);
   out.parsed = json();
   last_bytes_ = out.body;
-  SseParser parser([&](const SseEvent& event) { out.data.push_back(event.data); });
+  SseParser parser([&](const SseEvent& event) {
+    out.data.push_back(event.data);
+    out.names.push_back(event.event);
+  });
   try {
     parser.feed(out.body);
     parser.finish();

@@ -54,6 +54,7 @@ struct Answer {
 // A streamed answer: the raw bytes, and the `data:` payloads as an SSE client reads them.
 struct Stream : Answer {
   std::vector<std::string> data;  // every event's data, in order ([DONE] included)
+  std::vector<std::string> names;  // every event's `event:` name, in the same order ("" without one)
   std::vector<json> chunks;       // the JSON objects among them (not [DONE], not unparsable ones)
   bool done = false;              // the last event is [DONE]
   std::string text() const;       // the choices' concatenated text (delta.content or text), choice 0
@@ -120,6 +121,7 @@ void add_stream_checks(std::vector<Check>& checks);
 void add_generation_checks(std::vector<Check>& checks);
 void add_error_checks(std::vector<Check>& checks);
 void add_serving_checks(std::vector<Check>& checks);
+void add_responses_checks(std::vector<Check>& checks);
 
 // Shared assertions.
 // OpenAI's error answer: `status`, a JSON body {"error": {"message": non-empty string, "type":

@@ -18,6 +18,9 @@ std::span<const Route> server_routes() {
       {"POST", "/v1/embeddings", embeddings},
       {"POST", "/tokenize", tokenize},
       {"POST", "/detokenize", detokenize},
+      {"POST", "/v1/responses", create_response},
+      {"GET", "/v1/responses/{id}", get_response},
+      {"DELETE", "/v1/responses/{id}", delete_response},
   };
   return kRoutes;
 }

@@ -14,7 +14,7 @@ namespace inferlab::api {
 using RouteHandler = void (*)(ServerState& state, const HttpRequest& req, HttpResponse& res);
 
 struct Route {
-  const char* method;  // "GET" or "POST"
+  const char* method;  // "GET", "POST" or "DELETE"
   const char* path;    // exact, or ending in "{name}" (HttpServer::get)
   RouteHandler handler;
 };
@@ -35,6 +35,10 @@ void embeddings(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // tokenize.cpp: the tokenizer as a service.
 void tokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void detokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
+// responses.cpp: OpenAI's Responses API and its store of finished responses.
+void create_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
+void get_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
+void delete_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // observability.cpp: what the server runs with and how it is doing.
 void get_server_info(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void get_metrics(ServerState& state, const HttpRequest& req, HttpResponse& res);
