@@ -31,5 +31,10 @@ class ResponseWriter {
 // The shapes. `model_name` and `system_fingerprint` go into every body and chunk.
 std::unique_ptr<ResponseWriter> chat_completion_writer(std::string model_name, std::string system_fingerprint);  // responses/chat_completion.cpp
 std::unique_ptr<ResponseWriter> text_completion_writer(std::string model_name, std::string system_fingerprint);  // responses/text_completion.cpp
+std::unique_ptr<ResponseWriter> anthropic_message_writer(std::string model_name);  // responses/anthropic_message.cpp
+
+// Anthropic's error shape {"type": "error", "error": {"type", "message"}}, its type from the status
+// (the ErrorShape of Anthropic's routes; also the stream's `event: error`).
+json anthropic_error_body(const ApiError& error);
 
 }  // namespace inferlab::api
