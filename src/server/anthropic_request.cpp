@@ -177,9 +177,10 @@ json conversation(const json& body) {
       invalid("messages", fmt::format("messages[{}].role '{}' is not one of user, assistant, system", i, r));
     }
   }
-  if ((*messages).back().value("role", "") != "user")
+  // Every role was checked to be a string above.
+  if (const std::string last = (*messages).back()["role"].get<std::string>(); last != "user")
     invalid("messages", fmt::format("the last message is from the {}; continuing (prefilling) it is not supported: end with a "
-                                    "user message", (*messages).back().value("role", "")));
+                                    "user message", last));
   return std::move(chat.messages);
 }
 
@@ -255,7 +256,8 @@ ToolChoice parse_tool_choice(const json& body, const Tools& tools) {
 // Fields that ask for what this server does not do: refused by name rather than ignored.
 void refuse_unsupported(const json& body) {
   if (const json* thinking = field(body, "thinking")) {
-    if (!thinking->is_object() || thinking->value("type", "") != "disabled")
+    const json* type = thinking->is_object() ? field(*thinking, "type") : nullptr;
+    if (!type || *type != "disabled")
       invalid("thinking", "'thinking' (extended thinking) is not supported by this server; leave it out or give {\"type\": \"disabled\"}");
   }
   for (const char* name : {"container", "mcp_servers", "context_management"})

@@ -163,6 +163,8 @@ TEST(AnthropicRequest, RefusalsNameWhatIsRefused) {
   json body = request({{{"role", "user"}, {"content", "Hi"}}});
   body["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
   EXPECT_EQ(refused(body).param, "thinking");
+  body["thinking"] = {{"type", json::array()}};  // not a string: still a 400, never a JSON type error
+  EXPECT_EQ(refused(body).param, "thinking");
   body.erase("thinking");
   body["temperature"] = 1.5;  // Anthropic's range is 0..1
   EXPECT_EQ(refused(body).param, "temperature");
