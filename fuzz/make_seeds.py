@@ -301,6 +301,38 @@ def chat_template_seeds(out, qwen_dir, source):
             write(folder, f"{name}-conv{i}", source_text.encode("utf-8") + b"\0" + json.dumps(messages, ensure_ascii=False).encode())
 
 
+# ----------------------------------------------------------------------------- Anthropic requests
+
+def anthropic_request_seeds(out):
+    """Bodies for /v1/messages (first byte 0) and /v1/messages/count_tokens (first byte 1)."""
+    folder = os.path.join(out, "anthropic_request")
+    weather = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tool = {"name": "get_weather", "description": "Weather", "input_schema": weather}
+    bodies = [
+        {"model": "demo", "max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]},
+        {"model": "demo", "max_tokens": 8, "system": [{"type": "text", "text": "Be brief."}], "temperature": 0.2, "top_p": 0.9,
+         "top_k": 40, "stop_sequences": ["END"], "stream": True, "metadata": {"user_id": "u"},
+         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]},
+        {"model": "demo", "max_tokens": 32, "tools": [tool], "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
+         "messages": [{"role": "user", "content": "Weather?"}]},
+        {"model": "demo", "max_tokens": 32, "tools": [tool], "tool_choice": {"type": "tool", "name": "get_weather"},
+         "messages": [{"role": "user", "content": "Weather?"},
+                      {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                                         "input": {"city": "Paris"}}]},
+                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny",
+                                                    "is_error": False}, {"type": "text", "text": "And?"}]}]},
+        {"model": "demo", "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x"}]}]},
+        {"model": "demo", "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
+        {"model": "demo", "messages": [{"role": "assistant", "content": "x"}]},
+        {"model": "demo", "max_tokens": 8, "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": []},
+    ]
+    for i, body in enumerate(bodies):
+        write(folder, f"messages-{i:02d}", b"\0" + json.dumps(body, ensure_ascii=False).encode())
+        write(folder, f"count-{i:02d}", b"\1" + json.dumps(body, ensure_ascii=False).encode())
+    for i, raw in enumerate([b"", b"[]", b"{", b'{"messages": 1}', b'{"model": "demo", "max_tokens": 1e999}']):
+        write(folder, f"malformed-{i:02d}", bytes([i & 1]) + raw)
+
+
 # ----------------------------------------------------------------------------- OpenAI requests
 
 def request_seeds(out):
@@ -466,6 +498,7 @@ def main():
     request_seeds(args.out)
     embeddings_request_seeds(args.out)
     responses_request_seeds(args.out)
+    anthropic_request_seeds(args.out)
     sse_seeds(args.out)
     grammar_seeds(args.out)
     for target in sorted(os.listdir(args.out)):

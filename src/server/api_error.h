@@ -21,6 +21,11 @@ struct ApiError : std::exception {
   json body() const;
 };
 
+// How a route writes its errors: ApiError::body (OpenAI's shape) unless the route gives another
+// (Anthropic's routes: anthropic_error_body, responses/anthropic_message.cpp). The transport uses
+// the route's for every error it answers there, its own (auth, limits, overload) included.
+using ErrorShape = json (*)(const ApiError& error);
+
 // Serialise with invalid UTF-8 replaced (a token may be half a character).
 std::string dump(const json& value);
 

@@ -37,6 +37,13 @@ bool bearer_matches(std::string_view authorization, std::string_view key) {
   return !key.empty() && constant_time_equal(trim(authorization.substr(scheme.size())), key);
 }
 
+bool key_matches(std::string_view authorization, std::string_view x_api_key, std::string_view key) {
+  // Both compared whatever the first says, so the time taken does not tell which header was right.
+  const bool bearer = bearer_matches(authorization, key);
+  const bool header = !key.empty() && !x_api_key.empty() && constant_time_equal(x_api_key, key);
+  return bearer || header;
+}
+
 bool is_public_path(std::string_view path) { return path == "/health" || path == "/dashboard"; }
 
 }  // namespace inferlab::api

@@ -13,6 +13,9 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 // ignored) carrying exactly `key`.
 bool bearer_matches(std::string_view authorization, std::string_view key);
 
+// The request carries `key`: as a Bearer token, or as Anthropic's `x-api-key` header value (whole).
+bool key_matches(std::string_view authorization, std::string_view x_api_key, std::string_view key);
+
 // Paths answered without the key: /health (probes) and /dashboard, the dashboard's static page,
 // which a browser loads without headers; it holds no data and asks for the key itself.
 bool is_public_path(std::string_view path);

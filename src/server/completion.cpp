@@ -43,7 +43,11 @@ std::string StopMatcher::feed(const std::string& piece) {
   if (hit_) return "";
   held_ += piece;
   std::size_t first = std::string::npos;
-  for (const auto& stop : stops_) first = std::min(first, held_.find(stop));
+  for (const auto& stop : stops_)
+    if (std::size_t at = held_.find(stop); at < first) {
+      first = at;
+      matched_ = stop;
+    }
   if (first != std::string::npos) {
     hit_ = true;
     std::string out = held_.substr(0, first);

@@ -23,11 +23,13 @@ class StopMatcher {
   std::string feed(const std::string& piece);
   std::string finish();  // the held-back tail when the stream ends without a stop string
   bool hit() const { return hit_; }
+  const std::string& matched() const { return matched_; }  // the stop string that was hit (Anthropic's stop_sequence)
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
   bool hit_ = false;
+  std::string matched_;
 };
 
 // One sampled token with its logprobs as the engine gave them, and where its text starts among the

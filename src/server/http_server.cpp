@@ -74,21 +74,21 @@ std::string percent_decoded(std::string_view path) {
   return out;
 }
 
-// The answer to a handler's exception, in OpenAI's error shape.
-HttpResponse error_response(std::exception_ptr ep) {
+// The answer to a handler's exception, in the route's error shape.
+HttpResponse error_response(std::exception_ptr ep, ErrorShape shape) {
   HttpResponse res;
   try {
     std::rethrow_exception(ep);
   } catch (const ApiError& e) {
-    send_error(res, e);
+    send_error(res, e, shape);
   } catch (const OverloadedError& e) {
-    send_error(res, ApiError(503, e.what(), "", "overloaded", "server_error"));
+    send_error(res, ApiError(503, e.what(), "", "overloaded", "server_error"), shape);
   } catch (const Error& e) {
-    send_error(res, ApiError(400, e.what()));
+    send_error(res, ApiError(400, e.what()), shape);
   } catch (const std::exception& e) {
-    send_error(res, ApiError(500, e.what(), "", "", "server_error"));
+    send_error(res, ApiError(500, e.what(), "", "", "server_error"), shape);
   } catch (...) {
-    send_error(res, ApiError(500, "internal error", "", "", "server_error"));
+    send_error(res, ApiError(500, "internal error", "", "", "server_error"), shape);
   }
   return res;
 }
@@ -100,9 +100,9 @@ void send_json(HttpResponse& res, int status, const json& body) {
   res.set_content(dump(body), "application/json");
 }
 
-void send_error(HttpResponse& res, const ApiError& error) {
+void send_error(HttpResponse& res, const ApiError& error, ErrorShape shape) {
   if (error.status == 503) res.set_header("Retry-After", "1");
-  send_json(res, error.status, error.body());
+  send_json(res, error.status, shape ? shape(error) : error.body());
 }
 
 struct HttpServer::Impl {
@@ -111,6 +111,7 @@ struct HttpServer::Impl {
     bool param = false;
     std::string pattern;  // as given ("/v1/models/{id}"): the path label of /metrics
     Handler handler;
+    ErrorShape error_shape = nullptr;
   };
 
   HttpOptions options;
@@ -138,10 +139,11 @@ struct HttpServer::Impl {
   void accept();
   const Route* find_route(const HttpRequest& req, std::vector<std::string>& params) const;
   std::string path_label(const std::string& path) const;  // a route's pattern, or "other"
+  ErrorShape error_shape_for(const std::string& path) const;  // the route's at this path (any method), else nullptr
   // Host/Origin, API key, route, handler: the whole answer to one admitted request.
   HttpResponse handle(HttpRequest& req) const;
   bool refuse_foreign_caller(const HttpRequest& req, HttpResponse& res) const;
-  HttpResponse overloaded() const;
+  HttpResponse overloaded(ErrorShape shape) const;
   void count(const std::string& method, const std::string& path, int status, const std::string& request_id);
 };
 
@@ -286,12 +288,16 @@ class Session : public std::enable_shared_from_this<Session> {
   // A transport-level error: answered in OpenAI's shape, then the connection closed (where the next
   // request would start is unknown).
   void refuse(int status, const std::string& message) {
-    HttpResponse res;
-    send_json(res, status, ApiError(status, message).body());
     close_after_ = true;
     request_id_ = request_id_for(parser_ && parser_->is_header_done() ? std::string(parser_->get()["x-request-id"]) : "");
     method_ = parser_ && parser_->is_header_done() ? std::string(parser_->get().method_string()) : "-";
     path_ = parser_ && parser_->is_header_done() ? std::string(parser_->get().target()) : "-";
+    HttpResponse res;
+    // The route's shape: its target is known once the request line is read, even when the
+    // headers then failed (a Content-Length past --max-body-bytes fails them).
+    const std::string target = parser_ ? std::string(parser_->get().target()) : "";
+    const ErrorShape shape = server_.error_shape_for(percent_decoded(target.substr(0, target.find('?'))));
+    send_json(res, status, shape ? shape(ApiError(status, message)) : ApiError(status, message).body());
     respond(std::move(res));
   }
 
@@ -307,13 +313,14 @@ class Session : public std::enable_shared_from_this<Session> {
     method_ = req.method;
     path_ = req.path;
     request_id_ = request_id_for(req.header("x-request-id"));
+    error_shape_ = server_.error_shape_for(req.path);
     if (!message.keep_alive()) close_after_ = true;
     phase_ = Phase::handling;
     watch();
 
     if (!admitted_) {
       close_after_ = true;  // past --max-connections: one answer, then the connection goes
-      if (!is_monitoring(req.path)) return respond(server_.overloaded());
+      if (!is_monitoring(req.path)) return respond(server_.overloaded(error_shape_));
     }
     if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS" || is_monitoring(req.path))
       return respond(server_.handle(req));
@@ -392,7 +399,7 @@ class Session : public std::enable_shared_from_this<Session> {
       try {
         res = deferred_->poll();
       } catch (...) {
-        res = error_response(std::current_exception());
+        res = error_response(std::current_exception(), error_shape_);
       }
       if (!res) return;
       deferred_.reset();
@@ -508,6 +515,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<StreamedBody> stream_;
   bool stream_ended_ = false;
   std::shared_ptr<DeferredResponse> deferred_;
+  ErrorShape error_shape_ = nullptr;  // the request's route's (errors of a deferred answer)
   HttpHeaders carried_headers_;
   std::atomic<bool> wake_posted_{false};
 };
@@ -571,11 +579,19 @@ void HttpServer::Impl::count(const std::string& method, const std::string& path,
     std::fprintf(stderr, "%s %s -> %d [%s]\n", method.c_str(), path.c_str(), status, request_id.c_str());
 }
 
-HttpResponse HttpServer::Impl::overloaded() const {
+ErrorShape HttpServer::Impl::error_shape_for(const std::string& path) const {
+  for (const auto& route : routes)
+    if (route.param ? path.size() > route.path.size() && path.compare(0, route.path.size(), route.path) == 0
+                    : route.path == path)
+      return route.error_shape;
+  return nullptr;
+}
+
+HttpResponse HttpServer::Impl::overloaded(ErrorShape shape) const {
   HttpResponse res;
   send_error(res, ApiError(503, fmt::format("the server is at its limit of {} connections (--max-connections); "
                                             "retry after a second", connection_limit),
-                           "", "overloaded", "server_error"));
+                           "", "overloaded", "server_error"), shape);
   return res;
 }
 
@@ -584,12 +600,14 @@ HttpResponse HttpServer::Impl::handle(HttpRequest& req) const {
   // Host, Origin, then the API key: checked before routing, so no handler (and no body parsing)
   // runs for a stranger.
   if (refuse_foreign_caller(req, res)) return res;
-  if (!options.api_key.empty() && !is_public_path(req.path) && !bearer_matches(req.header("Authorization"), options.api_key)) {
+  const ErrorShape shape = error_shape_for(req.path);
+  if (!options.api_key.empty() && !is_public_path(req.path) &&
+      !key_matches(req.header("Authorization"), req.header("x-api-key"), options.api_key)) {
     res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, ApiError(401, req.has("Authorization")
+    send_error(res, ApiError(401, req.has("Authorization") || req.has("x-api-key")
                                       ? "incorrect API key provided (the key given to inferlab serve --api-key is needed)"
-                                      : "missing API key: send the header 'Authorization: Bearer <key>'",
-                             "", "invalid_api_key"));
+                                      : "missing API key: send the header 'Authorization: Bearer <key>' (or 'x-api-key: <key>')",
+                             "", "invalid_api_key", "invalid_request_error"), shape);
     return res;
   }
   const Route* route = find_route(req, req.params);
@@ -600,7 +618,7 @@ HttpResponse HttpServer::Impl::handle(HttpRequest& req) const {
   try {
     route->handler(req, res);
   } catch (...) {
-    HttpResponse error = error_response(std::current_exception());
+    HttpResponse error = error_response(std::current_exception(), route->error_shape);
     for (auto& [name, value] : res.headers)
       if (!has_header(error.headers, name)) error.headers.emplace_back(name, value);
     return error;
@@ -645,17 +663,17 @@ HttpServer::HttpServer(const HttpOptions& options) : impl_(std::make_shared<Impl
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::get(const std::string& path, Handler handler) {
+void HttpServer::get(const std::string& path, Handler handler, ErrorShape error_shape) {
   const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"GET", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler)});
+  impl_->routes.push_back({"GET", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler), error_shape});
 }
-void HttpServer::post(const std::string& path, Handler handler) {
+void HttpServer::post(const std::string& path, Handler handler, ErrorShape error_shape) {
   const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"POST", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler)});
+  impl_->routes.push_back({"POST", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler), error_shape});
 }
-void HttpServer::del(const std::string& path, Handler handler) {
+void HttpServer::del(const std::string& path, Handler handler, ErrorShape error_shape) {
   const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"DELETE", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler)});
+  impl_->routes.push_back({"DELETE", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler), error_shape});
 }
 
 int HttpServer::bind() {

@@ -38,7 +38,8 @@ struct HttpOptions {
 };
 
 void send_json(HttpResponse& res, int status, const json& body);
-void send_error(HttpResponse& res, const ApiError& error);  // with Retry-After on a 503
+// With Retry-After on a 503; `shape` lays out the body (nullptr: OpenAI's).
+void send_error(HttpResponse& res, const ApiError& error, ErrorShape shape = nullptr);
 
 class HttpServer {
  public:
@@ -53,9 +54,10 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // `path` is exact, or ends in "{name}" (any non-empty rest, slashes too: HttpRequest::params).
-  void get(const std::string& path, Handler handler);
-  void post(const std::string& path, Handler handler);
-  void del(const std::string& path, Handler handler);
+  // `error_shape`: how errors on this path are written (nullptr: OpenAI's shape).
+  void get(const std::string& path, Handler handler, ErrorShape error_shape = nullptr);
+  void post(const std::string& path, Handler handler, ErrorShape error_shape = nullptr);
+  void del(const std::string& path, Handler handler, ErrorShape error_shape = nullptr);
 
   // Binds (Error when the address cannot be had) and returns the port.
   int bind();

@@ -111,7 +111,24 @@ void parse_tool_choice(const json& body, const ModelContext& model, const std::v
       bad("tool_choice", "tool_choice must be none, auto, required or {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}");
     }
   }
-  const bool parallel = boolean(body, "parallel_tool_calls", true);
+  ToolChoice parsed;
+  parsed.mode = choice == "none" ? ToolChoiceMode::none : choice == "required" ? ToolChoiceMode::required
+              : choice == "named" ? ToolChoiceMode::named : ToolChoiceMode::automatic;
+  parsed.name = named;
+  parsed.parallel = boolean(body, "parallel_tool_calls", true);
+  apply_tool_choice(parsed, tools, model, out);
+}
+
+}  // namespace
+
+void apply_tool_choice(const ToolChoice& tool_choice, const std::vector<ToolDefinition>& tools, const ModelContext& model,
+                       ParsedRequest& out) {
+  const bool parallel = tool_choice.parallel;
+  const std::string& named = tool_choice.name;
+  const std::string choice = tool_choice.mode == ToolChoiceMode::none       ? "none"
+                             : tool_choice.mode == ToolChoiceMode::required ? "required"
+                             : tool_choice.mode == ToolChoiceMode::named    ? "named"
+                                                                            : "auto";
   if (tools.empty()) {
     if (choice == "required" || choice == "named") bad("tool_choice", "tool_choice '{}' needs 'tools'", choice == "named" ? named : choice);
     return;
@@ -152,6 +169,8 @@ void parse_tool_choice(const json& body, const ModelContext& model, const std::v
   out.grammar = compile(model, "tools", [&] { return format->triggered_grammar(defs, parallel, model.limits.grammar); });
   out.grammar_trigger = format->trigger();
 }
+
+namespace {
 
 // Fields both endpoints share: sampling, stop, n, stream, max tokens.
 void parse_common(const json& body, const ModelContext& model, ParsedRequest& out, std::optional<int64_t>& max_tokens) {
@@ -242,7 +261,8 @@ void resolve_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, c
   }
 }
 
-// The server's limits that are checked on the raw body, before anything else is parsed.
+}  // namespace
+
 void check_body_limits(const json& body, const RequestLimits& limits, bool chat) {
   if (chat && body.contains("messages") && body["messages"].is_array() && limits.max_messages > 0 &&
       body["messages"].size() > static_cast<std::size_t>(limits.max_messages))
@@ -253,6 +273,8 @@ void check_body_limits(const json& body, const RequestLimits& limits, bool chat)
       throw ApiError(400, fmt::format("'{}' is {}; this server allows at most {} (--max-tokens-limit)", name, body[name].dump(),
                                       limits.max_tokens), name);
 }
+
+namespace {
 
 // The server's limits on the tokenized prompts; a resolved max_tokens is capped to its limit.
 void check_prompt_limits(ParsedRequest& out, const RequestLimits& limits) {
@@ -419,29 +441,37 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
     }
     rendered.push_back(std::move(m));
   }
-  if (!model.text->has_chat_template())
-    throw ApiError(400, "this model has no chat template (tokenizer_config.json); use /v1/completions with a prompt", "messages");
   json extra = json::object();
   if (tools) extra["tools"] = *tools;
   if (const json* kwargs = field(body, "chat_template_kwargs")) {
     if (!kwargs->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     for (const auto& [key, value] : kwargs->items()) extra[key] = value;
   }
-  std::string prompt;
-  try {
-    prompt = model.text->render_chat(rendered, extra);
-  } catch (const std::exception& e) {
-    throw ApiError(400, fmt::format("the chat template could not be applied to these messages: {}", e.what()), "messages");
-  }
-  check_prompt_bytes(prompt, model, server_limits, "messages");
-  out.prompts.push_back(model.text->tokenize(prompt, false));
-  out.prompt_texts.push_back(prompt);
-  resolve_max_tokens(out, max_tokens, model);
-  if (server_limits) check_prompt_limits(out, model.limits);
+  add_chat_prompt(rendered, extra, model, server_limits, out);
+  fit_max_tokens(out, max_tokens, model, server_limits);
   return out;
 }
 
 }  // namespace
+
+void add_chat_prompt(const json& messages, const json& extra, const ModelContext& model, bool server_limits, ParsedRequest& out) {
+  if (!model.text->has_chat_template())
+    throw ApiError(400, "this model has no chat template (tokenizer_config.json); use /v1/completions with a prompt", out.prompt_field);
+  std::string prompt;
+  try {
+    prompt = model.text->render_chat(messages, extra);
+  } catch (const std::exception& e) {
+    throw ApiError(400, fmt::format("the chat template could not be applied to these messages: {}", e.what()), out.prompt_field);
+  }
+  check_prompt_bytes(prompt, model, server_limits, out.prompt_field.c_str());
+  out.prompts.push_back(model.text->tokenize(prompt, false));
+  out.prompt_texts.push_back(prompt);
+}
+
+void fit_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, const ModelContext& model, bool server_limits) {
+  resolve_max_tokens(out, max_tokens, model);
+  if (server_limits) check_prompt_limits(out, model.limits);
+}
 
 ParsedRequest parse_chat_request(const json& body, const ModelContext& model) { return chat_request(body, model, true); }
 

@@ -70,6 +70,31 @@ struct ParsedRequest {
   std::shared_ptr<const ToolCallFormat> tool_format;
 };
 
+// What a request's tool choice asks, whichever API spelled it (OpenAI's none / auto / required /
+// {"function": ...}, Anthropic's none / auto / any / {"type": "tool"}).
+enum class ToolChoiceMode { none, automatic, required, named };
+struct ToolChoice {
+  ToolChoiceMode mode = ToolChoiceMode::automatic;
+  std::string name;  // named: the one tool to call
+  bool parallel = true;
+};
+// The template's tool-call format into out.tool_format (none: no calls parsed) and, for required /
+// named (or strict tools with auto), the grammar that forces the calls.
+void apply_tool_choice(const ToolChoice& choice, const std::vector<ToolDefinition>& tools, const ModelContext& model,
+                       ParsedRequest& out);
+
+// A chat as the chat template reads it (role, content, tool_calls with object arguments,
+// tool_call_id) rendered with `extra` (the template's other variables: tools, kwargs), its bytes
+// checked, tokenized into out.prompts; errors name out.prompt_field. server_limits: false when
+// the prompt is only counted (/tokenize), so the server's --max-prompt-* do not apply.
+void add_chat_prompt(const json& messages, const json& extra, const ModelContext& model, bool server_limits, ParsedRequest& out);
+// max_tokens per prompt against the context (none given: the room left), then with server_limits
+// the server's prompt limits.
+void fit_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, const ModelContext& model, bool server_limits);
+// The server's limits checked on the raw body before anything is parsed: --max-messages (chat:
+// the 'messages' array) and --max-tokens-limit ('max_tokens', 'max_completion_tokens').
+void check_body_limits(const json& body, const RequestLimits& limits, bool chat);
+
 // ApiError on malformed JSON, a non-object, or arrays/objects nested deeper than `max_depth`
 // (checked on the raw bytes first: nothing recursive walks a body that is too deep).
 json parse_json_object(const std::string& body, int max_depth);

@@ -36,5 +36,10 @@ std::unique_ptr<ResponseWriter> text_completion_writer(std::string model_name, s
 class ResponseStore;
 std::unique_ptr<ResponseWriter> openai_response_writer(std::string model_name, json echo, json conversation,
                                                        std::shared_ptr<ResponseStore> store);  // responses/openai_response.cpp
+std::unique_ptr<ResponseWriter> anthropic_message_writer(std::string model_name);  // responses/anthropic_message.cpp
+
+// Anthropic's error shape {"type": "error", "error": {"type", "message"}}, its type from the status
+// (the ErrorShape of Anthropic's routes; also the stream's `event: error`).
+json anthropic_error_body(const ApiError& error);
 
 }  // namespace inferlab::api

@@ -165,9 +165,9 @@ void Server::Impl::add_routes() {
       run(*this, req, res);
     };
     const std::string_view method = route.method;
-    if (method == "GET") http.get(route.path, std::move(handler));
-    else if (method == "POST") http.post(route.path, std::move(handler));
-    else if (method == "DELETE") http.del(route.path, std::move(handler));
+    if (method == "GET") http.get(route.path, std::move(handler), route.error_shape);
+    else if (method == "POST") http.post(route.path, std::move(handler), route.error_shape);
+    else if (method == "DELETE") http.del(route.path, std::move(handler), route.error_shape);
     else fail("the route {} {} has a method the transport does not serve", route.method, route.path);
   }
 }

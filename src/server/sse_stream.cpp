@@ -5,6 +5,7 @@
 namespace inferlab::api {
 
 std::string sse_data(const json& value) { return "data: " + dump(value) + "\n\n"; }
+std::string sse_event(const char* name, const json& value) { return std::string("event: ") + name + "\n" + sse_data(value); }
 
 namespace {
 

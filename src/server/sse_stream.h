@@ -13,8 +13,9 @@
 
 namespace inferlab::api {
 
-// SSE framing: one `data:` event (a shape with named events adds their framing here).
+// SSE framing: one `data:` event, or a named one (`event:` line first, as Anthropic's stream has).
 std::string sse_data(const json& value);
+std::string sse_event(const char* name, const json& value);
 
 // Answers `res` with `completion` as an SSE stream written by `writer`; `active_streams` counts it
 // while it is open. After `ping_interval` with nothing sent (queue wait, long prefill) a `: ping`

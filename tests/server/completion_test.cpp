@@ -31,6 +31,14 @@ TEST(StopMatcher, FindsAStopSplitAcrossManyPieces) {
   EXPECT_TRUE(stop.hit());
 }
 
+TEST(StopMatcher, NamesTheStopStringThatComesFirstInTheText) {
+  inferlab::api::StopMatcher stop({"world", "lo w"});
+  EXPECT_TRUE(stop.matched().empty());
+  EXPECT_EQ(stop.feed("hello world"), "hel");  // "lo w" starts before "world"
+  EXPECT_TRUE(stop.hit());
+  EXPECT_EQ(stop.matched(), "lo w");
+}
+
 TEST(StopMatcher, WithoutStopsEverythingPassesThrough) {
   inferlab::api::StopMatcher stop({});
   EXPECT_EQ(stop.feed("abc"), "abc");

@@ -33,6 +33,7 @@ std::vector<Check> all_checks() {
   conform::add_error_checks(checks);
   conform::add_serving_checks(checks);
   conform::add_responses_checks(checks);
+  conform::add_messages_checks(checks);
   return checks;
 }
 

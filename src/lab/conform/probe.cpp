@@ -84,9 +84,9 @@ Answer Probe::post_raw(const std::string& path, const std::string& body, const R
   return send(path, body, request, false, {});
 }
 
-Stream Probe::stream(const std::string& path, const json& body) {
+Stream Probe::stream(const std::string& path, const json& body, const RequestOptions& request) {
   std::string bytes;
-  Answer answer = send(path, body.dump(), {}, true, [&](std::string_view piece) {
+  Answer answer = send(path, body.dump(), request, true, [&](std::string_view piece) {
     bytes.append(piece);
     return true;
   });

@@ -79,7 +79,7 @@ class Probe {
   Answer get(const std::string& path, const RequestOptions& request = {});
   Answer post(const std::string& path, const json& body, const RequestOptions& request = {});
   Answer post_raw(const std::string& path, const std::string& body, const RequestOptions& request = {});
-  Stream stream(const std::string& path, const json& body);
+  Stream stream(const std::string& path, const json& body, const RequestOptions& request = {});
 
   // A chat body for the model served: one user message, `extra` merged over it.
   json chat(const json& extra = json::object()) const;
@@ -122,6 +122,7 @@ void add_generation_checks(std::vector<Check>& checks);
 void add_error_checks(std::vector<Check>& checks);
 void add_serving_checks(std::vector<Check>& checks);
 void add_responses_checks(std::vector<Check>& checks);
+void add_messages_checks(std::vector<Check>& checks);  // Anthropic's /v1/messages
 
 // Shared assertions.
 // OpenAI's error answer: `status`, a JSON body {"error": {"message": non-empty string, "type":

@@ -1,6 +1,8 @@
 // The route table: one line per route. The transport counts requests under these paths (/metrics).
 #include "server/handlers/routes.h"
 
+#include "server/response_writer.h"
+
 namespace inferlab::api {
 
 std::span<const Route> server_routes() {
@@ -16,6 +18,8 @@ std::span<const Route> server_routes() {
       {"POST", "/v1/chat/completions", chat_completions},
       {"POST", "/v1/completions", completions},
       {"POST", "/v1/embeddings", embeddings},
+      {"POST", "/v1/messages", messages, anthropic_error_body},
+      {"POST", "/v1/messages/count_tokens", count_message_tokens, anthropic_error_body},
       {"POST", "/tokenize", tokenize},
       {"POST", "/detokenize", detokenize},
       {"POST", "/v1/responses", create_response},

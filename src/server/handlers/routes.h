@@ -10,13 +10,14 @@
 namespace inferlab::api {
 
 // May throw what HttpServer::Handler may throw (ApiError, OverloadedError, Error): answered in
-// OpenAI's error shape by the transport.
+// the route's error shape by the transport.
 using RouteHandler = void (*)(ServerState& state, const HttpRequest& req, HttpResponse& res);
 
 struct Route {
   const char* method;  // "GET", "POST" or "DELETE"
   const char* path;    // exact, or ending in "{name}" (HttpServer::get)
   RouteHandler handler;
+  ErrorShape error_shape = nullptr;  // how errors on this path are written (nullptr: OpenAI's)
 };
 
 std::span<const Route> server_routes();  // routes.cpp
@@ -32,6 +33,9 @@ void chat_completions(ServerState& state, const HttpRequest& req, HttpResponse& 
 void completions(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // embeddings.cpp: the inputs' embeddings, pooled from the model's hidden states.
 void embeddings(ServerState& state, const HttpRequest& req, HttpResponse& res);
+// messages.cpp: Anthropic's Messages API (/v1/messages) and its token count.
+void messages(ServerState& state, const HttpRequest& req, HttpResponse& res);
+void count_message_tokens(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // tokenize.cpp: the tokenizer as a service.
 void tokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void detokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
