@@ -2,6 +2,7 @@
 // transformers' fast tokenizer, run by make_wordpiece_reference.py over hand-made hard cases, Brown
 // corpus lines and seeded random Unicode strings.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
@@ -94,7 +95,7 @@ TEST(WordPieceReference, VocabTxtFolderMatchesToo) {
   REQUIRE_WORDPIECE_REFERENCE();
   // Only vocab.txt and tokenizer_config.json (BertTokenizer, do_lower_case): transformers builds the
   // same pipeline from them, so the same reference applies.
-  auto dir = std::filesystem::temp_directory_path() / "inferlab_wordpiece_vocab_txt";
+  auto dir = std::filesystem::temp_directory_path() / ("inferlab_wordpiece_vocab_txt_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   for (const char* name : {"vocab.txt", "tokenizer_config.json"}) std::filesystem::copy_file(model_dir() / name, dir / name);

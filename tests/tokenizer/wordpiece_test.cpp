@@ -2,6 +2,7 @@
 // the [UNK] rules, the decoder's cleanup, loading variants and refusals. A tiny hand-made
 // tokenizer.json, so each expectation follows from the definitions.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
@@ -17,10 +18,12 @@ using tokenizer_detail::is_bert_punctuation;
 using tokenizer_detail::wordpiece_cleanup;
 using nlohmann::json;
 
-// A folder holding one tokenizer.json (or other files), removed afterwards.
+// A folder holding one tokenizer.json (or other files), removed afterwards; unique per process, as
+// CTest runs the tests of this binary in parallel processes.
 class TempFolder {
  public:
-  explicit TempFolder(const std::string& name) : path_(std::filesystem::temp_directory_path() / name) {
+  explicit TempFolder(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + "_" + std::to_string(next_++))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -29,6 +32,7 @@ class TempFolder {
   void write(const std::string& name, const std::string& text) const { std::ofstream(path_ / name) << text; }
 
  private:
+  static inline int next_ = 0;
   std::filesystem::path path_;
 };
 
