@@ -513,6 +513,14 @@ std::shared_ptr<const Tokenizer> wordpiece_from_vocab_txt(const std::filesystem:
     std::string token = name(key, fallback);
     if (auto it = spec.vocab.find(token); it != spec.vocab.end()) spec.added_tokens.push_back({token, it->second, true});
   }
+  // Tokens added after training (added_tokens_decoder), as transformers keeps them; an entry for a
+  // special token above replaces it.
+  Spec added;
+  apply_tokenizer_config(folder, added, true);
+  for (AddedToken& token : added.added_tokens) {
+    std::erase_if(spec.added_tokens, [&](const AddedToken& t) { return t.id == token.id; });
+    spec.added_tokens.push_back(std::move(token));
+  }
   spec.post_processor.prefix = {id_of(cls_token, "cls_token")};
   spec.post_processor.suffix = {id_of(sep_token, "sep_token")};
   apply_wordpiece_tokenizer_config(folder, spec);

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
+
 #include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
 
@@ -120,6 +123,21 @@ TEST(WordPieceReference, StreamingEqualsDecode) {
     }
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+TEST(WordPieceReference, EightThreadsEncodeAsOne) {
+  REQUIRE_WORDPIECE_REFERENCE();
+  auto tokenizer = Tokenizer::from_tokenizer_json(model_dir() / "tokenizer.json");
+  auto cases = load_cases();
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t i = t; i < cases.size(); i += 3)  // overlapping slices: the same texts at once
+        if (tokenizer->encode(cases[i].text, true) != cases[i].ids_special) ++mismatches;
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace
