@@ -283,6 +283,7 @@ void apply_tokenizer_config(const std::filesystem::path& folder, Spec& spec, boo
       added.lstrip = f.boolean(token, "lstrip", false, "added_tokens_decoder");
       added.rstrip = f.boolean(token, "rstrip", false, "added_tokens_decoder");
       added.single_word = f.boolean(token, "single_word", false, "added_tokens_decoder");
+      added.normalized = f.boolean(token, "normalized", !added.special, "added_tokens_decoder");
       spec.added_tokens.push_back(added);
     }
   }
@@ -302,6 +303,7 @@ void parse_added_tokens(const Fields& f, const json& root, std::vector<AddedToke
     t.lstrip = f.boolean(token, "lstrip", false, "added_tokens[]");
     t.rstrip = f.boolean(token, "rstrip", false, "added_tokens[]");
     t.single_word = f.boolean(token, "single_word", false, "added_tokens[]");
+    t.normalized = f.boolean(token, "normalized", !t.special, "added_tokens[]");
     out.push_back(std::move(t));
   }
 }

@@ -313,12 +313,19 @@ WordPieceTokenizer::WordPieceTokenizer(WordPieceSpec spec)
     if (piece.starts_with(prefix) && piece.size() > prefix.size())
       continuation_.insert(std::string_view(piece).substr(prefix.size()), id);
   }
-  for (const auto& token : spec.added_tokens) {
+  std::vector<AddedToken> raw, normalized;
+  for (auto& token : spec.added_tokens) {
+    // A normalized token is stored and matched as the normalizer writes it ("<Entity>" -> "<entity>").
+    if (token.normalized && normalizer_) token.content = bert_normalize(token.content, *normalizer_);
+    if (token.content.empty()) continue;
     pieces_[token.id] = token.content;
     special_[token.id] = token.special;
     piece_to_id_[token.content] = token.id;
+    (token.normalized ? normalized : raw).push_back(std::move(token));
   }
-  added_tokens_ = AddedTokenMatcher(std::move(spec.added_tokens));
+  has_normalized_added_tokens_ = !normalized.empty();
+  added_tokens_ = AddedTokenMatcher(std::move(raw));
+  normalized_added_tokens_ = AddedTokenMatcher(std::move(normalized));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -364,6 +371,15 @@ void WordPieceTokenizer::encode_segment(std::string_view segment, std::vector<in
     normalized = utf8::to_valid_lossy(segment);
     text = normalized;
   }
+  if (!has_normalized_added_tokens_) {
+    encode_words(text, out);
+    return;
+  }
+  normalized_added_tokens_.split(
+      text, [&](std::string_view part, bool) { encode_words(part, out); }, [&](int32_t id) { out.push_back(id); });
+}
+
+void WordPieceTokenizer::encode_words(std::string_view text, std::vector<int32_t>& out) const {
   if (!bert_pre_tokenizer_) {
     if (!text.empty()) encode_word(text, out);
     return;

@@ -100,6 +100,7 @@ class WordPieceTokenizer final : public Tokenizer {
   };
 
   void encode_segment(std::string_view segment, std::vector<int32_t>& out) const;
+  void encode_words(std::string_view normalized, std::vector<int32_t>& out) const;
   std::string decode_from(std::span<const int32_t> ids, bool skip_special_tokens, bool at_text_start) const;
   void check_id(int32_t id) const;
 
@@ -112,7 +113,9 @@ class WordPieceTokenizer final : public Tokenizer {
   std::vector<uint8_t> special_;
   PieceMap piece_to_id_;  // vocabulary and added tokens
 
-  AddedTokenMatcher added_tokens_;
+  AddedTokenMatcher added_tokens_;             // matched in the raw text
+  AddedTokenMatcher normalized_added_tokens_;  // matched in the normalized text
+  bool has_normalized_added_tokens_ = false;
   std::optional<BertNormalizerOptions> normalizer_;
   bool bert_pre_tokenizer_ = true;
   PostProcessor post_processor_;

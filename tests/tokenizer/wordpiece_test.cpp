@@ -274,14 +274,17 @@ TEST(WordPiece, VocabTxtFolder) {
   EXPECT_EQ(t->decode(Ids{2, 5, 6, 7, 8, 3}, true), "hellos world.");
   dir.write("tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer", "do_lower_case": false})");
   EXPECT_EQ(Tokenizer::from_folder(dir.path())->encode("Hello hello"), (Ids{1, 5}));
-  // added_tokens_decoder: a token added after training (id 9, past vocab.txt) is cut out of the raw text.
+  // added_tokens_decoder: a token added after training (id 9, past vocab.txt), not special, so
+  // normalized: matched in the lowercased text and decoded lowercased, as transformers does.
   dir.write("tokenizer_config.json", R"({"tokenizer_class": "BertTokenizerFast",
       "added_tokens_decoder": {"9": {"content": "<Entity>", "special": false}, "4": {"content": "[MASK]", "special": true}}})");
   auto extended = Tokenizer::from_folder(dir.path());
   EXPECT_EQ(extended->encode("hello<Entity>world"), (Ids{5, 9, 7}));
+  EXPECT_EQ(extended->encode("HELLO <entity> World"), (Ids{5, 9, 7}));
   EXPECT_EQ(extended->vocab_size(), 10);
   EXPECT_FALSE(extended->is_special(9));
-  EXPECT_EQ(extended->decode(Ids{5, 9, 7}, true), "hello <Entity> world");
+  EXPECT_EQ(extended->decode(Ids{5, 9, 7}, true), "hello <entity> world");
+  EXPECT_EQ(extended->piece_to_id("<entity>"), 9);
 
   auto error = [&](const std::string& config) {
     dir.write("tokenizer_config.json", config);
