@@ -372,6 +372,28 @@ def request_seeds(out):
         write(folder, f"malformed-{i:02d}", bytes([i & 1]) + raw)
 
 
+def embeddings_request_seeds(out):
+    folder = os.path.join(out, "embeddings_request")
+    bodies = [
+        {"model": "demo", "input": "Hello world"},
+        {"input": ["a", "b c", "大模型"], "encoding_format": "base64"},
+        {"input": [1, 2, 3], "encoding_format": "float", "dimensions": 384},
+        {"input": [[1, 2], [3, 4, 5]], "user": "u"},
+        {"input": []},
+        {"input": [[]]},
+        {"input": ["x", 1]},
+        {"input": "x", "dimensions": 7},
+        {"input": "x", "encoding_format": "int8"},
+        {"input": " ".join(["word"] * 300)},
+        {"input": [999999999]},
+        {"model": "other", "input": "x"},
+    ]
+    for i, body in enumerate(bodies):
+        write(folder, f"body-{i:02d}", json.dumps(body, ensure_ascii=False).encode())
+    for i, raw in enumerate([b"", b"[]", b"{", b'{"input": null}', b'{"input": "\ud800"}']):
+        write(folder, f"malformed-{i:02d}", raw)
+
+
 # ----------------------------------------------------------------------------- SSE streams
 
 def sse_seeds(out):
@@ -449,6 +471,7 @@ def main():
     wordpiece_seeds(args.out)
     chat_template_seeds(args.out, qwen_dir, args.source)
     request_seeds(args.out)
+    embeddings_request_seeds(args.out)
     sse_seeds(args.out)
     grammar_seeds(args.out)
     for target in sorted(os.listdir(args.out)):

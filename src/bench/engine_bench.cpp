@@ -129,7 +129,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     if (!seq.reserve(cache, args.depth)) fail("bench engine: KV cache too small for {} positions", args.depth);
     for (int at = 0; at < args.depth; at += 512) {
       const int n = std::min(512, args.depth - at);
-      const BatchEntry entry{std::span(filler).subspan(at, n), &seq, false};
+      const BatchEntry entry{std::span(filler).subspan(at, n), &seq, EntryOutput::last_logits};
       model->forward(std::span(&entry, 1), cache);
     }
   };
@@ -137,7 +137,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     SequenceKV seq;
     at_depth(seq);
     if (!seq.reserve(cache, args.prompt)) fail("bench engine: KV cache too small for {} positions", args.prompt);
-    const BatchEntry entry{prompt, &seq, false};
+    const BatchEntry entry{prompt, &seq, EntryOutput::last_logits};
     const auto start = Clock::now();
     model->forward(std::span(&entry, 1), cache);
     const double t = seconds_since(start);
@@ -152,7 +152,7 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
     const auto start = Clock::now();
     for (int i = 0; i < n; ++i) {
       if (!seq.reserve(cache, 1)) fail("bench engine: KV cache too small for {} positions", n);
-      const BatchEntry entry{std::span(&next, 1), &seq, false};
+      const BatchEntry entry{std::span(&next, 1), &seq, EntryOutput::last_logits};
       model->forward_into(std::span(&entry, 1), cache, logits);
       next = argmax(logits);
     }

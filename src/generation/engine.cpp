@@ -137,6 +137,13 @@ std::shared_ptr<RequestStream> Engine::submit(ChoiceRequest request) {
   return scheduler_->submit(std::move(generation));
 }
 
+std::shared_ptr<RequestStream> Engine::submit(EmbeddingRequest request) { return scheduler_->submit(std::move(request)); }
+
+bool Engine::generates() const { return !model_->config().encoder; }
+int Engine::embedding_dimensions() const { return model_->config().hidden_size; }
+int Engine::max_embedding_input_tokens() const { return max_input_tokens(model_->config()); }
+const EmbeddingPooling& Engine::embedding_pooling() const { return model_->config().pooling; }
+
 bool Engine::idle() const { return scheduler_->idle(); }
 double Engine::seconds_since_progress() const { return scheduler_->seconds_since_progress(); }
 SchedulerStats Engine::stats() const { return scheduler_->stats(); }

@@ -57,7 +57,7 @@ GenerateResult generate_greedy(Model& model, std::span<const int32_t> prompt, co
       input.insert(input.end(), draft.begin(), draft.end());
     }
     if (!seq.reserve(cache, static_cast<int>(input.size()))) fail("generate: KV cache exhausted");
-    BatchEntry entry{input, &seq, !draft.empty()};
+    BatchEntry entry{input, &seq, draft.empty() ? EntryOutput::last_logits : EntryOutput::all_logits};
     model.forward_into(std::span<const BatchEntry>(&entry, 1), cache, logits);
     ++result.forward_passes;
     result.positions_fed.push_back(static_cast<int>(input.size()));
@@ -92,7 +92,7 @@ std::vector<float> prompt_logits(Model& model, std::span<const int32_t> prompt) 
   KVCache cache = cache_for(model, prompt.size());
   SequenceKV seq;
   if (!seq.reserve(cache, static_cast<int>(prompt.size()))) fail("prompt_logits: KV cache exhausted");
-  BatchEntry entry{prompt, &seq, true};
+  BatchEntry entry{prompt, &seq, EntryOutput::all_logits};
   std::vector<float> logits = model.forward(std::span<const BatchEntry>(&entry, 1), cache);
   seq.release(cache);
   return logits;

@@ -1,6 +1,7 @@
 #include "generation/model_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <span>
 
@@ -43,7 +44,10 @@ bool apply_grammar(GrammarMatcher& matcher, TokenMask& mask, float* row, std::si
 }  // namespace
 
 ModelRunner::ModelRunner(Model& model, KVCache& cache)
-    : model_(model), cache_(cache), vocab_(static_cast<std::size_t>(model.config().vocab_size)) {}
+    : model_(model),
+      cache_(cache),
+      vocab_(static_cast<std::size_t>(model.config().vocab_size)),
+      hidden_(static_cast<std::size_t>(model.config().hidden_size)) {}
 
 void ModelRunner::forward(const StepPlan& plan) {
   std::vector<BatchEntry> batch;
@@ -51,7 +55,7 @@ void ModelRunner::forward(const StepPlan& plan) {
   std::vector<std::vector<int32_t>> drafted_inputs;  // [last token, draft...] of drafted sequences
   drafted_inputs.reserve(plan.chunks.size());
   first_row_.clear();
-  std::size_t rows = 0;
+  std::size_t rows = 0, hidden_rows = 0;
   for (const PlannedChunk& chunk : plan.chunks) {
     BatchEntry entry;
     if (chunk.draft.empty()) {
@@ -60,21 +64,56 @@ void ModelRunner::forward(const StepPlan& plan) {
       std::vector<int32_t>& input = drafted_inputs.emplace_back(1, chunk.seq->tokens.back());
       input.insert(input.end(), chunk.draft.begin(), chunk.draft.end());
       entry.tokens = input;
-      entry.all_logits = true;  // one row per draft position, to verify each
+      entry.output = EntryOutput::all_logits;  // one row per draft position, to verify each
     }
     entry.kv = &chunk.seq->kv;
+    if (chunk.seq->embeds()) {
+      entry.output = EntryOutput::hidden_states;
+      first_row_.push_back(hidden_rows);
+      hidden_rows += entry.tokens.size();
+    } else {
+      first_row_.push_back(rows);
+      rows += entry.output == EntryOutput::all_logits ? entry.tokens.size() : 1;
+    }
     batch.push_back(entry);
-    first_row_.push_back(rows);
-    rows += entry.all_logits ? entry.tokens.size() : 1;
   }
-  model_.forward_into(batch, cache_, logits_);
-  if (logits_.size() != rows * vocab_)
-    fail("model returned {} logits for {} rows of vocab {}", logits_.size(), rows, vocab_);
+  model_.forward_into(batch, cache_, outputs_);
+  if (outputs_.logits.size() != rows * vocab_)
+    fail("model returned {} logits for {} rows of vocab {}", outputs_.logits.size(), rows, vocab_);
+  if (outputs_.hidden.size() != hidden_rows * hidden_)
+    fail("model returned {} hidden-state values for {} rows of width {}", outputs_.hidden.size(), hidden_rows, hidden_);
+}
+
+std::vector<float> ModelRunner::embedding(const PlannedChunk& chunk, std::size_t index) const {
+  const EmbeddingPooling& pooling = model_.config().pooling;
+  const std::size_t rows = static_cast<std::size_t>(chunk.count);
+  const float* first = outputs_.hidden.data() + first_row_.at(index) * hidden_;
+  std::vector<double> sum(hidden_, 0.0);
+  auto add_row = [&](std::size_t r) {
+    for (std::size_t i = 0; i < hidden_; ++i) sum[i] += first[r * hidden_ + i];
+  };
+  switch (pooling.kind) {
+    case EmbeddingPooling::Kind::mean:
+      for (std::size_t r = 0; r < rows; ++r) add_row(r);
+      for (double& v : sum) v /= static_cast<double>(rows);
+      break;
+    case EmbeddingPooling::Kind::cls: add_row(0); break;
+    case EmbeddingPooling::Kind::last: add_row(rows - 1); break;
+  }
+  double scale = 1.0;
+  if (pooling.normalize) {
+    double norm = 0;
+    for (double v : sum) norm += v * v;
+    scale = 1.0 / std::max(std::sqrt(norm), 1e-12);  // torch.nn.functional.normalize's eps
+  }
+  std::vector<float> out(hidden_);
+  for (std::size_t i = 0; i < hidden_; ++i) out[i] = static_cast<float>(sum[i] * scale);
+  return out;
 }
 
 SampledChunk ModelRunner::sample(const PlannedChunk& chunk, std::size_t index) {
   Sequence& seq = *chunk.seq;
-  float* row = logits_.data() + first_row_.at(index) * vocab_;  // the grammar masks it in place
+  float* row = outputs_.logits.data() + first_row_.at(index) * vocab_;  // the grammar masks it in place
   SampledChunk out;
   if (!chunk.draft.empty()) {
     // Keep the longest prefix of the draft the sampler accepts, then its own token.

@@ -1,7 +1,8 @@
 // Runs one planned step through the model and turns its logits into tokens, as vLLM's model
 // runner does: builds the batch (each chunk's tokens over its KV blocks), calls
-// Model::forward_into into one logits buffer reused by every step, then per chunk applies the
-// grammar's mask and samples, or verifies a speculative draft. Streams and stops nothing: the
+// Model::forward_into into one output buffer reused by every step, then per chunk applies the
+// grammar's mask and samples, or verifies a speculative draft; an embedding chunk's hidden
+// states it pools instead. Streams and stops nothing: the
 // output stage does that with what it returns. Engine thread only.
 #pragma once
 #include <cstddef>
@@ -38,13 +39,16 @@ class ModelRunner {
   // The tokens of plan.chunks[index] from its logits rows: the verified draft and one token of
   // its own, or one token sampled under the grammar's mask (which it then writes into the row).
   SampledChunk sample(const PlannedChunk& chunk, std::size_t index);
+  // The embedding of plan.chunks[index] (an embedding sequence's whole input): its hidden states
+  // pooled and normalized as the model's config says.
+  std::vector<float> embedding(const PlannedChunk& chunk, std::size_t index) const;
 
  private:
   Model& model_;
   KVCache& cache_;
-  std::size_t vocab_;
-  std::vector<float> logits_;          // reused by every step
-  std::vector<std::size_t> first_row_;  // per chunk of the last forward, its first logits row
+  std::size_t vocab_, hidden_;
+  StepOutputs outputs_;                 // logits and hidden states, reused by every step
+  std::vector<std::size_t> first_row_;  // per chunk of the last forward, its first logits or hidden row
 };
 
 }  // namespace inferlab

@@ -43,10 +43,12 @@ bool OutputStage::end_if_left(Sequence& seq, Clock::time_point now) {
   return false;
 }
 
-void OutputStage::finish(Sequence& seq, FinishReason reason, const std::string& error, bool request_error) {
+void OutputStage::finish(Sequence& seq, FinishReason reason, const std::string& error, bool request_error,
+                         std::vector<float> embedding) {
   kv_.release(seq.kv, seq.block_hashes);
   StreamEvent event;
   event.finish = reason;
+  event.embedding = std::move(embedding);
   event.error = error;
   event.request_error = request_error;
   event.timings = timings_of(seq, Clock::now());
@@ -54,6 +56,10 @@ void OutputStage::finish(Sequence& seq, FinishReason reason, const std::string& 
   {
     std::lock_guard lock(stats_mutex_);
     ++stats_.requests_finished[static_cast<int>(reason)];
+    if (seq.embeds() && reason == FinishReason::stop) {
+      ++stats_.embedding_requests;
+      stats_.embedding_tokens += seq.tokens.size();
+    }
     if (reason == FinishReason::stop || reason == FinishReason::length) {
       stats_.e2e_latency.observe(t.e2e_ms() / 1000);
       stats_.queue_time.observe(t.queue_ms / 1000);
@@ -91,6 +97,7 @@ void OutputStage::begin_step(Clock::time_point now) {
   done_length_.clear();
   done_stop_.clear();
   done_error_.clear();
+  done_embedded_.clear();
 }
 
 void OutputStage::count_prefill(const PlannedChunk& chunk) {
@@ -109,6 +116,11 @@ void OutputStage::take(Sequence& seq, SampledChunk sampled) {
   seq.accepted_tokens += sampled.accepted;
   for (SampledToken& token : sampled.tokens)
     if (!emit(seq, std::move(token))) break;
+}
+
+void OutputStage::embedded(Sequence& seq, std::vector<float> embedding) {
+  seq.first_token = now_;  // its prefill ends here; an embedding has no decode stage
+  done_embedded_.emplace_back(&seq, std::move(embedding));
 }
 
 bool OutputStage::emit(Sequence& seq, SampledToken sampled) {
@@ -181,6 +193,10 @@ std::vector<Sequence*> OutputStage::end_step(const StepPlan& plan) {
   for (Sequence* seq : done_stop_) finish(*seq, FinishReason::stop);
   for (Sequence* seq : done_length_) finish(*seq, FinishReason::length);
   for (const Failed& f : done_error_) finish(*f.seq, FinishReason::error, f.message, f.request_error);
+  for (auto& [seq, embedding] : done_embedded_) {
+    finish(*seq, FinishReason::stop, "", false, std::move(embedding));
+    ended.push_back(seq);
+  }
   ended.insert(ended.end(), done_stop_.begin(), done_stop_.end());
   ended.insert(ended.end(), done_length_.begin(), done_length_.end());
   for (const Failed& f : done_error_) ended.push_back(f.seq);

@@ -28,13 +28,16 @@ class OutputStage {
   // Ends a sequence the client stopped or cancelled, or whose deadline passed; false otherwise.
   bool end_if_left(Sequence& seq, Clock::time_point now);
   // The sequence's last event: its KV blocks released, its finish counted and streamed.
-  void finish(Sequence& seq, FinishReason reason, const std::string& error = "", bool request_error = false);
+  void finish(Sequence& seq, FinishReason reason, const std::string& error = "", bool request_error = false,
+              std::vector<float> embedding = {});
 
   // One step, in plan order: begin_step(), then per chunk count_prefill() (plain chunks, before
   // sampling) and take() (what the runner sampled), then end_step().
   void begin_step(Clock::time_point now);
   void count_prefill(const PlannedChunk& chunk);
   void take(Sequence& seq, SampledChunk sampled);
+  // An embedding sequence's answer: it ends with it (reason stop) in end_step().
+  void embedded(Sequence& seq, std::vector<float> embedding);
   // Counts the step in the stats and finishes the sequences that ended in it (stop, then length,
   // then error); returns them, for the planner to drop from its batch.
   std::vector<Sequence*> end_step(const StepPlan& plan);
@@ -60,6 +63,7 @@ class OutputStage {
   uint64_t prefill_tokens_ = 0, new_tokens_ = 0, drafted_ = 0, accepted_ = 0;
   std::vector<double> itls_, ttfts_;
   std::vector<Sequence*> done_length_, done_stop_;
+  std::vector<std::pair<Sequence*, std::vector<float>>> done_embedded_;
   std::vector<Failed> done_error_;
 };
 

@@ -16,7 +16,7 @@ std::vector<Admission> Planner::admit() {
   const int bs = kv_.block_size();
   while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_batch) {
     Sequence& seq = *waiting_.front();
-    kv_.match_prefix(seq.tokens, seq.kv, seq.block_hashes);
+    if (!seq.embeds()) kv_.match_prefix(seq.tokens, seq.kv, seq.block_hashes);
     const int needed_blocks =
         static_cast<int>((seq.tokens.size() + bs - 1) / bs) - static_cast<int>(seq.kv.blocks.size());
     // Keep a few blocks back so running sequences can grow without preempting the newcomer.
@@ -91,6 +91,12 @@ StepPlan Planner::plan() {
   for (Sequence* seq : prefilling) {
     if (budget <= 0) break;
     int count = std::min(seq->uncomputed(), budget);
+    if (seq->embeds() && count < seq->uncomputed()) {
+      // An embedding's input runs whole: past the budget when it is the step's first prompt
+      // chunk (so a long input is never starved), else in a later step.
+      if (budget < options_.step_token_budget) continue;
+      count = seq->uncomputed();
+    }
     budget -= count;
     step.chunks.push_back({seq, count, {}});
   }

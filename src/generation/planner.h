@@ -2,7 +2,7 @@
 // admitted (first come, first served, while KV blocks allow), which running ones are preempted
 // when the pool runs dry (the newest arrival), and which tokens each planned sequence feeds the
 // model (decode first, one token each plus any speculative draft, then prompt chunks within the
-// step's token budget). It owns the waiting queue and the running batch; it reserves KV blocks
+// step's token budget; an embedding's input whole, never split). It owns the waiting queue and the running batch; it reserves KV blocks
 // through the KVPrefixManager but computes, samples and streams nothing. Engine thread only.
 #pragma once
 #include <cstddef>

@@ -92,7 +92,50 @@ std::shared_ptr<RequestStream> Scheduler::submit(GenerationRequest request) {
     fail("the prompt ({} tokens) plus max_tokens ({}) can never fit the KV cache of {} tokens (raise --kv-tokens)",
          prompt, request.max_tokens, capacity_tokens());
   }
-  auto seq = std::make_unique<Sequence>(std::move(request));
+  if (model_.config().encoder) {
+    reject();
+    fail("{} is an encoder (an embedding model): it does not generate text; ask it for embeddings",
+         model_.config().architecture);
+  }
+  return enqueue(std::make_unique<Sequence>(std::move(request)));
+}
+
+std::shared_ptr<RequestStream> Scheduler::submit(EmbeddingRequest request) {
+  const std::size_t input = request.input.size();
+  const std::size_t context = max_input_tokens(model_.config());
+  auto reject = [&] {
+    std::lock_guard lock(mutex_);
+    ++stats_.requests_rejected;
+  };
+  if (input == 0) {
+    reject();
+    fail("the input is empty: at least one token is needed");
+  }
+  const int vocab = model_.config().vocab_size;
+  for (int32_t id : request.input)
+    if (id < 0 || id >= vocab) {
+      reject();
+      fail("input token id {} is outside the vocabulary (0..{})", id, vocab - 1);
+    }
+  if (context > 0 && input > context) {
+    reject();
+    fail("this model embeds inputs of at most {} tokens; the input has {}", context, input);
+  }
+  if (input > capacity_tokens()) {
+    reject();
+    fail("the input ({} tokens) can never fit the KV cache of {} tokens (raise --kv-tokens)", input, capacity_tokens());
+  }
+  GenerationRequest as_sequence;
+  as_sequence.prompt = std::move(request.input);
+  as_sequence.max_tokens = 0;
+  as_sequence.deadline = request.deadline;
+  auto seq = std::make_unique<Sequence>(std::move(as_sequence));
+  seq->kind = Sequence::Kind::embed;
+  return enqueue(std::move(seq));
+}
+
+std::shared_ptr<RequestStream> Scheduler::enqueue(std::unique_ptr<Sequence> seq) {
+  const std::size_t prompt = seq->request.prompt.size();
   seq->stream = std::make_shared<RequestStream>();
   seq->stream->wake_engine_ = [this] {
     has_work_ = true;
@@ -231,6 +274,10 @@ bool Scheduler::step() {
       continue;
     }
     output_->count_prefill(chunk);
+    if (seq.embeds()) {  // the whole input ran in this step
+      output_->embedded(seq, runner_->embedding(chunk, i));
+      continue;
+    }
     kv_->register_full_blocks(seq.tokens, seq.kv, seq.block_hashes);
     if (seq.uncomputed() > 0) continue;  // mid-prompt chunk: its logits are not needed
     output_->take(seq, runner_->sample(chunk, i));

@@ -17,6 +17,11 @@
 namespace inferlab {
 
 struct Sequence {
+  // What the request wants: generated tokens, or its input's embedding (the whole input in one
+  // step, its hidden states pooled; never matched against or offered to the prefix cache, since a
+  // bidirectional encoder's K/V of a prefix depend on what follows it).
+  enum class Kind { generate, embed };
+  Kind kind = Kind::generate;
   std::shared_ptr<RequestStream> stream;
   GenerationRequest request;
   Sampler sampler;
@@ -40,6 +45,7 @@ struct Sequence {
     if (request.grammar && request.grammar_trigger.empty()) matcher.emplace(request.grammar);
   }
   int uncomputed() const { return static_cast<int>(tokens.size()) - kv.length; }
+  bool embeds() const { return kind == Kind::embed; }
 };
 
 }  // namespace inferlab

@@ -2,6 +2,8 @@
 // shared primitive rules.
 #include "inferlab/grammar/json_schema.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -36,8 +38,146 @@ email ::= [a-z0-9]{1,16} ( "." [a-z0-9]{1,16} )? "@" [a-z0-9]{1,16} ( "." [a-z]{
 
 const std::set<std::string> kAnnotations = {"title", "description", "$schema", "$id", "default", "examples", "$comment",
                                             "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
-const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "type", "properties", "required",
-                                         "additionalProperties", "items", "minItems",
+// The keywords that constrain one type of value; a value of another type ignores them.
+const std::map<std::string, std::set<std::string>> kKeywordsOfType = {
+    {"object", {"properties", "required", "additionalProperties", "propertyNames"}},
+    {"array", {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}},
+    {"string", {"pattern", "format", "minLength", "maxLength"}},
+    {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
+};
+const char* const kAllTypes[] = {"object", "array", "string", "number", "boolean", "null"};
+
+// The schema with only the keywords that apply to values of `type` (an integer is a number).
+json keywords_for(const json& schema, const std::string& type) {
+  const std::string family = type == "integer" ? "number" : type;
+  json out = json::object();
+  for (const auto& [key, value] : schema.items()) {
+    bool other_type = false;
+    for (const auto& [owner, keys] : kKeywordsOfType)
+      if (owner != family && keys.count(key)) other_type = true;
+    if (!other_type) out[key] = value;
+  }
+  out["type"] = type;
+  return out;
+}
+
+// The JSON types a schema's values may have ("integer" counted as "number"); all six when it
+// does not say.
+std::set<std::string> value_types(const json& schema) {
+  std::set<std::string> types;
+  auto add_value = [&](const json& v) {
+    types.insert(v.is_object() ? "object" : v.is_array() ? "array" : v.is_string() ? "string" : v.is_number() ? "number"
+                 : v.is_boolean() ? "boolean" : "null");
+  };
+  if (schema.is_boolean() || !schema.is_object()) return {std::begin(kAllTypes), std::end(kAllTypes)};
+  if (schema.contains("const")) {
+    add_value(schema["const"]);
+    return types;
+  }
+  if (schema.contains("enum") && schema["enum"].is_array()) {
+    for (const json& v : schema["enum"]) add_value(v);
+    return types;
+  }
+  if (schema.contains("type")) {
+    const json& t = schema["type"];
+    for (const json& one : t.is_array() ? t : json::array({t}))
+      if (one.is_string()) types.insert(one == "integer" ? "number" : one.get<std::string>());
+    return types;
+  }
+  return {std::begin(kAllTypes), std::end(kAllTypes)};
+}
+
+// The values a const / enum schema allows, or none when it does not fix them.
+std::optional<std::vector<json>> fixed_values(const json& schema) {
+  if (!schema.is_object()) return std::nullopt;
+  if (schema.contains("const")) return std::vector<json>{schema["const"]};
+  if (schema.contains("enum") && schema["enum"].is_array()) return schema["enum"].get<std::vector<json>>();
+  return std::nullopt;
+}
+
+bool share_a_value(const std::vector<json>& a, const std::vector<json>& b) {
+  for (const json& x : a)
+    for (const json& y : b)
+      if (x == y) return true;
+  return false;
+}
+
+// Whether no value can match both schemas, as far as can be told without solving them: their
+// types differ, their fixed values differ, or both are objects that require one property with
+// different fixed values (a tagged union, as pydantic's discriminators write it).
+bool disjoint(const json& a, const json& b) {
+  const std::set<std::string> ta = value_types(a), tb = value_types(b);
+  bool common_type = false;
+  for (const std::string& t : ta) common_type = common_type || tb.count(t);
+  if (!common_type) return true;
+  const auto va = fixed_values(a), vb = fixed_values(b);
+  if (va && vb) return !share_a_value(*va, *vb);
+  if (ta != std::set<std::string>{"object"} || tb != std::set<std::string>{"object"}) return false;
+  auto required = [](const json& s) {
+    std::set<std::string> names;
+    if (s.contains("required") && s["required"].is_array())
+      for (const json& n : s["required"])
+        if (n.is_string()) names.insert(n.get<std::string>());
+    return names;
+  };
+  const std::set<std::string> ra = required(a), rb = required(b);
+  const json pa = a.value("properties", json::object()), pb = b.value("properties", json::object());
+  for (const std::string& name : ra) {
+    if (!rb.count(name) || !pa.contains(name) || !pb.contains(name)) continue;
+    const auto fa = fixed_values(pa[name]), fb = fixed_values(pb[name]);
+    if (fa && fb && !share_a_value(*fa, *fb)) return true;
+  }
+  return false;
+}
+
+// Decimal naturals with digits [lo, hi] of the same length, as a GBNF sequence: the shared leading
+// digit, then the ranges below it (llama.cpp's schema converter builds integer ranges the same way).
+std::string same_length_range(const std::string& lo, const std::string& hi) {
+  if (lo.empty()) return "";
+  const std::size_t rest = lo.size() - 1;
+  auto any_digits = [](std::size_t n) { return n == 0 ? std::string() : fmt::format(" [0-9]{{{}}}", n); };
+  auto digit_class = [](char a, char b) { return a == b ? fmt::format("\"{}\"", a) : fmt::format("[{}-{}]", a, b); };
+  if (lo[0] == hi[0]) {
+    const std::string tail = same_length_range(lo.substr(1), hi.substr(1));
+    return fmt::format("\"{}\"", lo[0]) + (tail.empty() ? "" : " " + tail);
+  }
+  const std::string lo_rest = lo.substr(1), hi_rest = hi.substr(1);
+  const bool lo_full = lo_rest.find_first_not_of('0') == std::string::npos;
+  const bool hi_full = hi_rest.find_first_not_of('9') == std::string::npos;
+  std::vector<std::string> options;
+  char first = lo[0], last = hi[0];
+  if (!lo_full) {
+    options.push_back(fmt::format("\"{}\" ( {} )", lo[0], same_length_range(lo_rest, std::string(rest, '9'))));
+    ++first;
+  }
+  if (!hi_full) --last;
+  if (first <= last) options.push_back(digit_class(first, last) + any_digits(rest));
+  if (!hi_full) options.push_back(fmt::format("\"{}\" ( {} )", hi[0], same_length_range(std::string(rest, '0'), hi_rest)));
+  std::string out;
+  for (const std::string& o : options) out += (out.empty() ? "" : " | ") + o;
+  return options.size() == 1 ? out : "( " + out + " )";
+}
+
+// Naturals (no leading zeros) in [lo, hi], both within the grammar's 15 digits.
+std::string natural_range(int64_t lo, int64_t hi) {
+  std::vector<std::string> options;
+  if (lo == 0) {
+    options.push_back("\"0\"");
+    lo = 1;
+  }
+  for (int64_t length_end = 10; lo <= hi; length_end *= 10) {
+    if (lo >= length_end) continue;
+    const int64_t top = std::min(hi, length_end - 1);
+    options.push_back(same_length_range(std::to_string(lo), std::to_string(top)));
+    lo = top + 1;
+  }
+  std::string out;
+  for (const std::string& o : options) out += (out.empty() ? "" : " | ") + o;
+  return "( " + out + " )";
+}
+
+const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "properties", "required",
+                                         "additionalProperties", "propertyNames", "items", "prefixItems", "uniqueItems", "minItems",
                                          "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
                                          "format", "minLength", "maxLength"};
 
@@ -80,7 +220,22 @@ class SchemaConverter {
     return unique;
   }
 
-  std::string literal(const json& value) { return gbnf_literal(value.dump()); }
+  // A const / enum value as the grammar writes it: a number with no fraction as an integer (2.0 and
+  // 2 are the same JSON Schema value; the grammar writes "2").
+  static json canonical(const json& value) {
+    if (value.is_number_float()) {
+      const double d = value.get<double>();
+      if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= 9007199254740992.0) return json(static_cast<int64_t>(d));
+      return value;
+    }
+    if (value.is_array() || value.is_object()) {
+      json out = value;
+      for (auto& item : out) item = canonical(item);
+      return out;
+    }
+    return value;
+  }
+  std::string literal(const json& value) { return gbnf_literal(canonical(value).dump()); }
 
   int bound(const json& schema, const char* key, int fallback) {
     if (!schema.contains(key)) return fallback;
@@ -108,7 +263,16 @@ class SchemaConverter {
     for (const auto& [key, value] : schema.items())
       if (!kAnnotations.count(key) && !kEnforced.count(key)) unsupported(key, fmt::format("'{}' is not supported", key));
 
-    if (schema.contains("$ref")) return reference(schema["$ref"], depth);
+    // A keyword beside $ref or allOf applies too (draft 2020-12); those two are read alone here.
+    auto alone = [&](const char* keyword) {
+      for (const auto& [key, value] : schema.items())
+        if (key != keyword && !kAnnotations.count(key))
+          unsupported(keyword, fmt::format("'{}' beside '{}' (both would apply; move '{}' inside)", keyword, key, key));
+    };
+    if (schema.contains("$ref")) {
+      alone("$ref");
+      return reference(schema["$ref"], depth);
+    }
     if (schema.contains("const")) return literal(schema["const"]);
     if (schema.contains("enum")) {
       const json& values = schema["enum"];
@@ -121,14 +285,24 @@ class SchemaConverter {
       if (schema.contains(key)) {
         const json& options = schema[key];
         if (!options.is_array() || options.empty()) unsupported(key, fmt::format("'{}' must be a non-empty array", key));
-        if (schema.contains("type") || schema.contains("properties"))
-          unsupported(key, fmt::format("'{}' beside 'type' or 'properties' (put them inside each option)", key));
+        alone(key);
+        // oneOf allows a value that matches exactly one option: read as anyOf, the grammar would also
+        // take a value matching two. Only options no value can match together are taken.
+        if (std::string(key) == "oneOf")
+          for (std::size_t i = 0; i < options.size(); ++i)
+            for (std::size_t j = i + 1; j < options.size(); ++j)
+              if (!disjoint(options[i], options[j]))
+                unsupported("oneOf", fmt::format("'oneOf' options {} and {} may both match one value (the grammar cannot "
+                                                 "require exactly one; use anyOf, or options of different types or "
+                                                 "different const values)",
+                                                 i, j));
         std::string body;
         for (std::size_t i = 0; i < options.size(); ++i)
           body += (i ? " | " : "") + visit(options[i], fmt::format("{}-{}", hint, i), depth + 1);
         return rule(hint, body);
       }
     if (schema.contains("allOf")) {
+      alone("allOf");
       const json& parts = schema["allOf"];
       if (!parts.is_array() || parts.size() != 1) unsupported("allOf", "'allOf' with more than one schema");
       return visit(parts[0], hint, depth + 1);
@@ -137,9 +311,9 @@ class SchemaConverter {
     if (schema.contains("type") && schema["type"].is_array()) {
       std::string body;
       for (const json& type : schema["type"]) {
-        json one = schema;
-        one["type"] = type;
-        body += (body.empty() ? "" : " | ") + visit(one, hint + "-" + type.dump(), depth + 1);
+        if (!type.is_string()) unsupported("type", "'type' must be a string or a list of strings");
+        // Each type with the keywords that apply to it ({"type": ["string", "null"], "maxLength": 3}).
+        body += (body.empty() ? "" : " | ") + visit(keywords_for(schema, type.get<std::string>()), hint + "-" + type.get<std::string>(), depth + 1);
       }
       if (body.empty()) unsupported("type", "an empty 'type' list");
       return rule(hint, body);
@@ -148,12 +322,17 @@ class SchemaConverter {
     if (schema.contains("type")) {
       if (!schema["type"].is_string()) unsupported("type", "'type' must be a string or a list of strings");
       type = schema["type"].get<std::string>();
-    } else if (schema.contains("properties") || schema.contains("additionalProperties") || schema.contains("required")) {
-      type = "object";
-    } else if (schema.contains("items") || schema.contains("minItems") || schema.contains("maxItems")) {
-      type = "array";
-    } else if (schema.contains("pattern") || schema.contains("format") || schema.contains("minLength") || schema.contains("maxLength")) {
-      type = "string";
+    } else {
+      // No type: a keyword constrains only values of its own type, and a value of any other type
+      // matches ({"maxLength": 3} allows 12 and null). The union of all six types, each under its
+      // own keywords.
+      bool typed_keywords = false;
+      for (const auto& [owner, keys] : kKeywordsOfType)
+        for (const std::string& key : keys) typed_keywords = typed_keywords || schema.contains(key);
+      if (!typed_keywords) return "json-value";
+      std::string body;
+      for (const char* t : kAllTypes) body += (body.empty() ? "" : " | ") + visit(keywords_for(schema, t), hint + "-" + t, depth + 1);
+      return rule(hint, body);
     }
     auto only = [&](std::initializer_list<const char*> allowed) {
       for (const auto& [key, value] : schema.items()) {
@@ -165,11 +344,11 @@ class SchemaConverter {
     };
     if (type.empty()) return "json-value";
     if (type == "object") {
-      only({"properties", "required", "additionalProperties"});
+      only({"properties", "required", "additionalProperties", "propertyNames"});
       return object(schema, hint, depth);
     }
     if (type == "array") {
-      only({"items", "minItems", "maxItems"});
+      only({"items", "prefixItems", "minItems", "maxItems", "uniqueItems"});
       return array(schema, hint, depth);
     }
     if (type == "string") {
@@ -177,7 +356,7 @@ class SchemaConverter {
       return string(schema, hint);
     }
     if (type == "number" || type == "integer") {
-      only({"minimum", "maximum", "exclusiveMinimum"});
+      only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"});
       return number(schema, type == "integer");
     }
     only({});
@@ -246,8 +425,9 @@ class SchemaConverter {
   }
 
   // Numbers have at most 15 integer digits (below 2^53), so bounds at or beyond +-(10^15 - 1) hold
-  // already (zod's safe-integer bounds); a lower bound of 0 (or exclusive 0 / 1 for integers) is
-  // the grammar without the minus sign. Other bounds are refused.
+  // already (zod's safe-integer bounds). An integer's bounds are any: its range is written digit
+  // by digit. A number's: only a lower bound of 0 (the grammar without the minus sign); others
+  // are refused, since a fraction's digits cannot be bounded that way.
   std::string number(const json& schema, bool integer) {
     constexpr double kReach = 999999999999999.0;
     auto value = [&](const char* key) -> std::optional<double> {
@@ -255,34 +435,78 @@ class SchemaConverter {
       if (!schema[key].is_number()) unsupported(key, fmt::format("'{}' must be a number", key));
       return schema[key].get<double>();
     };
-    const auto max = value("maximum"), min = value("minimum"), exclusive_min = value("exclusiveMinimum");
-    if (max && *max < kReach) unsupported("maximum", fmt::format("'maximum' {} (only bounds beyond +-10^15 or a lower bound of 0)", *max));
-    bool non_negative = false, positive = false;
+    const auto max = value("maximum"), min = value("minimum");
+    const auto exclusive_min = value("exclusiveMinimum"), exclusive_max = value("exclusiveMaximum");
+    if (integer) {
+      // The inclusive integer bounds, clamped to what the grammar can write at all.
+      double lo = -kReach, hi = kReach;
+      if (min) lo = std::max(lo, std::ceil(*min));
+      if (exclusive_min) lo = std::max(lo, std::floor(*exclusive_min) + 1);
+      if (max) hi = std::min(hi, std::floor(*max));
+      if (exclusive_max) hi = std::min(hi, std::ceil(*exclusive_max) - 1);
+      if (lo > hi)
+        unsupported(min ? "minimum" : "exclusiveMinimum", "no integer lies within 'minimum' / 'maximum' (and their exclusive forms)");
+      if (lo == -kReach && hi == kReach) return "json-integer";
+      const int64_t low = static_cast<int64_t>(lo), high = static_cast<int64_t>(hi);
+      std::vector<std::string> options;
+      if (low < 0) options.push_back("\"-\" " + natural_range(high < 0 ? -high : 1, -low));
+      if (high >= 0) options.push_back(natural_range(std::max<int64_t>(low, 0), high));
+      std::string body;
+      for (const std::string& o : options) body += (body.empty() ? "" : " | ") + o;
+      return rule("integer", body);
+    }
+    if (max && *max < kReach) unsupported("maximum", fmt::format("'maximum' {} on a number (integers take any bounds; numbers only a lower bound of 0 or bounds beyond +-10^15)", *max));
+    if (exclusive_max && *exclusive_max < kReach)
+      unsupported("exclusiveMaximum", fmt::format("'exclusiveMaximum' {} on a number (integers take any bounds)", *exclusive_max));
+    bool non_negative = false;
     if (min && *min > -kReach) {
       if (*min == 0) non_negative = true;
-      else if (*min == 1 && integer) positive = true;
-      else unsupported("minimum", fmt::format("'minimum' {} (only 0, 1 for integers, or bounds beyond +-10^15)", *min));
+      else unsupported("minimum", fmt::format("'minimum' {} on a number (integers take any bounds; numbers only 0 or bounds beyond +-10^15)", *min));
     }
-    if (exclusive_min && *exclusive_min > -kReach) {
-      if (*exclusive_min == 0 && integer) positive = true;
-      else unsupported("exclusiveMinimum", fmt::format("'exclusiveMinimum' {} (only 0 for integers)", *exclusive_min));
-    }
-    const bool bounded = max || min || exclusive_min;  // no exponent: the value stays within the digits
-    std::string whole = positive ? "[1-9] [0-9]{0,14}" : non_negative ? "json-natural" : "\"-\"? json-natural";
-    if (integer) return bounded || positive || non_negative ? rule("integer", whole) : "json-integer";
+    if (exclusive_min && *exclusive_min > -kReach)
+      unsupported("exclusiveMinimum", fmt::format("'exclusiveMinimum' {} on a number (integers take any bounds)", *exclusive_min));
+    const bool bounded = max || min || exclusive_min || exclusive_max;  // no exponent: the value stays within the digits
     if (!bounded) return "json-number";
-    return rule("number", whole + " json-fraction?");
+    return rule("number", std::string(non_negative ? "json-natural" : "\"-\"? json-natural") + " json-fraction?");
   }
 
+  // Items in order: the prefixItems' schemas one by one, then `items` for the rest (false: no
+  // more), within minItems / maxItems. uniqueItems true cannot be enforced by a grammar.
   std::string array(const json& schema, const std::string& hint, int depth) {
-    std::string item = schema.contains("items") ? visit(schema["items"], hint + "-item", depth + 1) : "json-value";
+    if (schema.contains("uniqueItems") && schema["uniqueItems"] != json(false))
+      unsupported("uniqueItems", "'uniqueItems' true (no grammar can rule out a repeated item)");
+    std::vector<std::string> prefix;
+    if (schema.contains("prefixItems")) {
+      const json& items = schema["prefixItems"];
+      if (!items.is_array()) unsupported("prefixItems", "'prefixItems' must be an array of schemas");
+      for (std::size_t i = 0; i < items.size(); ++i) prefix.push_back(visit(items[i], fmt::format("{}-{}", hint, i), depth + 1));
+    }
+    const bool no_more = schema.contains("items") && schema["items"] == json(false);
+    std::string item = schema.contains("items") && !no_more ? visit(schema["items"], hint + "-item", depth + 1) : "json-value";
     int min = bound(schema, "minItems", 0), max = bound(schema, "maxItems", -1);
-    if (max >= 0 && max < min) unsupported("maxItems", "'maxItems' below 'minItems'");
+    const int k = static_cast<int>(prefix.size());
+    if (no_more) max = max < 0 ? k : std::min(max, k);
+    if (max >= 0 && max < min) unsupported("maxItems", "'maxItems' below 'minItems' (or more items required than 'items' false allows)");
     if (max == 0) return rule(hint, "\"[\" ws \"]\"");
-    std::string more = "( \",\" ws " + item + " ws )" + repeat(std::max(min - 1, 0), max < 0 ? -1 : max - 1);
-    std::string body = "\"[\" ws " + item + " ws " + more + " \"]\"";
-    if (min == 0) body = "\"[\" ws ( " + item + " ws " + more + " )? \"]\"";
-    return rule(hint, body);
+    // element(i): the i-th item's schema; after(i): what may follow once i items are written.
+    auto element = [&](int i) { return i < k ? prefix[i] : item; };
+    std::string tail;  // after(i) for i >= k: the rest as a repetition
+    {
+      const int from = std::max(k, 1);
+      const int rest_min = std::max(min - from, 0), rest_max = max < 0 ? -1 : max - from;
+      tail = rest_max == 0 ? "" : "( \",\" ws " + item + " ws )" + repeat(rest_min, rest_max);
+    }
+    std::string after = tail;  // after(k), or after(1) when there is no prefix
+    for (int i = k - 1; i >= 1; --i) {  // after(i) = "," element(i) after(i + 1), optional when i >= min
+      if (max >= 0 && i >= max) {
+        after = "";
+        continue;
+      }
+      std::string next = "\",\" ws " + element(i) + " ws" + (after.empty() ? "" : " " + after);
+      after = rule(hint + "-after", i >= min ? "( " + next + " )?" : next);
+    }
+    const std::string first = element(0) + " ws" + (after.empty() ? "" : " " + after);
+    return rule(hint, min == 0 ? "\"[\" ws ( " + first + " )? \"]\"" : "\"[\" ws " + first + " \"]\"");
   }
 
   std::string object(const json& schema, const std::string& hint, int depth) {
@@ -311,12 +535,30 @@ class SchemaConverter {
           unsupported("required", fmt::format("'{}' is required but not in 'properties' and additionalProperties is false", name));
         props.push_back({name, additional.is_object() ? additional : json::object(), true});
       }
+    // One order for all: the sorted order of a parsed request body's keys (what 'properties' has).
+    std::sort(props.begin(), props.end(), [](const Property& a, const Property& b) { return a.name < b.name; });
 
+    if (schema.contains("propertyNames") && !props.empty())
+      unsupported("propertyNames", "'propertyNames' beside 'properties' or 'required' (only for a map of any keys)");
     if (props.empty()) {
       if (additional.is_boolean() && !additional.get<bool>()) return rule(hint, "\"{\" ws \"}\"");
-      // A map: any keys, each value by additionalProperties.
+      // A map: any keys (propertyNames: keys of that string schema), each value by additionalProperties.
+      std::string key = "json-string";
+      if (schema.contains("propertyNames")) {
+        const json& names = schema["propertyNames"];
+        if (names == json(false)) return rule(hint, "\"{\" ws \"}\"");
+        if (names.is_object()) {
+          for (const char* fixed : {"const", "enum"})
+            if (names.contains(fixed))
+              for (const json& v : names[fixed].is_array() ? names[fixed] : json::array({names[fixed]}))
+                if (!v.is_string()) unsupported("propertyNames", fmt::format("'propertyNames' {} {} is not a string", fixed, v.dump()));
+          key = visit(keywords_for(names, "string"), hint + "-name", depth + 1);
+        } else if (names != json(true)) {
+          unsupported("propertyNames", "'propertyNames' must be a schema");
+        }
+      }
       std::string value = additional.is_object() ? visit(additional, hint + "-value", depth + 1) : "json-value";
-      std::string kv = "json-string ws \":\" ws " + value + " ws";
+      std::string kv = key + " ws \":\" ws " + value + " ws";
       return rule(hint, "\"{\" ws ( " + kv + " ( \",\" ws " + kv + " )* )? \"}\"");
     }
     if (!additional.is_boolean() && !(additional.is_object() && additional.empty()))

@@ -120,6 +120,10 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file) {
         fail("{}: tensor '{}' has a malformed header entry (needs dtype, shape, data_offsets)", where, name);
       TensorView view;
       const std::string dtype = info["dtype"].get<std::string>();
+      // The integer index buffers BERT-family checkpoints keep beside their weights
+      // (embeddings.position_ids [1, 512] I64): never read, so not served.
+      const bool index_buffer = name.ends_with("position_ids") || name.ends_with("token_type_ids");
+      if (index_buffer && (dtype == "I64" || dtype == "I32")) continue;
       if (dtype == "F32") view.dtype = DType::F32;
       else if (dtype == "F16") view.dtype = DType::F16;
       else if (dtype == "BF16") view.dtype = DType::BF16;

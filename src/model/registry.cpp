@@ -1,6 +1,7 @@
 // Model::load: find the format and architecture of a model folder and build the network.
 // Adding an architecture: write src/model/arch/<name>.cpp returning an Architecture, list it here.
 #include <algorithm>
+#include <optional>
 
 #include "inferlab/util/error.h"
 #include "inferlab/backend/backend.h"
@@ -18,7 +19,7 @@ namespace {
 
 const std::vector<const Architecture*>& architectures() {
   static const std::vector<const Architecture*> all{&gpt2_architecture(), &qwen2_architecture(), &qwen3_architecture(),
-                                                    &llama_architecture(), &mistral_architecture()};
+                                                    &llama_architecture(), &mistral_architecture(), &bert_architecture()};
   return all;
 }
 
@@ -72,6 +73,48 @@ void read_special_ids(ModelConfig& config, const json& raw, const fs::path& fold
   }
 }
 
+// sentence-transformers' modules.json: a Pooling module (its config.json's pooling_mode_*) and a
+// Normalize module or none. A folder without it keeps the architecture's default pooling.
+void read_sentence_transformers_pooling(ModelConfig& config, const fs::path& folder) {
+  const fs::path modules_file = folder / "modules.json";
+  if (!fs::exists(modules_file)) return;
+  const std::string where = modules_file.string();
+  const json modules = read_json_file(modules_file);
+  if (!modules.is_array()) fail("{}: must be a list of modules", where);
+  bool normalize = false;
+  std::optional<EmbeddingPooling::Kind> kind;
+  for (const json& module : modules) {
+    if (!module.is_object() || !module.contains("type") || !module["type"].is_string())
+      fail("{}: each module needs a \"type\" string", where);
+    const std::string type = module["type"].get<std::string>();
+    if (type == "sentence_transformers.models.Normalize") normalize = true;
+    if (type != "sentence_transformers.models.Pooling") continue;
+    const fs::path pooling_file = folder / module.value("path", std::string()) / "config.json";
+    const json pooling = read_json_file(pooling_file);
+    std::vector<std::string> modes;
+    for (const char* mode : {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
+                             "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"})
+      if (config_bool_or(pooling, mode, false, pooling_file.string())) modes.emplace_back(mode);
+    if (modes.size() != 1)
+      fail("{}: {} pooling modes are on; one of pooling_mode_cls_token, pooling_mode_mean_tokens, pooling_mode_lasttoken "
+           "is supported",
+           pooling_file.string(), modes.size());
+    if (modes[0] == "pooling_mode_cls_token") kind = EmbeddingPooling::Kind::cls;
+    else if (modes[0] == "pooling_mode_mean_tokens") kind = EmbeddingPooling::Kind::mean;
+    else if (modes[0] == "pooling_mode_lasttoken") kind = EmbeddingPooling::Kind::last;
+    else fail("{}: {} is not supported (cls, mean or last token)", pooling_file.string(), modes[0]);
+  }
+  if (!kind) fail("{}: no sentence_transformers.models.Pooling module", where);
+  config.pooling = {*kind, normalize};
+  const fs::path limits = folder / "sentence_bert_config.json";
+  if (fs::exists(limits)) {
+    const json j = read_json_file(limits);
+    if (j.contains("max_seq_length")) config.max_seq_length = config_int(j, "max_seq_length", limits.string());
+    // Inputs are refused beyond this, where sentence-transformers cuts them silently: an embedding
+    // of part of a text returned as if of all of it is the lost data a client cannot see.
+  }
+}
+
 struct ParsedConfig {
   json raw;
   const Architecture* arch;
@@ -103,7 +146,10 @@ ParsedConfig parse_config(const ModelFiles& files) {
   }
   p.arch = &find_architecture(p.raw, where);
   p.config = p.arch->parse_config(p.raw, where);
-  if (files.llama2c.empty()) read_special_ids(p.config, p.raw, files.folder);
+  if (files.llama2c.empty()) {
+    read_special_ids(p.config, p.raw, files.folder);
+    read_sentence_transformers_pooling(p.config, files.folder);
+  }
   else p.config.bos_token_id = 1;
   return p;
 }
@@ -125,6 +171,21 @@ const Architecture& find_architecture(const json& config, const std::string& whe
     fail("{}: unknown architectures {} (supported model types: {})", where, config["architectures"].dump(), supported_list());
   }
   fail("{}: missing key \"model_type\" (supported: {})", where, supported_list());
+}
+
+const char* to_string(EmbeddingPooling::Kind kind) {
+  switch (kind) {
+    case EmbeddingPooling::Kind::mean: return "mean";
+    case EmbeddingPooling::Kind::cls: return "cls";
+    case EmbeddingPooling::Kind::last: return "last";
+  }
+  return "?";
+}
+
+int max_input_tokens(const ModelConfig& config) {
+  if (config.max_seq_length > 0 && (config.max_position_embeddings <= 0 || config.max_seq_length < config.max_position_embeddings))
+    return config.max_seq_length;
+  return config.max_position_embeddings;
 }
 
 ModelConfig read_model_config(const std::string& model) { return parse_config(locate(model)).config; }

@@ -182,11 +182,12 @@ std::string TransformerModel::weight_formats() const {
   return text;
 }
 
-void TransformerModel::run(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits, bool hidden) {
+void TransformerModel::forward_into(std::span<const BatchEntry> batch, KVCache& cache, StepOutputs& out) {
   const ModelConfig& c = config_;
   const int bs = cache.block_size();
   if (batch.empty()) {
-    logits.clear();
+    out.logits.clear();
+    out.hidden.clear();
     return;
   }
 
@@ -206,6 +207,11 @@ void TransformerModel::run(std::span<const BatchEntry> batch, KVCache& cache, st
       if (t < 0 || t >= c.vocab_size) fail("forward: token id {} is outside the vocabulary (0..{})", t, c.vocab_size - 1);
     for (int b : e.kv->blocks)
       if (b < 0 || b >= cache.num_blocks()) fail("forward: block {} is not in this KV cache", b);
+    if (c.encoder && e.output != EntryOutput::hidden_states)
+      fail("forward: {} is an encoder: it gives hidden states (embeddings), not logits", c.architecture);
+    // Bidirectional attention needs the whole sequence in one step.
+    if (c.encoder && e.kv->length != 0)
+      fail("forward: an encoder's sequence runs whole in one step; this one has {} positions already", e.kv->length);
   }
 
   // A step's activations from the idle ones (their memory already grown), or a new step.
@@ -227,10 +233,10 @@ void TransformerModel::run(std::span<const BatchEntry> batch, KVCache& cache, st
   // The batch as rows: each row's token, sequence and position; the rows that want logits.
   ForwardStep& s = *step;
   s.cache = &cache;
-  s.logits = &logits;
-  s.hidden = hidden;
+  s.out = &out;
   s.tokens.clear();
-  s.output_rows.clear();
+  s.logit_rows.clear();
+  s.hidden_rows.clear();
   StepRows& rows = s.rows;
   rows.sequences.clear();
   rows.first_row.clear();
@@ -241,7 +247,13 @@ void TransformerModel::run(std::span<const BatchEntry> batch, KVCache& cache, st
     rows.sequences.push_back(batch[e].kv->blocks);
     rows.first_row.push_back(rows.count());
     for (int i = 0; i < n; ++i) {
-      if (batch[e].all_logits || i == n - 1) s.output_rows.push_back(rows.count());
+      switch (batch[e].output) {
+        case EntryOutput::last_logits:
+          if (i == n - 1) s.logit_rows.push_back(rows.count());
+          break;
+        case EntryOutput::all_logits: s.logit_rows.push_back(rows.count()); break;
+        case EntryOutput::hidden_states: s.hidden_rows.push_back(rows.count()); break;
+      }
       rows.entry.push_back(static_cast<int>(e));
       rows.position.push_back(batch[e].kv->length + i);
       s.tokens.push_back(batch[e].tokens[i]);

@@ -1,4 +1,4 @@
-// A decoder-only transformer: its weight slots, the WeightLoader that fills them through a backend,
+// A transformer (decoder-only, or an encoder such as BERT): its weight slots, the WeightLoader that fills them through a backend,
 // and the Architecture record each src/model/arch/<name>.cpp fills in (config keys, HF tensor
 // names into the slots, the layout, the forward graph).
 #pragma once
@@ -35,6 +35,7 @@ struct TransformerWeights {
   std::vector<float> final_norm_weight, final_norm_bias;
   Linear lm_head;                // tied: shares the embedding's matrix
   bool gelu_erf = false;         // GPT-2's "activation_function": "gelu" (exact), else gelu_new (tanh)
+  std::vector<float> embedding_norm_weight, embedding_norm_bias;  // BERT: LayerNorm of the embeddings
 };
 
 // Reads tensors by HF name with the shape config.json implies; Error names tensor, file, shapes.
@@ -97,7 +98,8 @@ struct Architecture {
                                      const LoadOptions& options, Backend& backend);
   // Every tensor of an HF checkpoint of this config, for make-model.
   std::vector<TensorSpec> (*tensor_layout)(const ModelConfig& config, const nlohmann::json& raw);
-  // The forward graph (src/model/graph/blocks.h composes it): logits of step.output_rows.
+  // The forward graph (src/model/graph/blocks.h composes it): the logits of step.logit_rows and
+  // the hidden states of step.hidden_rows.
   void (*forward)(const TransformerWeights& weights, ForwardStep& step);
 };
 
@@ -106,6 +108,7 @@ const Architecture& qwen2_architecture();
 const Architecture& llama_architecture();
 const Architecture& qwen3_architecture();
 const Architecture& mistral_architecture();
+const Architecture& bert_architecture();
 
 // By model_type, else by architectures[]; Error listing what is supported.
 const Architecture& find_architecture(const nlohmann::json& config, const std::string& where);
@@ -132,18 +135,13 @@ class TransformerModel : public Model {
   ~TransformerModel() override;
   const ModelConfig& config() const override { return config_; }
   const std::filesystem::path& path() const override { return path_; }
-  void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) override {
-    run(batch, cache, logits, false);
-  }
-  void hidden_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& hidden) override {
-    run(batch, cache, hidden, true);
-  }
+  using Model::forward_into;
+  void forward_into(std::span<const BatchEntry> batch, KVCache& cache, StepOutputs& out) override;
   std::size_t decode_weight_bytes() const override;
   std::string weight_formats() const override;
   Backend& backend() override { return *backend_; }
 
  private:
-  void run(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& out, bool hidden);
   std::map<std::string, std::size_t> weight_bytes_by_format() const;
   ModelConfig config_;
   const Architecture& arch_;

@@ -33,6 +33,9 @@ struct ModelContext {
   int vocab_size = 0;
   std::size_t kv_capacity_tokens = 0;
   std::size_t longest_token_bytes = 0;  // the vocabulary's longest token (0: unknown, no byte bound)
+  bool generates = true;                 // false: an encoder, which serves only /v1/embeddings
+  int embedding_dimensions = 0;          // the length of its embeddings
+  int max_embedding_input_tokens = 0;    // the longest input an embedding may have
   RequestLimits limits;
 };
 

@@ -50,6 +50,8 @@ std::string prometheus_text(const MetricsSnapshot& snapshot) {
   scalar("inferlab_prefill_tokens_total", "counter", "prompt tokens computed (the rest came from the prefix cache)", s.prefill_tokens);
   scalar("inferlab_prefix_cache_hit_tokens_total", "counter", "prompt tokens reused from cached KV blocks", s.prefix_cache_hit_tokens);
   scalar("inferlab_generation_tokens_total", "counter", "tokens generated", s.generation_tokens);
+  scalar("inferlab_embedding_requests_total", "counter", "embedding inputs answered (each input of /v1/embeddings)", s.embedding_requests);
+  scalar("inferlab_embedding_tokens_total", "counter", "input tokens of the answered embeddings", s.embedding_tokens);
   scalar("inferlab_engine_steps_total", "counter", "engine steps (one batched forward each)", s.steps);
   scalar("inferlab_decode_steps_total", "counter", "steps that decoded at least one sequence", s.decode_steps);
   scalar("inferlab_batched_decode_steps_total", "counter", "steps that decoded more than one sequence together", s.batched_decode_steps);

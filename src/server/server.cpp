@@ -96,6 +96,9 @@ void Server::load(const std::string& model_name) {
   s.context.context_length = s.engine->context_length();
   s.context.vocab_size = s.engine->vocab_size();
   s.context.kv_capacity_tokens = s.engine->kv_capacity_tokens();
+  s.context.generates = s.engine->generates();
+  s.context.embedding_dimensions = s.engine->embedding_dimensions();
+  s.context.max_embedding_input_tokens = s.engine->max_embedding_input_tokens();
   s.context.limits = {.max_n = s.options.max_n,
                       .max_messages = s.options.max_messages,
                       .max_prompt_tokens = s.options.max_prompt_tokens,

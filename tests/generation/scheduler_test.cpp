@@ -115,6 +115,67 @@ TEST_F(SchedulerTest, BatchedGreedyEqualsOneSequenceAtATime) {
   EXPECT_GT(batched, 0u) << "no step decoded two sequences at once in three rounds";
 }
 
+// An embedding request beside generation: its input runs whole in one step even past the step's
+// token budget (chunked prefill would split it), pooled as the model says (this decoder: the last
+// token, normalized); the generation beside it is unchanged.
+TEST_F(SchedulerTest, EmbeddingsRunWholeBesideGeneration) {
+  auto embedding_alone = [&](const std::vector<int32_t>& ids) {
+    KVCache cache(model_->config(), 256, 16);
+    SequenceKV kv;
+    EXPECT_TRUE(kv.reserve(cache, static_cast<int>(ids.size())));
+    const BatchEntry entry{ids, &kv, EntryOutput::hidden_states};
+    StepOutputs out;
+    model_->forward_into(std::span<const BatchEntry>(&entry, 1), cache, out);
+    const int h = model_->config().hidden_size;
+    std::vector<float> last(out.hidden.end() - h, out.hidden.end());
+    double norm = 0;
+    for (float v : last) norm += static_cast<double>(v) * v;
+    for (float& v : last) v = static_cast<float>(v / std::sqrt(norm));
+    return last;
+  };
+  ASSERT_EQ(model_->config().pooling.kind, EmbeddingPooling::Kind::last);
+  SchedulerOptions options;
+  options.kv_tokens = 2048;
+  options.step_token_budget = 24;
+  Scheduler scheduler(*model_, options);
+  const auto long_input = prompt(40, 2), short_input = prompt(6, 3), generated = prompt(30, 1);
+  auto generation = scheduler.submit(greedy(generated, 12));
+  auto long_stream = scheduler.submit(EmbeddingRequest{long_input, std::nullopt});
+  auto short_stream = scheduler.submit(EmbeddingRequest{short_input, std::nullopt});
+  for (auto [stream, input] : {std::pair{long_stream, long_input}, std::pair{short_stream, short_input}}) {
+    std::vector<float> embedding;
+    FinishReason finish = FinishReason::error;
+    for (bool done = false; !done;)
+      for (auto& event : stream->wait(std::chrono::milliseconds(100)))
+        if (event.finish) {
+          EXPECT_FALSE(event.token);
+          finish = *event.finish;
+          embedding = event.embedding;
+          ASSERT_TRUE(event.timings);
+          EXPECT_EQ(event.timings->prompt_tokens, static_cast<int>(input.size()));
+          EXPECT_EQ(event.timings->generated_tokens, 0);
+          done = true;
+        }
+    EXPECT_EQ(finish, FinishReason::stop);
+    const std::vector<float> expected = embedding_alone(input);
+    ASSERT_EQ(embedding.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(embedding[i], expected[i], 1e-5) << i;
+  }
+  Outcome out = collect(*generation);
+  EXPECT_EQ(out.tokens, reference(generated, 12));
+  wait_idle(scheduler);
+  EXPECT_EQ(scheduler.stats().embedding_requests, 2u);
+  EXPECT_EQ(scheduler.stats().embedding_tokens, 46u);
+  // The generation's 42 tokens fill two blocks that stay cached; the 40-token input's two full
+  // blocks are never offered to the prefix cache.
+  EXPECT_EQ(scheduler.stats().kv_blocks_cached, 2);
+
+  // What could never run is refused at once, naming why.
+  EXPECT_THROW(scheduler.submit(EmbeddingRequest{{}, std::nullopt}), Error);
+  EXPECT_THROW(scheduler.submit(EmbeddingRequest{prompt(model_->config().max_position_embeddings + 1, 4), std::nullopt}), Error);
+  EXPECT_THROW(scheduler.submit(EmbeddingRequest{{-1}, std::nullopt}), Error);
+}
+
 TEST_F(SchedulerTest, RequestsWaitForKVBlocksInsteadOfFailing) {
   SchedulerOptions options;
   options.max_batch = 8;

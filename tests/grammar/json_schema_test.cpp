@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "inferlab/grammar/grammar_matcher.h"
 #include "inferlab/grammar/json_schema.h"
 
 namespace inferlab {
@@ -20,7 +21,11 @@ std::string refused_keyword(const json& schema) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreRefusedByName) {
-  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","minimum":3})")), "minimum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","minimum":3})")), "minimum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","exclusiveMaximum":3})")), "exclusiveMaximum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","minimum":5,"maximum":4})")), "minimum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})")), "oneOf");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"$ref":"#","maxItems":2})")), "$ref");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","maximum":10})")), "maximum");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","multipleOf":2})")), "multipleOf");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})")), "uniqueItems");
@@ -46,6 +51,48 @@ TEST(JsonSchema, SupportedSchemasCompile) {
       std::string g = json_schema_to_gbnf(json::parse(text));
       parse_gbnf(g);
     }) << text;
+  }
+}
+
+// An integer's bounds are enforced digit by digit: every integer near and inside each range is
+// accepted exactly when the schema allows it (zod's int().min(0).max(9) among them).
+TEST(JsonSchema, IntegerRangesAcceptExactlyTheirIntegers) {
+  std::vector<std::string> bytes(256);
+  for (int b = 0; b < 256; ++b) bytes[b] = std::string(1, static_cast<char>(b));
+  auto vocabulary = std::make_shared<const TokenVocabulary>(std::move(bytes));
+  struct Range {
+    const char* schema;
+    int64_t lo, hi;  // inclusive
+  };
+  const Range ranges[] = {
+      {R"({"type":"integer","minimum":0,"maximum":9})", 0, 9},
+      {R"({"type":"integer","minimum":-17,"maximum":305})", -17, 305},
+      {R"({"type":"integer","minimum":10,"maximum":99})", 10, 99},
+      {R"({"type":"integer","minimum":-1200,"maximum":-35})", -1200, -35},
+      {R"({"type":"integer","exclusiveMinimum":7,"exclusiveMaximum":1001})", 8, 1000},
+      {R"({"type":"integer","minimum":1.5,"maximum":20.5})", 2, 20},
+      {R"({"type":"integer","minimum":99,"maximum":99})", 99, 99},
+      {R"({"type":"integer","minimum":190,"maximum":2009})", 190, 2009},
+      {R"({"type":"integer","maximum":-3})", -999999999999999, -3},
+      {R"({"type":"integer","minimum":42})", 42, 999999999999999},
+  };
+  for (const Range& r : ranges) {
+    auto grammar = std::make_shared<CompiledGrammar>(parse_gbnf(json_schema_to_gbnf(json::parse(r.schema))), vocabulary);
+    auto accepts = [&](int64_t n) {
+      GrammarMatcher m(grammar);
+      return m.accept_bytes(std::to_string(n)) && m.can_finish();
+    };
+    std::vector<int64_t> probes;
+    for (int64_t n = -2100; n <= 2100; ++n) probes.push_back(n);
+    for (int64_t edge : {r.lo, r.hi})
+      for (int64_t d = -3; d <= 3; ++d) probes.push_back(edge + d);
+    for (int64_t n : {int64_t{99999}, int64_t{-99999}, int64_t{123456789012345}, int64_t{-123456789012345}}) probes.push_back(n);
+    for (int64_t n : probes) {
+      if (n < -999999999999999 || n > 999999999999999) continue;
+      EXPECT_EQ(accepts(n), n >= r.lo && n <= r.hi) << r.schema << " and " << n;
+    }
+    GrammarMatcher leading_zero(grammar);
+    EXPECT_FALSE(leading_zero.accept_bytes("007") && leading_zero.can_finish()) << r.schema;
   }
 }
 

@@ -189,7 +189,7 @@ TEST_F(GgufModelFiles, AGoodFileLoadsAndRuns) {
   SequenceKV seq;
   const std::vector<int32_t> tokens{1, 2, 3};
   ASSERT_TRUE(seq.reserve(cache, 3));
-  const BatchEntry entry{tokens, &seq, false};
+  const BatchEntry entry{tokens, &seq, EntryOutput::last_logits};
   const auto logits = model->forward(std::span<const BatchEntry>(&entry, 1), cache);
   seq.release(cache);
   ASSERT_EQ(logits.size(), 8u);
@@ -217,7 +217,7 @@ TEST_F(GgufModelFiles, FloatAndQuantizedPartsOfOneFusedMatrixLoadAndRun) {
     SequenceKV seq;
     const std::vector<int32_t> tokens{1, 2, 3};
     ASSERT_TRUE(seq.reserve(cache, 3));
-    const BatchEntry entry{tokens, &seq, false};
+    const BatchEntry entry{tokens, &seq, EntryOutput::last_logits};
     logits.push_back(model->forward(std::span<const BatchEntry>(&entry, 1), cache));
     seq.release(cache);
   }

@@ -114,7 +114,7 @@ TEST_P(Architectures, BatchedForwardEqualsEachSequenceAlone) {
   auto alone = [&](std::span<const int32_t> tokens, bool all) {
     SequenceKV s;
     EXPECT_TRUE(s.reserve(cache, static_cast<int>(tokens.size())));
-    BatchEntry e{tokens, &s, all};
+    BatchEntry e{tokens, &s, all ? EntryOutput::all_logits : EntryOutput::last_logits};
     auto out = model->forward(std::span<const BatchEntry>(&e, 1), cache);
     s.release(cache);
     return out;
@@ -126,10 +126,10 @@ TEST_P(Architectures, BatchedForwardEqualsEachSequenceAlone) {
   // Together: sequence 3 already holds its prompt (decode/chunked prefill mixed with new prompts).
   SequenceKV s1, s2, s3;
   ASSERT_TRUE(s3.reserve(cache, static_cast<int>(p3.size())));
-  BatchEntry pre{p3, &s3, false};
+  BatchEntry pre{p3, &s3, EntryOutput::last_logits};
   model->forward(std::span<const BatchEntry>(&pre, 1), cache);
   ASSERT_TRUE(s1.reserve(cache, 37) && s2.reserve(cache, 5) && s3.reserve(cache, 4));
-  std::vector<BatchEntry> batch{{p1, &s1, false}, {p2, &s2, true}, {more3, &s3, true}};
+  std::vector<BatchEntry> batch{{p1, &s1, EntryOutput::last_logits}, {p2, &s2, EntryOutput::all_logits}, {more3, &s3, EntryOutput::all_logits}};
   auto together = model->forward(batch, cache);
   const int V = model->config().vocab_size;
   ASSERT_EQ(together.size(), static_cast<std::size_t>(V) * (1 + 5 + 4));
@@ -155,7 +155,7 @@ TEST_P(Architectures, ForwardIntoReusesTheCallersLogitsBuffer) {
   for (int step = 0; step < 4; ++step) {
     ASSERT_TRUE(fresh.reserve(cache, static_cast<int>(next_fresh.size())) &&
                 reused.reserve(cache, static_cast<int>(next_reused.size())));
-    BatchEntry a{next_fresh, &fresh, false}, b{next_reused, &reused, false};
+    BatchEntry a{next_fresh, &fresh, EntryOutput::last_logits}, b{next_reused, &reused, EntryOutput::last_logits};
     const auto expected = model->forward(std::span<const BatchEntry>(&a, 1), cache);
     model->forward_into(std::span<const BatchEntry>(&b, 1), cache, logits);
     ASSERT_EQ(logits.size(), static_cast<std::size_t>(V));
@@ -167,7 +167,7 @@ TEST_P(Architectures, ForwardIntoReusesTheCallersLogitsBuffer) {
   // A batch wider than the buffer grows it; an empty one leaves no rows.
   ASSERT_TRUE(fresh.reserve(cache, 2) && reused.reserve(cache, 2));
   const auto two = ids(2, 8);
-  std::vector<BatchEntry> batch{{two, &fresh, true}, {two, &reused, true}};
+  std::vector<BatchEntry> batch{{two, &fresh, EntryOutput::all_logits}, {two, &reused, EntryOutput::all_logits}};
   model->forward_into(batch, cache, logits);
   EXPECT_EQ(logits.size(), static_cast<std::size_t>(4) * V);
   EXPECT_EQ(std::vector<float>(logits.begin(), logits.begin() + 2 * V), std::vector<float>(logits.begin() + 2 * V, logits.end()));
@@ -175,8 +175,9 @@ TEST_P(Architectures, ForwardIntoReusesTheCallersLogitsBuffer) {
   EXPECT_TRUE(logits.empty());
 }
 
-// hidden_into gives the rows forward_into would project: the output matrix of the checkpoint
-// times each hidden state is that row's logits (what an embedding endpoint pools from).
+// Hidden states are the rows the logits are projected from: in one step where one entry asks
+// for logits and another (the same prompt) for hidden states, the output matrix of the checkpoint
+// times each hidden state is that row's logits (what an embedding is pooled from).
 TEST_P(Architectures, HiddenStatesTimesTheOutputMatrixAreTheLogits) {
   const fs::path dir = make_tiny(GetParam());
   auto model = Model::load(dir.string());
@@ -185,10 +186,13 @@ TEST_P(Architectures, HiddenStatesTimesTheOutputMatrixAreTheLogits) {
   const auto prompt = ids(11, 5);
   SequenceKV for_logits, for_hidden;
   ASSERT_TRUE(for_logits.reserve(cache, 11) && for_hidden.reserve(cache, 11));
-  BatchEntry a{prompt, &for_logits, true}, b{prompt, &for_hidden, true};
-  const auto logits = model->forward(std::span<const BatchEntry>(&a, 1), cache);
-  std::vector<float> hidden;
-  model->hidden_into(std::span<const BatchEntry>(&b, 1), cache, hidden);
+  const std::vector<BatchEntry> batch{{prompt, &for_logits, EntryOutput::all_logits},
+                                      {prompt, &for_hidden, EntryOutput::hidden_states}};
+  StepOutputs step;
+  model->forward_into(batch, cache, step);
+  const std::vector<float>& logits = step.logits;
+  const std::vector<float>& hidden = step.hidden;
+  ASSERT_EQ(logits.size(), static_cast<std::size_t>(11) * c.vocab_size);
   ASSERT_EQ(hidden.size(), static_cast<std::size_t>(11) * c.hidden_size);
   EXPECT_EQ(for_hidden.length, 11);
 
@@ -214,7 +218,7 @@ TEST_P(Architectures, SharedPrefixBlocksGiveTheSameLogits) {
   const auto prefix = ids(32, 5), tail = ids(7, 6);
   SequenceKV first;
   ASSERT_TRUE(first.reserve(cache, 32));
-  BatchEntry e{prefix, &first, false};
+  BatchEntry e{prefix, &first, EntryOutput::last_logits};
   model->forward(std::span<const BatchEntry>(&e, 1), cache);
   // Second sequence maps the two full prefix blocks instead of recomputing them.
   SequenceKV second;
@@ -222,7 +226,7 @@ TEST_P(Architectures, SharedPrefixBlocksGiveTheSameLogits) {
   second.length = 32;
   first.release(cache);
   ASSERT_TRUE(second.reserve(cache, 7));
-  BatchEntry cont{tail, &second, true};
+  BatchEntry cont{tail, &second, EntryOutput::all_logits};
   auto shared = model->forward(std::span<const BatchEntry>(&cont, 1), cache);
 
   std::vector<int32_t> full(prefix);
@@ -262,7 +266,7 @@ TEST_P(Architectures, OutputWeightsFormatOfTheLmHead) {
     KVCache cache(model->config(), 64, 16);
     SequenceKV s;
     EXPECT_TRUE(s.reserve(cache, static_cast<int>(prompt.size())));
-    BatchEntry e{prompt, &s, true};
+    BatchEntry e{prompt, &s, EntryOutput::all_logits};
     return model->forward(std::span<const BatchEntry>(&e, 1), cache);
   };
   const auto q4_auto = logits("q4", "auto"), q4_int8 = logits("q4", "int8"), q4_pure = logits("q4", "q4");
@@ -291,7 +295,7 @@ TEST_P(Architectures, HalfPrecisionKvCacheStaysCloseToF32) {
       EXPECT_EQ(cache.bytes_per_token(), kv_bytes_per_token(model->config(), type == KVType::F16 ? 2 : 4));
       SequenceKV s;
       EXPECT_TRUE(s.reserve(cache, static_cast<int>(prompt.size())));
-      BatchEntry e{prompt, &s, true};
+      BatchEntry e{prompt, &s, EntryOutput::all_logits};
       return model->forward(std::span<const BatchEntry>(&e, 1), cache);
     };
     const auto f32 = logits(KVType::F32), f16 = logits(KVType::F16);
@@ -412,7 +416,7 @@ TEST(Forward, RejectsUnreservedKvAndUnknownTokens) {
   KVCache cache(model->config(), 64, 16);
   SequenceKV s;
   std::vector<int32_t> tokens{1, 2, 3};
-  BatchEntry e{tokens, &s, false};
+  BatchEntry e{tokens, &s, EntryOutput::last_logits};
   EXPECT_NE(error_of([&] { model->forward(std::span<const BatchEntry>(&e, 1), cache); }).find("reserve"), std::string::npos);
   ASSERT_TRUE(s.reserve(cache, 3));
   tokens[1] = 64;

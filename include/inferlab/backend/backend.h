@@ -82,6 +82,9 @@ struct AttentionShape {
   int window = 0;      // > 0: a position sees only the last `window` positions, itself included
   // f32 models: the gathered two-pass attention the exact-parity tests pin, not the fused kernel.
   bool exact = false;
+  // false (encoders): each row sees every position of its sequence this step writes, not only
+  // those up to its own. The step holds the whole sequence (the planner never splits an encoder's).
+  bool causal = true;
 };
 
 // The rows of one forward step: the batch's sequences, and for each row its sequence and position.
@@ -145,8 +148,8 @@ class Backend {
   // qkv [rows][q | k | v]: each row's k and v (at columns k_offset, v_offset) into the cache.
   virtual void kv_write(KVStorage& kv, int layer, const Activations& qkv, int k_offset, int v_offset,
                         const StepRows& rows) = 0;
-  // Causal attention of each row's query (columns 0.., heads * head_dim) over its sequence's
-  // cached positions up to its own -> out [rows][heads * head_dim].
+  // Attention of each row's query (columns 0.., heads * head_dim) over its sequence's cached
+  // positions up to its own (causal) or up to its sequence's last row -> out [rows][heads * head_dim].
   virtual void attention(KVStorage& kv, int layer, const Activations& qkv, const StepRows& rows,
                          const AttentionShape& shape, Activations& out) = 0;
 };

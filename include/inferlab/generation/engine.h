@@ -102,6 +102,13 @@ class Engine {
 
   // Throws Error when it could never fit, OverloadedError when the queue is full or stopped.
   std::shared_ptr<RequestStream> submit(ChoiceRequest request);
+  std::shared_ptr<RequestStream> submit(EmbeddingRequest request);
+  // What the model serves: text (a decoder; it embeds too, pooling its hidden states) or only
+  // embeddings (an encoder).
+  bool generates() const;
+  int embedding_dimensions() const;        // the hidden size: the length of every embedding
+  int max_embedding_input_tokens() const;  // the longest input an embedding may have
+  const EmbeddingPooling& embedding_pooling() const;
   bool idle() const;  // nothing queued or running
   double seconds_since_progress() const;  // of the engine loop (Scheduler::seconds_since_progress)
   SchedulerStats stats() const;

@@ -29,4 +29,12 @@ struct GenerationRequest {
   std::string grammar_trigger;
 };
 
+// What a caller asks the engine to embed: the input's token ids. The answer is one vector pooled
+// from the input's last hidden states as the model's config says (ModelConfig::pooling), from a
+// single step that holds the whole input; it shares steps with generation.
+struct EmbeddingRequest {
+  std::vector<int32_t> input;
+  std::optional<Clock::time_point> deadline;  // finish with reason timeout after this
+};
+
 }  // namespace inferlab

@@ -48,6 +48,7 @@ struct StreamEvent {
   bool request_error = false;          // error: caused by what the request asked for (a grammar too
                                        // ambiguous to follow), not by the server: HTTP 400
   std::optional<RequestTimings> timings;  // with the last event
+  std::vector<float> embedding;           // an embedding request's answer, with its last event (reason stop)
 };
 
 // Queue full: the caller should answer 503 with Retry-After.

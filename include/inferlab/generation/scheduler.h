@@ -54,6 +54,10 @@ class Scheduler {
   // Queues a request. Throws Error when it could never fit (prompt + max_tokens beyond the KV
   // cache or the context), OverloadedError when the queue is full or the scheduler stopped.
   std::shared_ptr<RequestStream> submit(GenerationRequest request);
+  // Queues an embedding: its stream ends with one event carrying the embedding (or an error).
+  // Throws Error when the input could never run (empty, ids outside the vocabulary, longer than
+  // the context, the KV cache or what one step may hold), OverloadedError as above.
+  std::shared_ptr<RequestStream> submit(EmbeddingRequest request);
 
   // Ends every queued and running request with a FinishReason::error event carrying `reason`,
   // then stops the engine thread. Later submits are refused.
@@ -72,6 +76,7 @@ class Scheduler {
   void engine_loop();
   void mark_progress();
   bool step();  // false when there was nothing to do
+  std::shared_ptr<RequestStream> enqueue(std::unique_ptr<Sequence> seq);  // submit()'s common part
   void drop_cancelled_and_expired();
   void publish_stats();
 

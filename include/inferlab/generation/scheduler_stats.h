@@ -23,6 +23,8 @@ struct SchedulerStats {
   uint64_t prefill_tokens = 0;         // prompt tokens actually computed
   uint64_t prefix_cache_hit_tokens = 0;
   uint64_t generation_tokens = 0;
+  uint64_t embedding_requests = 0;     // embedding requests answered
+  uint64_t embedding_tokens = 0;       // ... and their input tokens
   uint64_t draft_tokens = 0;           // speculative decoding: proposed
   uint64_t accepted_draft_tokens = 0;  // ... and kept
   uint64_t steps = 0;

@@ -1,11 +1,19 @@
 // JSON Schema -> GBNF, for response_format json_schema and strict tools. Supported: type (one or
-// a list), properties / required (emitted in the schema's order; optional ones may be left out),
-// additionalProperties false (extra keys are never generated; an object with only
-// additionalProperties is a map), enum, const, items / minItems / maxItems, minLength /
-// maxLength, pattern (regex.h), format (date, time, date-time, uuid, email), anyOf / oneOf (oneOf
-// read as anyOf), allOf of one schema, $ref to #, #/$defs/... and #/definitions/..., and the
-// annotations (title, description, default, examples, ...). Any other keyword is refused with an
-// UnsupportedSchemaError naming it: never a grammar that silently enforces less than the schema.
+// a list, each type under the keywords that apply to it; no type: the union of all six, as a
+// keyword constrains only values of its own type), properties / required (written in sorted key
+// order, the order a parsed request body has; optional ones may be left out), additionalProperties
+// false or a schema (unlisted properties are never generated unless additionalProperties says
+// so: xgrammar's strict mode), propertyNames of a map, enum, const (2.0 written as 2), items /
+// prefixItems / minItems / maxItems, uniqueItems false,
+// minLength / maxLength, minimum / maximum / exclusive* (any on integers; on numbers a lower
+// bound of 0), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
+// as every grammar engine does), anyOf, oneOf whose options no value can match together
+// (different types, different const values, or a required property with different const values),
+// allOf of one schema, $ref to #, #/$defs/... and #/definitions/..., and the annotations (title,
+// description, default, examples, ...). $ref, allOf, anyOf and oneOf must stand alone beside
+// annotations. Any other keyword is refused with an UnsupportedSchemaError naming it: never a
+// grammar that silently enforces less than the schema (the official test suite checks it:
+// tests/grammar/json_schema_suite.cpp).
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 #include <string>

@@ -1,4 +1,5 @@
-// A loaded causal language model: config + weights + one batched forward step over a paged KV cache.
+// A loaded transformer (a causal language model, or an encoder that only gives hidden states):
+// config + weights + one batched forward step over a paged KV cache.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -26,11 +27,27 @@ struct LoadOptions {
 // The format the output projection is packed in under these options (output_weights resolved).
 std::string output_weights_of(const LoadOptions& options);
 
+// What one batch entry wants back from a forward step.
+enum class EntryOutput {
+  last_logits,    // the logits of its last token (generation)
+  all_logits,     // the logits of every token (draft verification, parity tests)
+  hidden_states,  // every token's last hidden state (what an embedding is pooled from)
+};
+
 // One sequence's part of a batched forward step: `tokens` are appended at kv->length.
 struct BatchEntry {
   std::span<const int32_t> tokens;
   SequenceKV* kv = nullptr;
-  bool all_logits = false;  // logits for every token (parity tests), not only the last
+  EntryOutput output = EntryOutput::last_logits;
+};
+
+// A step's outputs, row-major and in batch order: the logits rows of the entries that want
+// logits, and the hidden-state rows of those that want hidden states. A caller that steps again
+// passes the same object: its memory is reused, where a fresh one per step (5 MB for 8 rows of a
+// 152k vocabulary) was allocated and zeroed each time.
+struct StepOutputs {
+  std::vector<float> logits;  // [logits rows][vocab_size]
+  std::vector<float> hidden;  // [hidden rows][hidden_size]: after the final norm, before any output projection
 };
 
 class Model {
@@ -48,15 +65,16 @@ class Model {
 
   // Runs every entry through the network in one step (weights read once for the whole batch).
   // The caller has reserved KV room for each entry's tokens; kv->length advances by tokens.size().
-  // Writes row-major logits [rows][vocab_size] into `logits` (resized): per entry in order, 1 row
-  // (its last token) or tokens.size() rows when all_logits. A caller that steps again passes the
-  // same vector: its memory is reused, where a fresh one per step (5 MB for 8 rows of a 152k
-  // vocabulary) was allocated and zeroed each time.
-  virtual void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) = 0;
-  // The same rows' last hidden states instead of their logits: [rows][hidden_size], after the
-  // final norm, before the output projection (what an embedding is pooled from). The KV cache
-  // advances as with forward_into.
-  virtual void hidden_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& hidden) = 0;
+  // Fills `out` (resized) with the rows each entry asked for, in batch order. Error for hidden
+  // states of a model without them, or logits of a model without an output layer (an encoder).
+  virtual void forward_into(std::span<const BatchEntry> batch, KVCache& cache, StepOutputs& out) = 0;
+  // The logits alone, into `logits` (its memory reused as above).
+  void forward_into(std::span<const BatchEntry> batch, KVCache& cache, std::vector<float>& logits) {
+    StepOutputs out;
+    out.logits.swap(logits);
+    forward_into(batch, cache, out);
+    logits.swap(out.logits);
+  }
   // The same, returning a new vector.
   std::vector<float> forward(std::span<const BatchEntry> batch, KVCache& cache) {
     std::vector<float> logits;

@@ -132,7 +132,9 @@ class CpuBackend final : public Backend {
                  Activations& out) override {
     const int q_dim = shape.heads * shape.head_dim;
     resize(out, rows.count(), q_dim);
-    if (shape.exact) return gathered_attention(kv, layer, qkv, rows, shape, out);
+    // The gathered path is causal only; a bidirectional step takes the fused kernel, whose rows
+    // may end at any position.
+    if (shape.exact && shape.causal) return gathered_attention(kv, layer, qkv, rows, shape, out);
     // One pass over each sequence's cache blocks per (row, kv head): scores, online softmax and
     // the weighted values fused (src/tensor/fast/attention.cpp), threaded on the kernel pool.
     CpuKVStorage& storage = cpu_kv(kv);
@@ -141,9 +143,11 @@ class CpuBackend final : public Backend {
     kv_views_.resize(rows.sequences.size());  // refilled in place: no allocation once grown
     for (std::size_t e = 0; e < rows.sequences.size(); ++e) storage.layer_blocks(layer, rows.sequences[e], kv_views_[e]);
     attention_rows_.resize(rows.count());
-    for (int r = 0; r < rows.count(); ++r)
-      attention_rows_[r] = {&kv_views_[rows.entry[r]], rows.position[r],
+    for (int r = 0; r < rows.count(); ++r) {
+      const int last = shape.causal ? rows.position[r] : rows.position[rows.first_row[rows.entry[r] + 1] - 1];
+      attention_rows_[r] = {&kv_views_[rows.entry[r]], last,
                             shape.window > 0 ? std::max(0, rows.position[r] - shape.window + 1) : 0};
+    }
     fast::causal_attention(qkv.data, qkv.cols, out.data, q_dim, attention_rows_,
                            {shape.heads, shape.kv_heads, shape.head_dim, shape.scale});
   }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "inferlab/util/error.h"
+
 namespace inferlab {
 
 void norm(ForwardStep& s, Norm kind, const Activations& x, const std::vector<float>& weight, const std::vector<float>& bias,
@@ -38,7 +40,7 @@ void attention(ForwardStep& s, int layer, const LayerWeights& L, const Attention
   }
   b.kv_write(s.cache->storage(), layer, s.qkv, q_dim, q_dim + kv_dim, s.rows);
   AttentionShape shape{c.num_heads, c.num_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd)), options.window,
-                       /*exact=*/L.qkv.weight->format() == "f32"};
+                       /*exact=*/L.qkv.weight->format() == "f32", options.causal};
   b.attention(s.cache->storage(), layer, s.qkv, s.rows, shape, s.attn);
   b.linear(s.attn, L.out, s.proj);
 }
@@ -58,11 +60,30 @@ void dense_mlp(ForwardStep& s, const LayerWeights& L, Activation activation) {
 }
 
 void output_logits(ForwardStep& s, const TransformerWeights& w, Norm kind) {
-  // Only the rows whose logits are wanted go through the final norm and the (large) lm_head.
-  s.backend.select_rows(s.x, s.output_rows, s.selected);
+  // Only the rows whose outputs are wanted go through the final norm and the (large) lm_head.
+  StepOutputs& out = *s.out;
+  if (!s.hidden_rows.empty()) {
+    s.backend.select_rows(s.x, s.hidden_rows, s.selected);
+    norm(s, kind, s.selected, w.final_norm_weight, w.final_norm_bias, s.selected);
+    s.backend.to_host(s.selected, out.hidden);
+  } else {
+    out.hidden.clear();
+  }
+  if (s.logit_rows.empty()) {
+    out.logits.clear();
+    return;
+  }
+  s.backend.select_rows(s.x, s.logit_rows, s.selected);
   norm(s, kind, s.selected, w.final_norm_weight, w.final_norm_bias, s.selected);
-  if (s.hidden) s.backend.to_host(s.selected, *s.logits);
-  else s.backend.linear_to_host(s.selected, w.lm_head, *s.logits);
+  s.backend.linear_to_host(s.selected, w.lm_head, out.logits);
+}
+
+void output_hidden_states(ForwardStep& s, const Activations& stream) {
+  if (!s.logit_rows.empty())
+    fail("{} is an encoder: it gives hidden states (embeddings), not logits", s.config.architecture);
+  s.out->logits.clear();
+  s.backend.select_rows(stream, s.hidden_rows, s.selected);
+  s.backend.to_host(s.selected, s.out->hidden);
 }
 
 }  // namespace inferlab

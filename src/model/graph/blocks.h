@@ -21,9 +21,9 @@ struct ForwardStep {
   KVCache* cache = nullptr;
   std::vector<int32_t> tokens;   // per row
   StepRows rows;
-  std::vector<int> output_rows;  // rows whose logits are wanted, in order
-  std::vector<float>* logits = nullptr;
-  bool hidden = false;  // the final-normed hidden states into *logits instead (Model::hidden_into)
+  std::vector<int> logit_rows;   // rows whose logits are wanted, in order
+  std::vector<int> hidden_rows;  // rows whose hidden states are wanted, in order
+  StepOutputs* out = nullptr;
 
   // Activations: the residual stream and the scratch the blocks share.
   Activations x, normed, qkv, attn, proj, up, act, rope, selected;
@@ -44,8 +44,9 @@ void embed_tokens(ForwardStep& s, const TransformerWeights& w);
 void rope_table(ForwardStep& s, const TransformerWeights& w);
 
 struct AttentionOptions {
-  bool rope = true;  // rotate q and k by s.rope
-  int window = 0;    // > 0: sliding window of that many positions
+  bool rope = true;    // rotate q and k by s.rope
+  int window = 0;      // > 0: sliding window of that many positions
+  bool causal = true;  // false (encoders): every position of a sequence sees all of them
 };
 
 // Self-attention of s.normed for one layer, into s.proj: fused q|k|v projection, the per-head
@@ -59,8 +60,12 @@ enum class Activation { SwiGLU, GeluTanh, GeluErf };
 // activation, down.
 void dense_mlp(ForwardStep& s, const LayerWeights& L, Activation activation);
 
-// The final norm and the output projection of the rows that want logits, into *s.logits (or
-// only the final norm, when the step asks for hidden states).
+// The final norm, then the output projection of the rows that want logits into s.out->logits,
+// and the normed rows that want hidden states into s.out->hidden.
 void output_logits(ForwardStep& s, const TransformerWeights& w, Norm kind);
+
+// An encoder's output: the rows of `stream` (the last layer's output, already normed) that want
+// hidden states, into s.out->hidden. Error when a row wants logits: there is no output layer.
+void output_hidden_states(ForwardStep& s, const Activations& stream);
 
 }  // namespace inferlab

@@ -15,6 +15,7 @@ std::span<const Route> server_routes() {
       {"GET", "/dashboard/stats", get_dashboard_stats},
       {"POST", "/v1/chat/completions", chat_completions},
       {"POST", "/v1/completions", completions},
+      {"POST", "/v1/embeddings", embeddings},
       {"POST", "/tokenize", tokenize},
       {"POST", "/detokenize", detokenize},
   };

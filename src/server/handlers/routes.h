@@ -30,6 +30,8 @@ void get_model(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // chat_completions.cpp, completions.cpp: generation, each with its response shape.
 void chat_completions(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void completions(ServerState& state, const HttpRequest& req, HttpResponse& res);
+// embeddings.cpp: the inputs' embeddings, pooled from the model's hidden states.
+void embeddings(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // tokenize.cpp: the tokenizer as a service.
 void tokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void detokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
