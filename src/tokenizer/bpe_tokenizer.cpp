@@ -372,7 +372,7 @@ void BpeTokenizer::encode_segment(std::string_view segment, bool at_text_start, 
   std::string normalized;
   std::string_view text = segment;
   bool unchanged = std::all_of(normalizers_.begin(), normalizers_.end(), [&](const Normalizer& n) {
-    return (n.kind == NormalizerKind::NFC || n.kind == NormalizerKind::NFD) && nfc_inert(segment);
+    return n.kind == NormalizerKind::NFC && nfc_inert(segment);  // not NFD: Hangul syllables decompose
   });
   if (!unchanged) {
     normalized = std::string(segment);

@@ -283,6 +283,7 @@ void apply_tokenizer_config(const std::filesystem::path& folder, Spec& spec, boo
       added.lstrip = f.boolean(token, "lstrip", false, "added_tokens_decoder");
       added.rstrip = f.boolean(token, "rstrip", false, "added_tokens_decoder");
       added.single_word = f.boolean(token, "single_word", false, "added_tokens_decoder");
+      added.normalized = f.boolean(token, "normalized", !added.special, "added_tokens_decoder");
       spec.added_tokens.push_back(added);
     }
   }
@@ -302,6 +303,7 @@ void parse_added_tokens(const Fields& f, const json& root, std::vector<AddedToke
     t.lstrip = f.boolean(token, "lstrip", false, "added_tokens[]");
     t.rstrip = f.boolean(token, "rstrip", false, "added_tokens[]");
     t.single_word = f.boolean(token, "single_word", false, "added_tokens[]");
+    t.normalized = f.boolean(token, "normalized", !t.special, "added_tokens[]");
     out.push_back(std::move(t));
   }
 }
@@ -512,6 +514,14 @@ std::shared_ptr<const Tokenizer> wordpiece_from_vocab_txt(const std::filesystem:
                                       {"sep_token", "[SEP]"}, {"mask_token", "[MASK]"}}) {
     std::string token = name(key, fallback);
     if (auto it = spec.vocab.find(token); it != spec.vocab.end()) spec.added_tokens.push_back({token, it->second, true});
+  }
+  // Tokens added after training (added_tokens_decoder), as transformers keeps them; an entry for a
+  // special token above replaces it.
+  Spec added;
+  apply_tokenizer_config(folder, added, true);
+  for (AddedToken& token : added.added_tokens) {
+    std::erase_if(spec.added_tokens, [&](const AddedToken& t) { return t.id == token.id; });
+    spec.added_tokens.push_back(std::move(token));
   }
   spec.post_processor.prefix = {id_of(cls_token, "cls_token")};
   spec.post_processor.suffix = {id_of(sep_token, "sep_token")};

@@ -14,13 +14,12 @@ namespace {
 
 std::string apply_unicode(NormalizerKind kind, std::string_view text) {
   if (kind != NormalizerKind::Lowercase) {
-    // Code points below U+0300 are unchanged by every normalization form unless a combining mark
-    // follows; lead bytes from 0xCC up start U+0300 and beyond.
+    // Code points below U+0300 are unchanged by NFC unless a combining mark follows; lead bytes
+    // from 0xCC up start U+0300 and beyond. Not by NFD: U+00C0..U+02FF hold precomposed letters.
     bool trivial = std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0xCC; });
-    if (trivial && (kind == NormalizerKind::NFC || kind == NormalizerKind::NFD)) return std::string(text);
-    if (kind != NormalizerKind::NFC && kind != NormalizerKind::NFD &&
-        std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
-      return std::string(text);
+    if (trivial && kind == NormalizerKind::NFC) return std::string(text);
+    if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+      return std::string(text);  // ASCII: no form changes it
   }
   int options = UTF8PROC_STABLE;
   switch (kind) {
@@ -67,8 +66,9 @@ std::string apply_unicode(NormalizerKind kind, std::string_view text) {
 
 }  // namespace
 
-// True when NFC (and NFD) leave the text as it is: no character that decomposes canonically, has a
-// non-zero combining class, or can be the second half of a composition (Hangul V/T jamo included).
+// True when NFC leaves the text as it is (NFD may not: it splits Hangul syllables): no character that
+// decomposes canonically, has a non-zero combining class, or can be the second half of a composition
+// (Hangul V/T jamo included).
 // Most text (ASCII, CJK) passes, skipping utf8proc's decompose/recompose and its allocation.
 bool nfc_inert(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {

@@ -21,7 +21,8 @@ struct Normalizer {
 
 std::string apply_normalizer(const Normalizer& normalizer, std::string_view text);
 
-// True when NFC (and NFD) leave the text as it is (most text: ASCII, CJK), so they can be skipped.
+// True when NFC leaves the text as it is (most text: ASCII, CJK), so it can be skipped. Not a test
+// for NFD, which decomposes Hangul syllables (algorithmically: no table entry).
 bool nfc_inert(std::string_view text);
 
 }  // namespace inferlab::tokenizer_detail

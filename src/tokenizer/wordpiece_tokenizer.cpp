@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "inferlab/util/error.h"
 #include "tokenizer/utf8.h"
@@ -209,6 +210,67 @@ void wordpiece_cleanup(std::string& token) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Piece table
+
+namespace {
+
+uint64_t hash_bytes(std::string_view s) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (s.size() * 0xFF51AFD7ED558CCDull);
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t chunk;
+    std::memcpy(&chunk, s.data() + i, 8);
+    h = (h ^ chunk) * 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 29;
+  }
+  if (i < s.size()) {
+    uint64_t chunk = 0;
+    std::memcpy(&chunk, s.data() + i, s.size() - i);
+    h = (h ^ chunk) * 0xC4CEB9FE1A85EC53ull;
+  }
+  h ^= h >> 32;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+
+}  // namespace
+
+void WordPieceTokenizer::PieceTable::insert(std::string_view piece, int32_t id) {
+  if (find(piece) >= 0) return;
+  if ((used_ + 1) * 2 > slots_.size()) grow();
+  auto hash = static_cast<uint32_t>(hash_bytes(piece));
+  std::size_t mask = slots_.size() - 1;
+  std::size_t at = hash & mask;
+  while (slots_[at].id >= 0) at = (at + 1) & mask;
+  slots_[at] = {hash, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(piece.size()), id};
+  arena_.append(piece);
+  ++used_;
+  longest_ = std::max(longest_, piece.size());
+}
+
+void WordPieceTokenizer::PieceTable::grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  std::size_t mask = slots_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.id < 0) continue;
+    std::size_t at = slot.hash & mask;
+    while (slots_[at].id >= 0) at = (at + 1) & mask;
+    slots_[at] = slot;
+  }
+}
+
+int32_t WordPieceTokenizer::PieceTable::find(std::string_view piece) const {
+  auto hash = static_cast<uint32_t>(hash_bytes(piece));
+  std::size_t mask = slots_.size() - 1;
+  for (std::size_t at = hash & mask;; at = (at + 1) & mask) {
+    const Slot& slot = slots_[at];
+    if (slot.id < 0) return -1;
+    if (slot.hash == hash && slot.length == piece.size() && arena_.compare(slot.offset, slot.length, piece) == 0) return slot.id;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Construction
 
 WordPieceTokenizer::WordPieceTokenizer(WordPieceSpec spec)
@@ -244,23 +306,26 @@ WordPieceTokenizer::WordPieceTokenizer(WordPieceSpec spec)
   pieces_.resize(max_id + 1);
   special_.assign(max_id + 1, 0);
   const std::string& prefix = spec.continuing_subword_prefix;
-  word_start_.reserve(spec.vocab.size());
   for (auto& [piece, id] : spec.vocab) {
     pieces_[id] = piece;
     piece_to_id_.emplace(piece, id);
-    word_start_.emplace(piece, id);
-    longest_start_ = std::max(longest_start_, piece.size());
-    if (piece.starts_with(prefix) && piece.size() > prefix.size()) {
-      continuation_.emplace(piece.substr(prefix.size()), id);
-      longest_continuation_ = std::max(longest_continuation_, piece.size() - prefix.size());
-    }
+    word_start_.insert(piece, id);
+    if (piece.starts_with(prefix) && piece.size() > prefix.size())
+      continuation_.insert(std::string_view(piece).substr(prefix.size()), id);
   }
-  for (const auto& token : spec.added_tokens) {
+  std::vector<AddedToken> raw, normalized;
+  for (auto& token : spec.added_tokens) {
+    // A normalized token is stored and matched as the normalizer writes it ("<Entity>" -> "<entity>").
+    if (token.normalized && normalizer_) token.content = bert_normalize(token.content, *normalizer_);
+    if (token.content.empty()) continue;
     pieces_[token.id] = token.content;
     special_[token.id] = token.special;
     piece_to_id_[token.content] = token.id;
+    (token.normalized ? normalized : raw).push_back(std::move(token));
   }
-  added_tokens_ = AddedTokenMatcher(std::move(spec.added_tokens));
+  has_normalized_added_tokens_ = !normalized.empty();
+  added_tokens_ = AddedTokenMatcher(std::move(raw));
+  normalized_added_tokens_ = AddedTokenMatcher(std::move(normalized));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,16 +340,13 @@ void WordPieceTokenizer::encode_word(std::string_view word, std::vector<int32_t>
   }
   const std::size_t first = out.size();
   for (std::size_t start = 0; start < word.size();) {
-    const PieceMap& pieces = start == 0 ? word_start_ : continuation_;
+    const PieceTable& pieces = start == 0 ? word_start_ : continuation_;
     // No piece is longer than the longest in the vocabulary: start there, on a character boundary.
-    std::size_t end = std::min(word.size(), start + (start == 0 ? longest_start_ : longest_continuation_));
+    std::size_t end = std::min(word.size(), start + pieces.longest());
     while (end > start && end < word.size() && is_continuation_byte(word[end])) --end;
     int32_t id = -1;
     while (end > start) {
-      if (auto it = pieces.find(word.substr(start, end - start)); it != pieces.end()) {
-        id = it->second;
-        break;
-      }
+      if ((id = pieces.find(word.substr(start, end - start))) >= 0) break;
       do --end;
       while (end > start && is_continuation_byte(word[end]));
     }
@@ -309,6 +371,15 @@ void WordPieceTokenizer::encode_segment(std::string_view segment, std::vector<in
     normalized = utf8::to_valid_lossy(segment);
     text = normalized;
   }
+  if (!has_normalized_added_tokens_) {
+    encode_words(text, out);
+    return;
+  }
+  normalized_added_tokens_.split(
+      text, [&](std::string_view part, bool) { encode_words(part, out); }, [&](int32_t id) { out.push_back(id); });
+}
+
+void WordPieceTokenizer::encode_words(std::string_view text, std::vector<int32_t>& out) const {
   if (!bert_pre_tokenizer_) {
     if (!text.empty()) encode_word(text, out);
     return;

@@ -3,6 +3,7 @@
 // ("##"), [CLS]/[SEP] from the post-processor, and the WordPiece decoder. Built by loaders.cpp from
 // a tokenizer.json with model.type "WordPiece", or from a BERT folder's vocab.txt.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,13 +80,32 @@ class WordPieceTokenizer final : public Tokenizer {
   };
   using PieceMap = std::unordered_map<std::string, int32_t, ViewHash, std::equal_to<>>;
 
+  // Piece -> id for the greedy match: open addressing over one flat array (hash, place in an arena,
+  // id), so a candidate that is not there usually costs one cache line and no pointer chasing.
+  class PieceTable {
+   public:
+    void insert(std::string_view piece, int32_t id);  // the first insert of a piece wins
+    int32_t find(std::string_view piece) const;        // -1 when absent
+    std::size_t longest() const { return longest_; }
+
+   private:
+    struct Slot {
+      uint32_t hash = 0, offset = 0, length = 0;
+      int32_t id = -1;
+    };
+    void grow();
+    std::vector<Slot> slots_ = std::vector<Slot>(16);
+    std::size_t used_ = 0, longest_ = 0;
+    std::string arena_;
+  };
+
   void encode_segment(std::string_view segment, std::vector<int32_t>& out) const;
+  void encode_words(std::string_view normalized, std::vector<int32_t>& out) const;
   std::string decode_from(std::span<const int32_t> ids, bool skip_special_tokens, bool at_text_start) const;
   void check_id(int32_t id) const;
 
-  PieceMap word_start_;    // the whole vocabulary: a word's first piece
-  PieceMap continuation_;  // pieces with the continuing prefix, keyed without it
-  std::size_t longest_start_ = 0, longest_continuation_ = 0;  // bytes: no longer candidate can match
+  PieceTable word_start_;    // the whole vocabulary: a word's first piece
+  PieceTable continuation_;  // pieces with the continuing prefix, keyed without it
   int32_t unk_id_ = 0;
   std::size_t max_input_chars_per_word_ = 100;
 
@@ -93,7 +113,9 @@ class WordPieceTokenizer final : public Tokenizer {
   std::vector<uint8_t> special_;
   PieceMap piece_to_id_;  // vocabulary and added tokens
 
-  AddedTokenMatcher added_tokens_;
+  AddedTokenMatcher added_tokens_;             // matched in the raw text
+  AddedTokenMatcher normalized_added_tokens_;  // matched in the normalized text
+  bool has_normalized_added_tokens_ = false;
   std::optional<BertNormalizerOptions> normalizer_;
   bool bert_pre_tokenizer_ = true;
   PostProcessor post_processor_;

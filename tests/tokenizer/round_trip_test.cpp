@@ -5,6 +5,7 @@
 #include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
 #include "../../src/tokenizer/utf8.h"
+#include "tokenizer/normalizer.h"
 
 namespace inferlab {
 namespace {
@@ -103,6 +104,17 @@ TEST(Normalization, NfcComposesEvenWhenTheSecondCharacterHasCombiningClassZero) 
   EXPECT_EQ(tokenizer->encode("\u1100\u1161"), tokenizer->encode("\uAC00"));
   EXPECT_EQ(tokenizer->encode("\u212B"), tokenizer->encode("\u00C5"));  // a singleton decomposition
   EXPECT_EQ(tokenizer->decode(tokenizer->encode("e\u0301")), "\u00E9");
+}
+
+TEST(Normalization, NfdDecomposesLettersBelowU0300) {
+  using tokenizer_detail::apply_normalizer;
+  using tokenizer_detail::NormalizerKind;
+  // U+00E9 lies below U+0300 but has a canonical decomposition: only NFC may skip such text.
+  EXPECT_EQ(apply_normalizer(NormalizerKind::NFD, "caf\u00e9 \u00c5"), "cafe\u0301 A\u030a");
+  EXPECT_EQ(apply_normalizer(NormalizerKind::NFC, "cafe\u0301"), "caf\u00e9");
+  EXPECT_EQ(apply_normalizer(NormalizerKind::NFC, "caf\u00e9"), "caf\u00e9");
+  EXPECT_EQ(apply_normalizer(NormalizerKind::NFD, "plain ascii"), "plain ascii");
+  EXPECT_EQ(apply_normalizer(NormalizerKind::NFD, "\uD55C"), "\u1112\u1161\u11AB");  // Hangul: 한 -> jamo
 }
 
 TEST(Utf8, CompletePrefixHoldsBackOnlyWhatMoreBytesCouldComplete) {

@@ -2,6 +2,10 @@
 // transformers' fast tokenizer, run by make_wordpiece_reference.py over hand-made hard cases, Brown
 // corpus lines and seeded random Unicode strings.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
@@ -94,7 +98,7 @@ TEST(WordPieceReference, VocabTxtFolderMatchesToo) {
   REQUIRE_WORDPIECE_REFERENCE();
   // Only vocab.txt and tokenizer_config.json (BertTokenizer, do_lower_case): transformers builds the
   // same pipeline from them, so the same reference applies.
-  auto dir = std::filesystem::temp_directory_path() / "inferlab_wordpiece_vocab_txt";
+  auto dir = std::filesystem::temp_directory_path() / ("inferlab_wordpiece_vocab_txt_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   for (const char* name : {"vocab.txt", "tokenizer_config.json"}) std::filesystem::copy_file(model_dir() / name, dir / name);
@@ -119,6 +123,21 @@ TEST(WordPieceReference, StreamingEqualsDecode) {
     }
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+TEST(WordPieceReference, EightThreadsEncodeAsOne) {
+  REQUIRE_WORDPIECE_REFERENCE();
+  auto tokenizer = Tokenizer::from_tokenizer_json(model_dir() / "tokenizer.json");
+  auto cases = load_cases();
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t i = t; i < cases.size(); i += 3)  // overlapping slices: the same texts at once
+        if (tokenizer->encode(cases[i].text, true) != cases[i].ids_special) ++mismatches;
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the [UNK] rules, the decoder's cleanup, loading variants and refusals. A tiny hand-made
 // tokenizer.json, so each expectation follows from the definitions.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "inferlab/tokenizer/tokenizer.h"
 #include "test_paths.h"
@@ -17,10 +18,12 @@ using tokenizer_detail::is_bert_punctuation;
 using tokenizer_detail::wordpiece_cleanup;
 using nlohmann::json;
 
-// A folder holding one tokenizer.json (or other files), removed afterwards.
+// A folder holding one tokenizer.json (or other files), removed afterwards; unique per process, as
+// CTest runs the tests of this binary in parallel processes.
 class TempFolder {
  public:
-  explicit TempFolder(const std::string& name) : path_(std::filesystem::temp_directory_path() / name) {
+  explicit TempFolder(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + "_" + std::to_string(next_++))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -29,6 +32,7 @@ class TempFolder {
   void write(const std::string& name, const std::string& text) const { std::ofstream(path_ / name) << text; }
 
  private:
+  static inline int next_ = 0;
   std::filesystem::path path_;
 };
 
@@ -270,6 +274,17 @@ TEST(WordPiece, VocabTxtFolder) {
   EXPECT_EQ(t->decode(Ids{2, 5, 6, 7, 8, 3}, true), "hellos world.");
   dir.write("tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer", "do_lower_case": false})");
   EXPECT_EQ(Tokenizer::from_folder(dir.path())->encode("Hello hello"), (Ids{1, 5}));
+  // added_tokens_decoder: a token added after training (id 9, past vocab.txt), not special, so
+  // normalized: matched in the lowercased text and decoded lowercased, as transformers does.
+  dir.write("tokenizer_config.json", R"({"tokenizer_class": "BertTokenizerFast",
+      "added_tokens_decoder": {"9": {"content": "<Entity>", "special": false}, "4": {"content": "[MASK]", "special": true}}})");
+  auto extended = Tokenizer::from_folder(dir.path());
+  EXPECT_EQ(extended->encode("hello<Entity>world"), (Ids{5, 9, 7}));
+  EXPECT_EQ(extended->encode("HELLO <entity> World"), (Ids{5, 9, 7}));
+  EXPECT_EQ(extended->vocab_size(), 10);
+  EXPECT_FALSE(extended->is_special(9));
+  EXPECT_EQ(extended->decode(Ids{5, 9, 7}, true), "hello <entity> world");
+  EXPECT_EQ(extended->piece_to_id("<entity>"), 9);
 
   auto error = [&](const std::string& config) {
     dir.write("tokenizer_config.json", config);
