@@ -65,7 +65,7 @@ test('grammar (GBNF) and regex extensions constrain the whole output', async () 
 
 test('what cannot be enforced is refused with a 400 naming it', async () => {
   await assert.rejects(
-    client.chat.completions.create({ model: 'model', messages, response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'integer', minimum: 5 } } } }),
+    client.chat.completions.create({ model: 'model', messages, response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'number', minimum: 5 } } } }),
     (e) => e.status === 400 && /minimum/.test(e.message) && e.param === 'response_format');
   const bad = await postJson(server.base, '/v1/chat/completions', { messages, grammar: 'root ::= undefined-rule' });
   assert.equal(bad.status, 400);
