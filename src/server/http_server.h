@@ -11,31 +11,15 @@
 #include <memory>
 #include <string>
 
+#include "inferlab/server/http_options.h"
 #include "server/api_error.h"
 #include "server/http_message.h"
 
 namespace inferlab::api {
 
-// What the transport needs of `inferlab serve`'s options: where to listen, the connection and
-// request limits, the access rules. Its own struct (ServerOptions is converted to it in
-// server.cpp), so the transport knows nothing of the engine or the scheduler's options.
-struct HttpOptions {
-  std::string host = "127.0.0.1";
-  int port = 30000;                     // 0: any free port
-  int http_threads = 4;                 // event-loop threads
-  int max_connections = 0;              // admitted at once (0: 8192)
-  bool log_requests = false;
-  std::string api_key;                  // non-empty: Bearer key needed outside the public paths
-  std::string allowed_hosts;            // comma-separated (see ServerOptions)
-  std::string allowed_origins;          // comma-separated (see ServerOptions)
-  std::size_t max_body_bytes = 32u << 20;
-  double header_timeout_s = 10;
-  double body_timeout_s = 30;
-  std::size_t max_header_bytes = 16384;
-  int max_header_count = 100;
-  double slow_client_timeout_s = 30;
-  int send_buffer_bytes = 0;            // SO_SNDBUF (0: the OS default)
-};
+// What the transport takes of `inferlab serve`'s options is their HttpOptions part
+// (inferlab/server/http_options.h), so the transport knows nothing of the engine or the
+// scheduler's options.
 
 void send_json(HttpResponse& res, int status, const json& body);
 // With Retry-After on a 503; `shape` lays out the body (nullptr: OpenAI's).

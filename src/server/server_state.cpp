@@ -4,26 +4,8 @@
 
 namespace inferlab::api {
 
-HttpOptions http_options_of(const ServerOptions& o) {
-  return {.host = o.host,
-          .port = o.port,
-          .http_threads = o.http_threads,
-          .max_connections = o.max_connections,
-          .log_requests = o.log_requests,
-          .api_key = o.api_key,
-          .allowed_hosts = o.allowed_hosts,
-          .allowed_origins = o.allowed_origins,
-          .max_body_bytes = o.max_body_bytes,
-          .header_timeout_s = o.header_timeout_s,
-          .body_timeout_s = o.body_timeout_s,
-          .max_header_bytes = o.max_header_bytes,
-          .max_header_count = o.max_header_count,
-          .slow_client_timeout_s = o.slow_client_timeout_s,
-          .send_buffer_bytes = o.send_buffer_bytes};
-}
-
 ServerState::ServerState(ServerOptions o)
-    : options(std::move(o)), http(http_options_of(options)), responses(std::make_shared<ResponseStore>(options.responses_store_size)) {}
+    : options(std::move(o)), http(options.http), responses(std::make_shared<ResponseStore>(options.responses_store_size)) {}
 
 void ServerState::require_ready() const {
   if (draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");

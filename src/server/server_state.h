@@ -18,8 +18,6 @@
 
 namespace inferlab::api {
 
-// The transport's part of the options.
-HttpOptions http_options_of(const ServerOptions& options);
 
 struct ServerState {
   explicit ServerState(ServerOptions options);

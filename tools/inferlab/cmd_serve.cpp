@@ -66,20 +66,20 @@ void serve(const ServeArgs& args) {
   inferlab::Server server(options);
   int port = server.start();
   std::fprintf(stderr, "inferlab serve: listening on http://%s:%d (loading %s; /health is 503 until ready)\n",
-               options.host.c_str(), port, model.c_str());
-  if (options.api_key.empty()) {
-    if (inferlab::is_loopback_host(options.host))
+               options.http.host.c_str(), port, model.c_str());
+  if (options.http.api_key.empty()) {
+    if (inferlab::is_loopback_host(options.http.host))
       std::fprintf(stderr, "inferlab serve: no API key (--api-key or INFERLAB_API_KEY), so it listens on %s only: "
-                           "reachable from this machine alone\n", options.host.c_str());
+                           "reachable from this machine alone\n", options.http.host.c_str());
     else
       std::fprintf(stderr, "inferlab serve: warning: listening on %s with no API key (--api-key or INFERLAB_API_KEY): "
-                           "anyone who can reach this address can use the server\n", options.host.c_str());
+                           "anyone who can reach this address can use the server\n", options.http.host.c_str());
   } else {
     std::fprintf(stderr, "inferlab serve: API key required on every endpoint but /health (and the /dashboard page, which asks for it)\n");
   }
   server.load(model);
   std::fprintf(stderr, "inferlab serve: ready, model name '%s' — try: curl http://%s:%d/v1/models\n",
-               server.model_name().c_str(), options.host.c_str(), port);
+               server.model_name().c_str(), options.http.host.c_str(), port);
 
   int received = 0;
   while (read(signal_pipe[0], &received, sizeof received) != sizeof received) {
@@ -97,8 +97,8 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
                   "(default: SmolLM2-135M-Instruct Q4_1)");
   cmd->add_flag("--offline", args->offline,
                 "Never download: a repo id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)");
-  cmd->add_option("--host", args->server.host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", args->server.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--host", args->server.http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", args->server.http.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--max-batch", args->server.scheduler.max_batch, "Sequences running together")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--kv-tokens", args->kv_tokens, "KV cache capacity in tokens (default: max-batch contexts, capped near 1 GiB)")
@@ -117,19 +117,19 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));
   cmd->add_option("--output-weights", args->server.output_weights, "Output projection (lm_head, or the tied embedding): auto (int8 under --weights q4, like llama-quantize's Q4 mixes; else as --weights), f32, bf16, int8, q4")
       ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "bf16", "int8", "q4"}));
-  cmd->add_option("--http-threads", args->server.http_threads, "Event-loop threads serving every HTTP connection")
+  cmd->add_option("--http-threads", args->server.http.http_threads, "Event-loop threads serving every HTTP connection")
       ->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--max-connections", args->server.max_connections,
+  cmd->add_option("--max-connections", args->server.http.max_connections,
                   "Connections admitted at once; beyond: 503 + Retry-After and closed (0: 8192)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--header-timeout", args->server.header_timeout_s,
+  cmd->add_option("--header-timeout", args->server.http.header_timeout_s,
                   "Seconds for a request's line and headers to arrive (408 and closed after; also the keep-alive idle time)")
       ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
-  cmd->add_option("--body-timeout", args->server.body_timeout_s, "Seconds for a request's body to arrive once its headers did (408)")
+  cmd->add_option("--body-timeout", args->server.http.body_timeout_s, "Seconds for a request's body to arrive once its headers did (408)")
       ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
-  cmd->add_option("--max-header-bytes", args->server.max_header_bytes, "Largest request line + headers (431 above)")
+  cmd->add_option("--max-header-bytes", args->server.http.max_header_bytes, "Largest request line + headers (431 above)")
       ->capture_default_str()->check(CLI::Range(std::size_t{256}, std::size_t{1} << 24));
-  cmd->add_option("--max-header-count", args->server.max_header_count, "Most header fields in a request (431 above)")
+  cmd->add_option("--max-header-count", args->server.http.max_header_count, "Most header fields in a request (431 above)")
       ->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--engine-stall-timeout", args->server.engine_stall_s,
                   "/health answers 503 when the engine made no step for this many seconds with work queued (0: never)")
@@ -143,21 +143,21 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--max-n", args->server.max_n, "Largest n (choices per request)")->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--drain", args->drain_s, "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  cmd->add_flag("--log-requests", args->server.log_requests, "Print one line per HTTP request");
+  cmd->add_flag("--log-requests", args->server.http.log_requests, "Print one line per HTTP request");
   cmd->add_flag("!--no-timings", args->server.timings, "Leave the server-side `timings` object out of responses");
   cmd->add_option("--sse-ping-interval", args->server.sse_ping_interval_s,
                   "Seconds a stream may stay silent (queue wait, long prefill) before a ': ping' SSE comment (0: none)")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  cmd->add_option("--api-key", args->server.api_key,
+  cmd->add_option("--api-key", args->server.http.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health and the static /dashboard page (prefer the env variable: "
                   "arguments are visible to other users)")->envname("INFERLAB_API_KEY");
-  cmd->add_option("--allowed-hosts", args->server.allowed_hosts,
+  cmd->add_option("--allowed-hosts", args->server.http.allowed_hosts,
                   "Host header names answered besides localhost, 127.0.0.1, [::1] and the bound address, comma-separated "
                   "('*': any; on a non-loopback --host the check is off unless this is given); others get 403");
-  cmd->add_option("--allowed-origins", args->server.allowed_origins,
+  cmd->add_option("--allowed-origins", args->server.http.allowed_origins,
                   "Web origins (e.g. https://app.example) whose pages may call the server, comma-separated ('*': any); "
                   "they get CORS headers, requests with another Origin get 403 (default: none)");
-  cmd->add_option("--max-body-bytes", args->server.max_body_bytes, "Largest request body (413 above)")
+  cmd->add_option("--max-body-bytes", args->server.http.max_body_bytes, "Largest request body (413 above)")
       ->capture_default_str()->check(CLI::Range(std::size_t{64}, std::size_t{1} << 32));
   cmd->add_option("--max-messages", args->server.max_messages, "Most chat messages per request")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
@@ -181,9 +181,9 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   cmd->add_option("--max-schema-depth", args->server.max_schema_depth, "Deepest nesting of schemas in a JSON schema (400 above)")
       ->capture_default_str()->check(CLI::Range(1, 1000));
-  cmd->add_option("--slow-client-timeout", args->server.slow_client_timeout_s,
+  cmd->add_option("--slow-client-timeout", args->server.http.slow_client_timeout_s,
                   "Drop a client that reads nothing for this many seconds")->capture_default_str()->check(CLI::Range(0.1, 3600.0));
-  cmd->add_option("--send-buffer-bytes", args->server.send_buffer_bytes,
+  cmd->add_option("--send-buffer-bytes", args->server.http.send_buffer_bytes,
                   "Kernel send buffer per connection (0: the OS default, autotuned up to 4 MiB)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 30));
   cmd->callback([args] { serve(*args); });

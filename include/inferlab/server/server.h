@@ -6,54 +6,36 @@
 #include <string>
 
 #include "inferlab/generation/scheduler.h"
+#include "inferlab/server/http_options.h"
 
 namespace inferlab {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";
-  int port = 30000;                // 0: any free port (see Server::port())
+  HttpOptions http;                // where it listens, and the transport's limits (http_options.h)
   std::string served_model_name;   // empty: the model folder's name (or the repo id given)
   SchedulerOptions scheduler;
   int threads = 0;                 // model compute threads (0: all cores)
   std::string weights = "auto";    // matmul weights: auto (as stored), f32, bf16, int8, q4
   std::string output_weights = "auto";  // LoadOptions::output_weights
   double request_timeout_s = 600;  // per request, from arrival; 0: none
-  int http_threads = 4;            // event-loop threads serving every connection
-  int max_connections = 0;         // connections admitted at once; beyond: 503 + Retry-After and the
-                                   // connection closed (0: 8192)
   int max_n = 16;                  // largest `n` (choices per request)
-  bool log_requests = false;
   bool timings = true;             // a `timings` object in every answer (docs/measurement.md)
   std::size_t responses_store_size = 1024;  // /v1/responses kept for GET and previous_response_id; past it the
                                            // least recently used goes (0: none kept)
   double sse_ping_interval_s = 30; // a `: ping` SSE comment after this long with nothing sent (0: none);
                                    // 30 s is llama.cpp's default (its PR #24013)
   // Security and limits (docs/reliability.md). Every limit answers with an OpenAI-shaped error.
-  std::string api_key;                  // non-empty: all but /health and the static /dashboard page need "Authorization: Bearer KEY" (401)
-  std::string allowed_hosts;            // comma-separated extra Host names ("*": no check); a loopback
-                                        // server answers only localhost, 127.0.0.1, [::1] and these (403)
-  std::string allowed_origins;          // comma-separated web origins ("*": any) that get CORS headers;
-                                        // a request with another Origin header: 403
-  std::size_t max_body_bytes = 32u << 20;  // larger request bodies: 413
   int max_messages = 1024;              // more chat messages: 400
   int max_prompt_tokens = 0;            // longer prompts: 400 (0: the context length)
   int max_tokens_limit = 0;             // larger max_tokens: 400; the default is capped to it (0: the context)
   int max_json_depth = 64;              // arrays/objects nested deeper in a request body: 400
   std::size_t max_prompt_bytes = 0;     // longer prompt texts: 400 before tokenizing (0: the prompt token
                                         // limit times the vocabulary's longest token)
-  double header_timeout_s = 10;         // request line + headers must arrive within this (else 408, closed);
-                                        // also how long an idle keep-alive connection stays open
-  double body_timeout_s = 30;           // the body must arrive within this once the headers did (408)
-  std::size_t max_header_bytes = 16384; // request line + headers larger: 431
-  int max_header_count = 100;           // more header fields: 431
   double engine_stall_s = 30;           // /health 503 when the engine made no step this long with work queued (0: off)
   std::string metrics_compat;           // "vllm": /metrics also under vLLM's names (routers read them)
   std::size_t max_grammar_bytes = 64 * 1024;  // constrained decoding: GBNF given or written from a schema / regex: 400
   std::size_t max_regex_bytes = 4 * 1024;     // a 'regex' field or schema 'pattern': 400
   int max_schema_depth = 32;                  // schemas nested in a JSON schema: 400
-  double slow_client_timeout_s = 30;    // a client that reads nothing for this long is dropped
-  int send_buffer_bytes = 0;            // SO_SNDBUF of each connection (0: the OS default, autotuned up
-                                        // to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian)
 };
 
 class Server {
