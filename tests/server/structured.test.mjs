@@ -77,7 +77,7 @@ test('what cannot be enforced is refused with a 400 naming it', async () => {
   assert.equal(two.status, 400);
   const strictBad = await postJson(server.base, '/v1/chat/completions', {
     messages, tool_choice: 'required',
-    tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', properties: { n: { type: 'integer', maximum: 3 } } } } }],
+    tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', properties: { n: { type: 'number', maximum: 3 } } } } }],
   });
   assert.equal(strictBad.status, 400, strictBad.text);
   assert.match(strictBad.json.error.message, /maximum/);
