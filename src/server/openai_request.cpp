@@ -172,6 +172,37 @@ void apply_tool_choice(const ToolChoice& tool_choice, const std::vector<ToolDefi
 
 namespace {
 
+// llama-server's typical_p, XTC and DRY fields, with its meanings and defaults (sampler.h).
+void parse_llama_cpp_samplers(const json& body, const ModelContext& model, SamplingParams& s) {
+  s.typical_p = static_cast<float>(number(body, "typical_p", 1.0, 0.0, 1.0));
+  if (s.typical_p <= 0.0f) bad("typical_p", "'typical_p' must be greater than 0 (1 is off), got {}", s.typical_p);
+  s.xtc_probability = static_cast<float>(number(body, "xtc_probability", 0.0, 0.0, 1.0));
+  s.xtc_threshold = static_cast<float>(number(body, "xtc_threshold", 0.1, 0.0, 1.0));
+  s.dry_multiplier = static_cast<float>(number(body, "dry_multiplier", 0.0, 0.0, 1e9));
+  // llama-server swaps a base below 1 for its default; a 400 says so instead of guessing.
+  s.dry_base = static_cast<float>(number(body, "dry_base", 1.75, 1.0, 1e9));
+  s.dry_allowed_length = static_cast<int>(integer(body, "dry_allowed_length", 0, std::numeric_limits<int>::max()).value_or(2));
+  s.dry_penalty_last_n = static_cast<int>(integer(body, "dry_penalty_last_n", 0, std::numeric_limits<int>::max()).value_or(64));
+  std::vector<std::string> breakers = {"\n", ":", "\"", "*"};  // llama.cpp's defaults
+  if (const json* field_value = field(body, "dry_sequence_breakers")) {
+    constexpr std::size_t kMaxBreakers = 32;  // each one is a pass over the vocabulary
+    if (!field_value->is_array() || field_value->empty() || field_value->size() > kMaxBreakers)
+      bad("dry_sequence_breakers", "'dry_sequence_breakers' must be a non-empty array of at most {} strings", kMaxBreakers);
+    breakers.clear();
+    for (const json& breaker : *field_value) {
+      if (!breaker.is_string())
+        bad("dry_sequence_breakers", "'dry_sequence_breakers' must hold strings, got {}", type_of(breaker));
+      breakers.push_back(breaker.get<std::string>());
+    }
+  }
+  if (s.dry_multiplier == 0.0f || s.dry_penalty_last_n == 0 || model.text == nullptr) return;
+  // llama.cpp matches breakers on token text: the ids of every token that holds or starts one.
+  const EngineText& text = *model.text;
+  s.dry_breakers = dry_breaker_sequences(
+      breakers, text.vocab_size(), [&](int32_t id) { return text.token_bytes(id); },
+      [&](const std::string& rest) { return text.tokenize(rest, false); });
+}
+
 // Fields both endpoints share: sampling, stop, n, stream, max tokens.
 void parse_common(const json& body, const ModelContext& model, ParsedRequest& out, std::optional<int64_t>& max_tokens) {
   check_model(body, model);
@@ -198,6 +229,7 @@ void parse_common(const json& body, const ModelContext& model, ParsedRequest& ou
   s.min_tokens = static_cast<int>(integer(body, "min_tokens", 0, std::numeric_limits<int>::max()).value_or(0));
   if (max_tokens && s.min_tokens > *max_tokens)
     bad("min_tokens", "'min_tokens' ({}) may not exceed '{}' ({})", s.min_tokens, max_name, *max_tokens);
+  parse_llama_cpp_samplers(body, model, s);
   if (auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     s.seed = static_cast<uint64_t>(*seed);
   if (const json* bias = field(body, "logit_bias")) {

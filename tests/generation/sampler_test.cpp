@@ -201,3 +201,211 @@ TEST(Sampler, VocabLimitKeepsPaddedIdsOut) {
   Sampler r(random);
   for (int32_t t : draw(r, logits, 500)) EXPECT_LT(t, 3);
 }
+
+// --- typical_p, XTC, DRY (llama.cpp's and transformers' meanings; the exact comparisons with
+// their implementations are sampler_vs_llama_cpp and sampler_typical_p_vs_transformers).
+
+namespace {
+
+double total_variation(const std::vector<double>& p, const std::map<int32_t, int>& counts, int n) {
+  double tv = 0.0;
+  for (std::size_t id = 0; id < p.size(); ++id) {
+    auto it = counts.find(static_cast<int32_t>(id));
+    tv += std::abs(p[id] - (it == counts.end() ? 0.0 : it->second / double(n)));
+  }
+  return tv / 2.0;
+}
+
+SamplingParams dry(float multiplier, float base, int allowed_length, std::vector<inferlab::DryBreaker> breakers = {}) {
+  SamplingParams p = sampling(1.0f);
+  p.dry_multiplier = multiplier;
+  p.dry_base = base;
+  p.dry_allowed_length = allowed_length;
+  p.dry_breakers = std::move(breakers);
+  return p;
+}
+
+}  // namespace
+
+TEST(Sampler, NewParametersAtTheirDefaultsOrOffChangeNothing) {
+  auto logits = logits_of_probabilities({0.35, 0.25, 0.2, 0.1, 0.06, 0.04});
+  const std::vector<int32_t> prompt = {0, 1, 2, 0, 1, 2, 0, 1};
+  Sampler plain(sampling(1.0f, 5), prompt);
+  SamplingParams off = sampling(1.0f, 5);
+  off.typical_p = 1.0f;
+  off.xtc_probability = 0.0f;  // off: no coin
+  off.dry_multiplier = 0.0f;   // off, whatever the rest
+  off.dry_breakers = {{1, {}}};
+  Sampler with_off(off, prompt);
+  SamplingParams xtc_disabled = sampling(1.0f, 5);
+  xtc_disabled.xtc_probability = 1.0f;
+  xtc_disabled.xtc_threshold = 0.51f;  // above 0.5: off (llama.cpp)
+  SamplingParams dry_base_below_one = dry(1.0f, 0.9f, 0);  // base < 1: off (llama.cpp)
+  dry_base_below_one.seed = 5;
+  Sampler xtc_off(xtc_disabled, prompt), dry_off(dry_base_below_one, prompt);
+  const auto expected = draw(plain, logits, 200);
+  EXPECT_EQ(draw(with_off, logits, 200), expected);
+  EXPECT_EQ(draw(xtc_off, logits, 200), expected);
+  EXPECT_EQ(draw(dry_off, logits, 200), expected);
+  Sampler fresh(sampling(1.0f, 5));
+  const auto p = fresh.distribution(logits);
+  EXPECT_NEAR(p[0], 0.35, 1e-6);
+  EXPECT_NEAR(p[5], 0.04, 1e-6);
+}
+
+TEST(Sampler, TypicalPKeepsTheTokensNearestTheEntropyUntilTheMassIsReached) {
+  // p = .5 .3 .1 .1: H = 1.168 nats; |-log p - H| = .475 .036 1.134 1.134, so token 1 comes first,
+  // then token 0, then 2 and 3 tied.
+  auto logits = logits_of_probabilities({0.5, 0.3, 0.1, 0.1});
+  SamplingParams p = sampling(1.0f);
+  p.typical_p = 0.25f;  // token 1 alone reaches it: the most likely token is dropped
+  EXPECT_EQ(Sampler(p).distribution(logits), (std::vector<double>{0.0, 1.0, 0.0, 0.0}));
+  p.typical_p = 0.5f;
+  auto kept = Sampler(p).distribution(logits);
+  EXPECT_NEAR(kept[0], 0.625, 1e-6);
+  EXPECT_NEAR(kept[1], 0.375, 1e-6);
+  EXPECT_EQ(kept[2] + kept[3], 0.0);
+  p.typical_p = 0.85f;  // reached at token 2; token 3 is tied with it and stays (transformers' rule)
+  kept = Sampler(p).distribution(logits);
+  EXPECT_NEAR(kept[2], 0.1, 1e-6);
+  EXPECT_NEAR(kept[3], 0.1, 1e-6);
+  // min-p after typical-p is relative to the best token still in (token 0 is gone).
+  p.typical_p = 0.25f;
+  p.min_p = 0.7f;  // 0.3 / 0.5 = 0.6 < 0.7 relative to token 0, but token 1 is the best left
+  EXPECT_EQ(Sampler(p).distribution(logits), (std::vector<double>{0.0, 1.0, 0.0, 0.0}));
+}
+
+TEST(Sampler, TypicalPSeededDrawsFollowItsDistribution) {
+  std::vector<double> probabilities;
+  for (int i = 0; i < 12; ++i) probabilities.push_back(std::exp(-0.4 * i));
+  double sum = 0.0;
+  for (double x : probabilities) sum += x;
+  for (double& x : probabilities) x /= sum;
+  auto logits = logits_of_probabilities(probabilities);
+  SamplingParams p = sampling(0.9f, 11);
+  p.typical_p = 0.6f;
+  Sampler sampler(p);
+  const auto expected = sampler.distribution(logits);
+  std::size_t kept = 0;
+  for (double x : expected) kept += x > 0.0;
+  ASSERT_GT(kept, 2u);
+  ASSERT_LT(kept, expected.size());
+  const int n = 40000;
+  std::map<int32_t, int> counts;
+  for (int32_t t : draw(sampler, logits, n)) ++counts[t];
+  for (const auto& [token, count] : counts) EXPECT_GT(expected[token], 0.0) << "token " << token << " is filtered out";
+  // With 40000 draws over <= 12 tokens the total variation distance is about 0.01 at most.
+  EXPECT_LT(total_variation(expected, counts, n), 0.015);
+}
+
+TEST(Sampler, XtcRemovesAllTopChoicesButTheLeastLikelyOfThem) {
+  auto logits = logits_of_probabilities({0.4, 0.3, 0.2, 0.1});
+  SamplingParams p = sampling(1.0f);
+  p.xtc_probability = 1.0f;
+  p.xtc_threshold = 0.15f;  // tokens 0, 1, 2 reach it: 2 stays
+  auto kept = Sampler(p).distribution(logits);
+  EXPECT_EQ(kept[0] + kept[1], 0.0);
+  EXPECT_NEAR(kept[2], 2.0 / 3.0, 1e-6);
+  EXPECT_NEAR(kept[3], 1.0 / 3.0, 1e-6);
+  p.xtc_threshold = 0.35f;  // only token 0 reaches it: nothing goes
+  EXPECT_NEAR(Sampler(p).distribution(logits)[0], 0.4, 1e-6);
+  p.xtc_threshold = 0.0f;  // everything reaches 0: only the least likely stays
+  EXPECT_EQ(Sampler(p).distribution(logits), (std::vector<double>{0.0, 0.0, 0.0, 1.0}));
+  p.top_k = 1;  // one candidate: nothing to exclude
+  EXPECT_EQ(Sampler(p).distribution(logits), (std::vector<double>{1.0, 0.0, 0.0, 0.0}));
+}
+
+TEST(Sampler, XtcAppliesWithItsProbabilityPerToken) {
+  auto logits = logits_of_probabilities({0.4, 0.3, 0.2, 0.1});
+  SamplingParams p = sampling(1.0f, 3);
+  p.xtc_probability = 0.5f;
+  p.xtc_threshold = 0.15f;
+  Sampler sampler(p);
+  const int n = 20000;
+  std::map<int32_t, int> counts;
+  for (int32_t t : draw(sampler, logits, n)) ++counts[t];
+  // Half the time the plain distribution, half the time {2: 2/3, 3: 1/3}.
+  EXPECT_NEAR(counts[0] / double(n), 0.5 * 0.4, 0.015);
+  EXPECT_NEAR(counts[1] / double(n), 0.5 * 0.3, 0.015);
+  EXPECT_NEAR(counts[2] / double(n), 0.5 * 0.2 + 0.5 * 2.0 / 3.0, 0.015);
+  EXPECT_NEAR(counts[3] / double(n), 0.5 * 0.1 + 0.5 * 1.0 / 3.0, 0.015);
+}
+
+TEST(Sampler, DryPenalisesTheTokenThatWouldExtendARepeat) {
+  // a b c d a b c: "a b c" was followed by d, so d would make a repeat of 4 (3 > allowed 2).
+  const std::vector<int32_t> history = {1, 2, 3, 4, 1, 2, 3};
+  const std::vector<float> zeros(6, 0.0f);
+  Sampler plain(dry(1.0f, 2.0f, 2), history);
+  EXPECT_EQ(plain.adjusted_logits(zeros), (std::vector<float>{0, 0, 0, 0, -2.0f, 0}));  // 1 * 2^(3-2)
+  Sampler longer_allowed(dry(1.0f, 2.0f, 3), history);
+  EXPECT_EQ(longer_allowed.adjusted_logits(zeros), (std::vector<float>{0, 0, 0, 0, -1.0f, 0}));  // 2^0
+  Sampler too_short(dry(1.0f, 2.0f, 4), history);
+  EXPECT_EQ(too_short.adjusted_logits(zeros), zeros);
+  // A breaker inside the repeat caps it: b (one token) or "b c" (head b, tail c) just before the end.
+  Sampler broken_by_b(dry(1.0f, 2.0f, 2, {{2, {}}}), history);
+  EXPECT_EQ(broken_by_b.adjusted_logits(zeros), zeros);
+  Sampler broken_by_b_c(dry(1.0f, 2.0f, 2, {{2, {3}}}), history);
+  EXPECT_EQ(broken_by_b_c.adjusted_logits(zeros), zeros);
+  Sampler b_then_a(dry(1.0f, 2.0f, 2, {{2, {1}}}), history);  // "b a" never occurs: no effect
+  EXPECT_EQ(b_then_a.adjusted_logits(zeros)[4], -2.0f);
+  // A one-token breaker is never penalised itself.
+  Sampler d_breaks(dry(1.0f, 2.0f, 2, {{4, {}}}), history);
+  EXPECT_EQ(d_breaks.adjusted_logits(zeros), zeros);
+  // The window is the last dry_penalty_last_n tokens: 4 of them hold no repeat of 3.
+  SamplingParams last_four = dry(1.0f, 2.0f, 2);
+  last_four.dry_penalty_last_n = 4;
+  EXPECT_EQ(Sampler(last_four, history).adjusted_logits(zeros), zeros);
+}
+
+TEST(Sampler, DryCountsTheOutputAndSteersGreedyToo) {
+  // Greedy would repeat "1 2" forever; DRY makes the continuation costlier each time.
+  SamplingParams p = dry(3.0f, 1.75f, 2);
+  p.temperature = 0.0f;
+  Sampler sampler(p, std::vector<int32_t>{1, 2, 1, 2});
+  std::vector<float> favour_1 = {0.0f, 1.0f, 0.5f, 0.2f};
+  EXPECT_NE(sampler.sample(favour_1).token, 1);
+  SamplingParams off = p;
+  off.dry_multiplier = 0.0f;
+  EXPECT_EQ(Sampler(off, std::vector<int32_t>{1, 2, 1, 2}).sample(favour_1).token, 1);
+  // Long repeats cap the exponent where base^exponent would overflow: finite logits.
+  std::vector<int32_t> long_repeat;
+  for (int i = 0; i < 300; ++i) long_repeat.push_back(1 + i % 2);
+  SamplingParams steep = dry(1.0f, 3.0f, 0);
+  steep.dry_penalty_last_n = 1000;
+  const auto adjusted = Sampler(steep, long_repeat).adjusted_logits(favour_1);
+  EXPECT_TRUE(std::isfinite(adjusted[1]));
+  EXPECT_LT(adjusted[1], -1e30f);
+}
+
+TEST(Sampler, DryBreakerSequencesFollowLlamaCppTokenTextRule) {
+  const std::vector<std::string> texts = {"a", "\n", "x\ny", "He", "llo", "Hel", "lo", " world", "Hello"};
+  auto text = [&](int32_t id) { return texts[static_cast<std::size_t>(id)]; };
+  auto tokenize = [&](const std::string& s) -> std::vector<int32_t> {
+    if (s == "llo") return {4};
+    if (s == "lo") return {6};
+    if (s == "ello") return {8, 8};  // never needed: no token ends with a bare "H"
+    return {};
+  };
+  auto breakers = inferlab::dry_breaker_sequences({"\n", "Hello", ""}, static_cast<int>(texts.size()), text, tokenize);
+  const std::vector<inferlab::DryBreaker> expected = {{1, {}}, {2, {}}, {3, {4}}, {5, {6}}, {8, {}}};
+  EXPECT_EQ(breakers, expected);
+}
+
+TEST(Sampler, RejectsOutOfRangeTypicalXtcAndDryParameters) {
+  auto refused = [](auto change) {
+    SamplingParams p = sampling(1.0f);
+    change(p);
+    EXPECT_THROW(Sampler{p}, inferlab::Error);
+  };
+  refused([](SamplingParams& p) { p.typical_p = 0.0f; });
+  refused([](SamplingParams& p) { p.typical_p = 1.5f; });
+  refused([](SamplingParams& p) { p.typical_p = NAN; });
+  refused([](SamplingParams& p) { p.xtc_probability = -0.1f; });
+  refused([](SamplingParams& p) { p.xtc_probability = 1.1f; });
+  refused([](SamplingParams& p) { p.xtc_threshold = 1.5f; });
+  refused([](SamplingParams& p) { p.dry_multiplier = -1.0f; });
+  refused([](SamplingParams& p) { p.dry_multiplier = INFINITY; });
+  refused([](SamplingParams& p) { p.dry_base = -1.0f; });
+  refused([](SamplingParams& p) { p.dry_allowed_length = -1; });
+  refused([](SamplingParams& p) { p.dry_penalty_last_n = -1; });
+}

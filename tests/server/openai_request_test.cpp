@@ -3,6 +3,7 @@
 // --max-tokens-limit), with the status, param and code the client sees.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "server/openai_request.h"
@@ -73,6 +74,67 @@ TEST(OpenAIRequest, RepetitionPenaltyAndMinTokensAreTakenAndCheckedByName) {
   EXPECT_EQ(beyond.param, "min_tokens");
   EXPECT_EQ(beyond.message, "'min_tokens' (9) may not exceed 'max_tokens' (8)");
   EXPECT_EQ(error_of([&] { api::parse_completion_request({{"prompt", "Hello"}, {"min_tokens", -1}}, model); }).param, "min_tokens");
+}
+
+TEST(OpenAIRequest, TypicalXtcAndDryFieldsAreTakenWithLlamaServerDefaultsAndCheckedByName) {
+  const ModelContext model = context();
+  const auto defaults = api::parse_chat_request({{"messages", user_messages(1)}}, model).sampling;
+  EXPECT_EQ(defaults.typical_p, 1.0f);
+  EXPECT_EQ(defaults.xtc_probability, 0.0f);
+  EXPECT_FLOAT_EQ(defaults.xtc_threshold, 0.1f);
+  EXPECT_EQ(defaults.dry_multiplier, 0.0f);
+  EXPECT_FLOAT_EQ(defaults.dry_base, 1.75f);
+  EXPECT_EQ(defaults.dry_allowed_length, 2);
+  EXPECT_EQ(defaults.dry_penalty_last_n, 64);
+  EXPECT_TRUE(defaults.dry_breakers.empty());  // DRY off: no pass over the vocabulary
+
+  const auto s = api::parse_completion_request({{"prompt", "Hello"}, {"typical_p", 0.9}, {"xtc_probability", 0.5},
+                                                {"xtc_threshold", 0.2}, {"dry_multiplier", 0.8}, {"dry_base", 2},
+                                                {"dry_allowed_length", 3}, {"dry_penalty_last_n", 128}}, model).sampling;
+  EXPECT_FLOAT_EQ(s.typical_p, 0.9f);
+  EXPECT_FLOAT_EQ(s.xtc_probability, 0.5f);
+  EXPECT_FLOAT_EQ(s.xtc_threshold, 0.2f);
+  EXPECT_FLOAT_EQ(s.dry_multiplier, 0.8f);
+  EXPECT_EQ(s.dry_base, 2.0f);
+  EXPECT_EQ(s.dry_allowed_length, 3);
+  EXPECT_EQ(s.dry_penalty_last_n, 128);
+  // The default breakers as token ids: "\n" alone is a one-token breaker, so is every token holding ":".
+  auto has = [](const std::vector<inferlab::DryBreaker>& breakers, int32_t head, std::vector<int32_t> tail) {
+    return std::find(breakers.begin(), breakers.end(), inferlab::DryBreaker{head, tail}) != breakers.end();
+  };
+  const std::vector<int32_t> newline = qwen_text().tokenize("\n", false);
+  ASSERT_EQ(newline.size(), 1u);
+  EXPECT_TRUE(has(s.dry_breakers, newline[0], {}));
+  const std::vector<int32_t> colon = qwen_text().tokenize(":", false);
+  ASSERT_EQ(colon.size(), 1u);
+  EXPECT_TRUE(has(s.dry_breakers, colon[0], {}));
+  // A breaker of two tokens: its first token heads it, the second is the tail.
+  const std::vector<int32_t> two = qwen_text().tokenize("Hello world", false);
+  ASSERT_EQ(two.size(), 2u);
+  const auto custom = api::parse_chat_request({{"messages", user_messages(1)}, {"dry_multiplier", 1},
+                                               {"dry_sequence_breakers", {"Hello world"}}}, model).sampling;
+  EXPECT_TRUE(has(custom.dry_breakers, two[0], {two[1]}));
+  EXPECT_FALSE(has(custom.dry_breakers, newline[0], {}));  // the list replaces the defaults
+
+  auto param_of = [&](json field) {
+    json body = {{"prompt", "Hello"}};
+    body.update(field);
+    return error_of([&] { api::parse_completion_request(body, model); }).param;
+  };
+  EXPECT_EQ(param_of({{"typical_p", 0}}), "typical_p");
+  EXPECT_EQ(param_of({{"typical_p", 1.5}}), "typical_p");
+  EXPECT_EQ(param_of({{"typical_p", "high"}}), "typical_p");
+  EXPECT_EQ(param_of({{"xtc_probability", 1.5}}), "xtc_probability");
+  EXPECT_EQ(param_of({{"xtc_threshold", -0.1}}), "xtc_threshold");
+  EXPECT_EQ(param_of({{"dry_multiplier", -1}}), "dry_multiplier");
+  EXPECT_EQ(param_of({{"dry_base", 0.5}}), "dry_base");
+  EXPECT_EQ(param_of({{"dry_allowed_length", -1}}), "dry_allowed_length");
+  EXPECT_EQ(param_of({{"dry_allowed_length", 1.5}}), "dry_allowed_length");
+  EXPECT_EQ(param_of({{"dry_penalty_last_n", -1}}), "dry_penalty_last_n");
+  EXPECT_EQ(param_of({{"dry_sequence_breakers", json::array()}}), "dry_sequence_breakers");
+  EXPECT_EQ(param_of({{"dry_sequence_breakers", "\n"}}), "dry_sequence_breakers");
+  EXPECT_EQ(param_of({{"dry_sequence_breakers", {1, 2}}}), "dry_sequence_breakers");
+  EXPECT_EQ(param_of({{"dry_sequence_breakers", std::vector<std::string>(33, "x")}}), "dry_sequence_breakers");
 }
 
 TEST(OpenAIRequest, TooManyCompletionsInOneRequestAreRefused) {
