@@ -215,7 +215,8 @@ test('an error past the headers: an `error` event, then response.failed with the
   const slow = await startServer(['--timeout', '0.3']);
   try {
     const timed = new OpenAI({ baseURL: slow.base + '/v1', apiKey: 'unused', maxRetries: 0 });
-    const stream = await timed.responses.create({ model, input: 'Write a long story.', max_output_tokens: 2000, stream: true });
+    // Greedy: a sampled answer may end on its own inside the 0.3 s.
+    const stream = await timed.responses.create({ model, input: 'Write a long story.', max_output_tokens: 2000, stream: true, temperature: 0 });
     const events = [];
     for await (const event of stream) events.push(event);
     events.forEach((e, i) => assert.equal(e.sequence_number, i));
@@ -227,7 +228,7 @@ test('an error past the headers: an `error` event, then response.failed with the
     assert.equal(failed.response.status, 'failed');
     assert.equal(failed.response.error.code, 'timeout');
     await assert.rejects(timed.responses.retrieve(failed.response.id), (e) => e.status === 404);
-    await assert.rejects(timed.responses.create({ model, input: 'Write a long story.', max_output_tokens: 2000 }),
+    await assert.rejects(timed.responses.create({ model, input: 'Write a long story.', max_output_tokens: 2000, temperature: 0 }),
                          (e) => e.status === 504 && e.error?.code === 'timeout');
   } finally {
     await slow.stop();
