@@ -654,7 +654,16 @@ bool HttpServer::Impl::refuse_foreign_caller(const HttpRequest& req, HttpRespons
   // A preflight: answered here, before the API key check (browsers send it without credentials).
   res.status = 204;
   res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
-  res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+  // The SDKs send their own headers from a browser (Anthropic's x-api-key and anthropic-*, OpenAI's
+  // x-stainless-*): the origin is already allowed, so the headers it asks for are, as vLLM's
+  // allow_headers ["*"] does (a wildcard would not cover Authorization). Only header-name characters
+  // are echoed.
+  std::string asked = req.header("Access-Control-Request-Headers");
+  const bool plain = !asked.empty() && asked.size() <= 1024 &&
+                     std::all_of(asked.begin(), asked.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ',' || c == ' ';
+                     });
+  res.set_header("Access-Control-Allow-Headers", plain ? asked : "Authorization, Content-Type, x-api-key, anthropic-version");
   res.set_header("Access-Control-Max-Age", "600");
   return true;
 }

@@ -90,6 +90,13 @@ def main():
         check(status == 204 and headers.get("access-control-allow-origin") == app and "authorization" in allow_headers
               and "content-type" in allow_headers and all(m in methods for m in ["GET", "POST", "OPTIONS"]),
               f"preflight of a listed origin without a key: 204 with the CORS headers (got {status} {headers})")
+        # Anthropic's SDK in a browser asks for its own headers; they are allowed for a listed origin.
+        status, headers, _ = call(p, "OPTIONS", "/v1/messages",
+                                  {"Origin": app, "Access-Control-Request-Method": "POST",
+                                   "Access-Control-Request-Headers": "x-api-key, anthropic-version, content-type"})
+        allow_headers = headers.get("access-control-allow-headers", "").lower()
+        check(status == 204 and "x-api-key" in allow_headers and "anthropic-version" in allow_headers,
+              f"preflight asking for x-api-key and anthropic-version: allowed (got {status} {headers})")
         status, headers, body = call(p, "POST", "/v1/chat/completions", dict(auth, Origin=app), CHAT)
         check(status == 200 and headers.get("access-control-allow-origin") == app and "origin" in headers.get("vary", "").lower(),
               f"a listed origin's request: 200, origin echoed, Vary: Origin (got {status} {headers})")
