@@ -60,8 +60,8 @@ int EngineText::vocab_size() const { return tokenizer_->vocab_size(); }
 
 StreamDecoder EngineText::stream_decoder(bool skip_special_tokens) const { return StreamDecoder(tokenizer_, skip_special_tokens); }
 
-std::string EngineText::render_chat(const nlohmann::json& messages, const nlohmann::json& extra) const {
-  nlohmann::json variables = extra;
+std::string EngineText::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra) const {
+  nlohmann::ordered_json variables = extra;
   if (!variables.contains("bos_token")) variables["bos_token"] = tokenizer_->bos_token();
   if (!variables.contains("eos_token")) variables["eos_token"] = tokenizer_->eos_token();
   return chat_template_->render(messages, true, variables);

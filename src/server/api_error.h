@@ -6,7 +6,7 @@
 
 namespace inferlab::api {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // An error answered in OpenAI's shape {"error": {"message", "type", "param", "code"}}.
 struct ApiError : std::exception {

@@ -25,11 +25,11 @@ ChatTemplate::~ChatTemplate() = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 
-std::string ChatTemplate::render(const nlohmann::json& messages, bool add_generation_prompt) const {
-  return render(messages, add_generation_prompt, nlohmann::json::object());
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt) const {
+  return render(messages, add_generation_prompt, nlohmann::ordered_json::object());
 }
 
-std::string ChatTemplate::render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra) const {
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt, const nlohmann::ordered_json& extra) const {
   if (!messages.is_array()) fail("chat template: messages must be a JSON array, got {}", messages.type_name());
   if (!extra.is_object() && !extra.is_null()) fail("chat template: extra variables must be a JSON object");
   jinja::Scope globals(nullptr);

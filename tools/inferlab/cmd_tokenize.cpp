@@ -52,16 +52,17 @@ static inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_flag("--add-special-tokens", options->add_special, "Apply the post-processor (e.g. BOS)");
   cmd->add_option("--cases", options->cases, "JSON file holding an array of strings: print one JSON array of ids per case (machine-readable)");
   cmd->add_option("--chat-cases", options->chat_cases,
-                  "JSON file holding an array of {\"messages\": [...], \"add_generation_prompt\": bool}: print one JSON array of "
-                  "the rendered chat templates (machine-readable)");
+                  "JSON file holding an array of {\"messages\": [...], \"add_generation_prompt\": bool, \"kwargs\": {...}} (kwargs: "
+                  "the template's other variables, e.g. tools, enable_thinking): print one JSON array of the rendered chat "
+                  "templates (machine-readable)");
   cmd->callback([options] {
     auto tokenizer = inferlab::Tokenizer::load(options->model);
     auto read_array = [](const std::string& file) {
       std::ifstream in(file, std::ios::binary);
       if (!in) inferlab::fail("cannot open {}", file);
-      nlohmann::json cases;
+      nlohmann::ordered_json cases;
       try {
-        cases = nlohmann::json::parse(in);
+        cases = nlohmann::ordered_json::parse(in);  // keys in the file's order, as transformers reads them
       } catch (const nlohmann::json::exception& e) {
         inferlab::fail("{} is not valid JSON: {}", file, e.what());
       }
@@ -71,7 +72,7 @@ static inferlab::cli::Registrar reg([](CLI::App& app) {
     if (!options->chat_cases.empty()) {
       if (tokenizer->chat_template().empty()) inferlab::fail("{} has no chat template", options->model);
       inferlab::ChatTemplate chat_template(tokenizer->chat_template());
-      nlohmann::json extra = {{"bos_token", tokenizer->bos_token()}, {"eos_token", tokenizer->eos_token()}};
+      nlohmann::ordered_json extra = {{"bos_token", tokenizer->bos_token()}, {"eos_token", tokenizer->eos_token()}};
       nlohmann::json out = nlohmann::json::array();
       for (const auto& c : read_array(options->chat_cases)) {
         if (!c.is_object() || !c.contains("messages") || !c["messages"].is_array())
@@ -79,7 +80,12 @@ static inferlab::cli::Registrar reg([](CLI::App& app) {
         if (c.contains("add_generation_prompt") && !c["add_generation_prompt"].is_boolean())
           inferlab::fail("{}: add_generation_prompt must be true or false, got {}", options->chat_cases, c["add_generation_prompt"].dump());
         const bool generation_prompt = c.value("add_generation_prompt", true);
-        out.push_back(chat_template.render(c["messages"], generation_prompt, extra));
+        nlohmann::ordered_json variables = extra;
+        if (c.contains("kwargs")) {
+          if (!c["kwargs"].is_object()) inferlab::fail("{}: kwargs must be an object, got {}", options->chat_cases, c["kwargs"].dump());
+          for (const auto& [key, value] : c["kwargs"].items()) variables[key] = value;
+        }
+        out.push_back(chat_template.render(c["messages"], generation_prompt, variables));
       }
       std::printf("%s\n", out.dump().c_str());
       return;

@@ -46,7 +46,7 @@ class EngineText {
   const std::string& chat_template_error() const { return chat_template_error_; }  // empty: none or usable
   // The messages with the assistant's generation prompt. `extra` holds the template's other
   // variables (tools, chat_template_kwargs); bos_token / eos_token default to the tokenizer's.
-  std::string render_chat(const nlohmann::json& messages, const nlohmann::json& extra) const;
+  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra) const;
 
   // The tokenizer's EOS id, when it names one.
   std::optional<int32_t> eos_id() const;

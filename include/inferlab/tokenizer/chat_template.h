@@ -18,9 +18,9 @@ class ChatTemplate {
 
   // messages: [{"role": ..., "content": ...}, ...]; extra: more variables (tools, bos_token, ...),
   // a JSON object (or null for none).
-  std::string render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra) const;
+  std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt, const nlohmann::ordered_json& extra) const;
   // The same with no extra variables.
-  std::string render(const nlohmann::json& messages, bool add_generation_prompt) const;
+  std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt) const;
 
  private:
   struct Impl;

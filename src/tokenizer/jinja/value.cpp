@@ -26,30 +26,34 @@ const char* kind_name(const Value& v) {
   return "?";
 }
 
-Value from_json(const json& j) {
+template <typename Json>
+Value value_of(const Json& j) {
   switch (j.type()) {
-    case json::value_t::null: return Value::none();
-    case json::value_t::boolean: return Value::boolean(j.get<bool>());
-    case json::value_t::number_integer: return Value::integer(j.get<int64_t>());
-    case json::value_t::number_unsigned: {
-      const uint64_t u = j.get<uint64_t>();  // above INT64_MAX only as a double, not wrapped negative
+    case Json::value_t::null: return Value::none();
+    case Json::value_t::boolean: return Value::boolean(j.template get<bool>());
+    case Json::value_t::number_integer: return Value::integer(j.template get<int64_t>());
+    case Json::value_t::number_unsigned: {
+      const uint64_t u = j.template get<uint64_t>();  // above INT64_MAX only as a double, not wrapped negative
       return u <= static_cast<uint64_t>(INT64_MAX) ? Value::integer(static_cast<int64_t>(u)) : Value::number(static_cast<double>(u));
     }
-    case json::value_t::number_float: return Value::number(j.get<double>());
-    case json::value_t::string: return Value::string(j.get<std::string>());
-    case json::value_t::array: {
+    case Json::value_t::number_float: return Value::number(j.template get<double>());
+    case Json::value_t::string: return Value::string(j.template get<std::string>());
+    case Json::value_t::array: {
       Array a;
-      for (const auto& e : j) a.push_back(from_json(e));
+      for (const auto& e : j) a.push_back(value_of(e));
       return Value::list(std::move(a));
     }
-    case json::value_t::object: {
+    case Json::value_t::object: {
       Object o;
-      for (const auto& [k, e] : j.items()) o.emplace_back(k, from_json(e));
+      for (const auto& [k, e] : j.items()) o.emplace_back(k, value_of(e));
       return Value::dict(std::move(o));
     }
     default: return Value();
   }
 }
+
+Value from_json(const json& j) { return value_of(j); }
+Value from_json(const nlohmann::ordered_json& j) { return value_of(j); }
 
 bool truthy(const Value& v) {
   switch (v.kind) {

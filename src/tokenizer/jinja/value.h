@@ -74,6 +74,7 @@ constexpr std::size_t kMaxRepeatBytes = 16u << 20;
 
 const char* kind_name(const Value& v);  // "integer", "list", "namespace"... for error messages
 Value from_json(const nlohmann::json& j);
+Value from_json(const nlohmann::ordered_json& j);  // keys in the order given, as Python's json.loads keeps them
 bool truthy(const Value& v);
 bool equal(const Value& a, const Value& b);
 
