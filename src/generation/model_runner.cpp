@@ -12,15 +12,17 @@ namespace inferlab {
 namespace {
 
 // Constrained decoding: every logit outside the grammar's mask to -inf; the stop tokens keep
-// theirs only where the output is complete. False when no token at all is left.
+// theirs only where the output is complete, and `also_allowed` (>= 0: the token that opens a
+// reasoning span) keeps its own. False when no token at all is left.
 bool apply_grammar(GrammarMatcher& matcher, TokenMask& mask, float* row, std::size_t vocab,
-                   const std::vector<int32_t>& stop_ids) {
+                   const std::vector<int32_t>& stop_ids, int32_t also_allowed) {
   matcher.fill_mask(mask);
   const bool complete = matcher.can_finish();
   std::vector<std::pair<int32_t, float>> stops;
   if (complete)
     for (int32_t id : stop_ids)
       if (id >= 0 && static_cast<std::size_t>(id) < vocab) stops.push_back({id, row[id]});
+  if (also_allowed >= 0 && static_cast<std::size_t>(also_allowed) < vocab) stops.push_back({also_allowed, row[also_allowed]});
   const float none = -std::numeric_limits<float>::infinity();
   const auto& words = mask.words();
   const std::size_t covered = std::min(vocab, static_cast<std::size_t>(mask.size()));
@@ -123,10 +125,11 @@ SampledChunk ModelRunner::sample(const PlannedChunk& chunk, std::size_t index) {
     out.tokens = std::move(outcome.emitted);
     return out;
   }
-  if (seq.matcher) {
+  if (seq.matcher && seq.reasoning != Sequence::Reasoning::inside) {  // the grammar waits while the model thinks
+    const int32_t opens_reasoning = seq.reasoning == Sequence::Reasoning::may_open ? seq.request.reasoning->start_token : -1;
     bool open = false;
     try {
-      open = apply_grammar(*seq.matcher, seq.mask, row, vocab_, seq.request.stop_token_ids);
+      open = apply_grammar(*seq.matcher, seq.mask, row, vocab_, seq.request.stop_token_ids, opens_reasoning);
     } catch (const GrammarError& e) {  // a limit of the grammar's automaton: the grammar asked too much
       out.ending = SampledChunk::Ending{FinishReason::error, fmt::format("constrained decoding failed: {}", e.what()), true};
       return out;

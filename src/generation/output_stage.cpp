@@ -138,25 +138,11 @@ bool OutputStage::emit(Sequence& seq, SampledToken sampled) {
   const bool is_stop = std::find(seq.request.stop_token_ids.begin(), seq.request.stop_token_ids.end(),
                                  sampled.token) != seq.request.stop_token_ids.end();
   bool grammar_done = false;
-  if (seq.matcher && !is_stop) {
-    if (!seq.matcher->accept_token(sampled.token)) {
-      done_error_.push_back({&seq, fmt::format("constrained decoding: the sampled token {} does not fit the grammar", sampled.token)});
+  if (seq.request.grammar && !is_stop) {
+    std::optional<std::string> failure = advance_grammar(seq, sampled.token, grammar_done);
+    if (failure) {
+      done_error_.push_back({&seq, std::move(*failure)});
       return false;
-    }
-    grammar_done = seq.matcher->terminated();
-  } else if (seq.request.grammar && !is_stop) {
-    // Waiting for the trigger: the grammar applies to what follows its first occurrence.
-    const std::string& trigger = seq.request.grammar_trigger;
-    seq.before_trigger += seq.request.grammar->vocabulary().bytes(sampled.token);
-    if (auto at = seq.before_trigger.find(trigger); at != std::string::npos) {
-      seq.matcher.emplace(seq.request.grammar);
-      if (!seq.matcher->accept_bytes(std::string_view(seq.before_trigger).substr(at + trigger.size()))) {
-        done_error_.push_back({&seq, "constrained decoding: the text after the trigger does not fit the grammar"});
-        return false;
-      }
-      grammar_done = seq.matcher->terminated();
-    } else if (seq.before_trigger.size() > trigger.size()) {
-      seq.before_trigger.erase(0, seq.before_trigger.size() - trigger.size());
     }
   }
   StreamEvent event;
@@ -171,6 +157,62 @@ bool OutputStage::emit(Sequence& seq, SampledToken sampled) {
     return false;
   }
   return true;
+}
+
+// The grammar's side of a new token: the reasoning span it waits out, then the trigger it waits
+// for, then the matcher. A message when the token breaks the grammar.
+std::optional<std::string> OutputStage::advance_grammar(Sequence& seq, int32_t token, bool& done) {
+  using Reasoning = Sequence::Reasoning;
+  std::string_view bytes = seq.request.grammar->vocabulary().bytes(token);
+  if (seq.reasoning == Reasoning::may_open) {
+    seq.reasoning = token == seq.request.reasoning->start_token ? Reasoning::inside : Reasoning::none;
+    if (seq.reasoning == Reasoning::inside) return std::nullopt;
+  }
+  if (seq.reasoning == Reasoning::inside) {
+    const std::string& end = seq.request.reasoning->end;
+    std::string after;  // what the grammar sees first
+    if (token == seq.request.reasoning->end_token) {
+      seq.reasoning = Reasoning::none;
+    } else {
+      seq.reasoning_tail += bytes;
+      const std::size_t at = seq.reasoning_tail.find(end);
+      if (at == std::string::npos) {
+        if (seq.reasoning_tail.size() > end.size()) seq.reasoning_tail.erase(0, seq.reasoning_tail.size() - end.size());
+        return std::nullopt;
+      }
+      seq.reasoning = Reasoning::none;
+      after = seq.reasoning_tail.substr(at + end.size());
+    }
+    seq.reasoning_tail.clear();
+    return after.empty() ? std::nullopt : advance_grammar_text(seq, after, done);
+  }
+  if (seq.matcher) {
+    if (!seq.matcher->accept_token(token))
+      return fmt::format("constrained decoding: the sampled token {} does not fit the grammar", token);
+    done = seq.matcher->terminated();
+    return std::nullopt;
+  }
+  return advance_grammar_text(seq, bytes, done);
+}
+
+std::optional<std::string> OutputStage::advance_grammar_text(Sequence& seq, std::string_view bytes, bool& done) {
+  if (seq.matcher) {
+    if (!seq.matcher->accept_bytes(bytes)) return std::string("constrained decoding: the text after the reasoning does not fit the grammar");
+    done = seq.matcher->terminated();
+    return std::nullopt;
+  }
+  // Waiting for the trigger: the grammar applies to what follows its first occurrence.
+  const std::string& trigger = seq.request.grammar_trigger;
+  seq.before_trigger += bytes;
+  if (auto at = seq.before_trigger.find(trigger); at != std::string::npos) {
+    seq.matcher.emplace(seq.request.grammar);
+    if (!seq.matcher->accept_bytes(std::string_view(seq.before_trigger).substr(at + trigger.size())))
+      return std::string("constrained decoding: the text after the trigger does not fit the grammar");
+    done = seq.matcher->terminated();
+  } else if (seq.before_trigger.size() > trigger.size()) {
+    seq.before_trigger.erase(0, seq.before_trigger.size() - trigger.size());
+  }
+  return std::nullopt;
 }
 
 std::vector<Sequence*> OutputStage::end_step(const StepPlan& plan) {

@@ -6,7 +6,9 @@
 #pragma once
 #include <cstddef>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "generation/kv_prefix_manager.h"
@@ -51,6 +53,8 @@ class OutputStage {
   // One generated token of seq: counted, timed, checked against the grammar and the stop rules,
   // streamed. False when the sequence is done (its last event follows in end_step()).
   bool emit(Sequence& seq, SampledToken sampled);
+  std::optional<std::string> advance_grammar(Sequence& seq, int32_t token, bool& done);
+  std::optional<std::string> advance_grammar_text(Sequence& seq, std::string_view bytes, bool& done);
   static RequestTimings timings_of(Sequence& seq, Clock::time_point end);
 
   std::size_t context_;

@@ -74,8 +74,8 @@ StepPlan Planner::plan() {
   for (Sequence* seq : decoding) {
     PlannedChunk& chunk = step.chunks.emplace_back(PlannedChunk{seq, 1, {}});
     // A draft only where its positions fit the blocks free now (never evicting or preempting for
-    // it) and never past max_tokens or the context; constrained sequences are not drafted.
-    if (!options_.speculative.enabled() || seq->request.grammar || budget <= 0) continue;
+    // it) and never past max_tokens or the context; constrained or scripted sequences are not drafted.
+    if (!options_.speculative.enabled() || seq->request.grammar || !seq->request.sampling.forced_tokens.empty() || budget <= 0) continue;
     const std::size_t context = options_.context;
     int room = std::min(seq->request.max_tokens - seq->generated - 1, budget);
     if (context > 0) room = std::min(room, static_cast<int>(context) - static_cast<int>(seq->tokens.size()) - 1);

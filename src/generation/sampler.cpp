@@ -368,6 +368,12 @@ int32_t Sampler::draw(double total) {
 
 SampledToken Sampler::sample(std::span<const float> logits) {
   logits = limited(logits);
+  if (forced_next_ < params_.forced_tokens.size()) {
+    const int32_t forced = params_.forced_tokens[forced_next_++];
+    if (forced >= 0 && static_cast<std::size_t>(forced) < logits.size() && logits[forced] != -std::numeric_limits<float>::infinity())
+      return finish(logits, forced);
+    forced_next_ = params_.forced_tokens.size();  // refused here: the script is over
+  }
   if (params_.temperature < kGreedyBelow) return finish(logits, greedy_choice(logits));
   adjust(logits);
   return finish(logits, draw(weigh()));

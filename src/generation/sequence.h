@@ -40,9 +40,18 @@ struct Sequence {
   std::optional<GrammarMatcher> matcher;  // with a grammar, once it applies
   TokenMask mask;
   std::string before_trigger;             // the output's tail while waiting for the trigger
+  // Where the output stands towards a reasoning span (GenerationRequest::reasoning), tracked only
+  // with a grammar: the grammar waits while the span may open or is open.
+  enum class Reasoning { none, may_open, inside };
+  Reasoning reasoning = Reasoning::none;
+  std::string reasoning_tail;  // the span's tail while inside, to find its end marker
 
   explicit Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling, request.prompt, request.stop_token_ids) {
     if (request.grammar && request.grammar_trigger.empty()) matcher.emplace(request.grammar);
+    if (request.grammar && request.reasoning) {
+      if (request.reasoning->open) reasoning = Reasoning::inside;
+      else if (request.reasoning->start_token >= 0) reasoning = Reasoning::may_open;
+    }
   }
   int uncomputed() const { return static_cast<int>(tokens.size()) - kv.length; }
   bool embeds() const { return kind == Kind::embed; }

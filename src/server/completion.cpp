@@ -89,6 +89,8 @@ void Completion::add_choice(int prompt_index, std::shared_ptr<RequestStream> str
   choice->prompt_index = prompt_index;
   choice->stream = std::move(stream);
   if (request_->tool_format) choice->tool_stream = std::make_unique<ToolCallStream>(*request_->tool_format);
+  if (request_->reasoning && request_->separate_reasoning)
+    choice->reasoning_splitter = std::make_unique<ReasoningSplitter>(*request_->reasoning, request_->reasoning_start);
   choices_.push_back(std::move(choice));
 }
 
@@ -120,8 +122,12 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
       choice.stream->stop();  // we have what we need: free the sequence now (counted as a stop)
       end_text(choice, std::move(shown), delta, true);
       choice.done = true;
+    } else if (choice.reasoning_splitter) {
+      const bool was_inside = choice.reasoning_splitter->inside();
+      show(choice, shown, delta);
+      if (was_inside || choice.reasoning_splitter->inside()) ++choice.reasoning_tokens;
     } else {
-      delta.text += choice.tool_stream ? choice.tool_stream->feed(shown, delta.tool_calls) : shown;
+      show(choice, shown, delta);
     }
   }
   if (event.finish && !choice.done) {
@@ -148,10 +154,21 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
     choice.done = true;
   }
   choice.text += delta.text;
+  choice.reasoning += delta.reasoning;
+}
+
+// Text the stop strings let through: the thoughts split off, the rest through the tool calls.
+void Completion::show(Choice& choice, const std::string& text, Delta& delta) {
+  const std::string content = choice.reasoning_splitter ? choice.reasoning_splitter->feed(text, delta.reasoning) : text;
+  delta.text += choice.tool_stream ? choice.tool_stream->feed(content, delta.tool_calls) : content;
 }
 
 // The last text of a choice; with tools, the calls it holds decide the finish reason.
 void Completion::end_text(Choice& choice, std::string tail, Delta& delta, bool stopped) {
+  if (choice.reasoning_splitter) {
+    tail = choice.reasoning_splitter->feed(tail, delta.reasoning);
+    tail += choice.reasoning_splitter->finish(delta.reasoning);
+  }
   if (choice.tool_stream) {
     delta.text += choice.tool_stream->feed(tail, delta.tool_calls);
     delta.text += choice.tool_stream->finish(delta.tool_calls, choice.tool_calls);
@@ -172,6 +189,7 @@ TokenUsage Completion::usage() const {
   TokenUsage usage;
   for (const auto& prompt : request_->prompts) usage.prompt_tokens += static_cast<int>(prompt.size());
   for (auto& c : choices_) usage.completion_tokens += c->completion_tokens;
+  for (auto& c : choices_) usage.reasoning_tokens += c->reasoning_tokens;
   for (auto& c : choices_)
     if (c->index % request_->n == 0) usage.cached_prompt_tokens += c->stream->cached_prompt_tokens();  // prompts count once, not per choice
   return usage;

@@ -58,6 +58,9 @@ struct Choice {
   std::optional<RequestTimings> timings;  // from the engine's last event
   std::unique_ptr<ToolCallStream> tool_stream;  // with tools: splits the text into content and calls
   std::vector<ToolCall> tool_calls;             // the calls found, once done
+  std::unique_ptr<ReasoningSplitter> reasoning_splitter;  // a thinking model: splits thoughts from the answer
+  std::string reasoning;                                  // the thoughts shown (non-streaming answer)
+  int reasoning_tokens = 0;                               // tokens of the thoughts, their markers included
 
   Choice(const EngineText& text, bool skip_special, std::vector<std::string> stops);
 };
@@ -65,6 +68,7 @@ struct Choice {
 // What one poll of a choice produced: new visible text and the logprobs of its new tokens.
 struct Delta {
   std::string text;
+  std::string reasoning;  // new thoughts (a thinking model's, split from the text)
   json tool_calls = json::array();  // tool_calls delta entries (OpenAI's layout, the tool-call stream's)
   std::vector<LogprobEntry> logprobs;  // the new tokens' (with logprobs asked)
   bool finished = false;
@@ -75,6 +79,7 @@ struct TokenUsage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_prompt_tokens = 0;
+  int reasoning_tokens = 0;
 };
 
 // One request's answer: a Choice per prompt and n, fed from their streams. Going away cancels
@@ -113,6 +118,7 @@ class Completion {
  private:
   void absorb_text(Choice& choice, StreamEvent& event, Delta& delta);
   void end_text(Choice& choice, std::string tail, Delta& delta, bool stopped);
+  void show(Choice& choice, const std::string& text, Delta& delta);  // through the reasoning split and the tool calls
   void add_logprobs(Choice& choice, const SampledToken& token, Delta& delta);
 
   std::shared_ptr<const ParsedRequest> request_;

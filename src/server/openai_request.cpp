@@ -264,6 +264,11 @@ void parse_common(const json& body, const ModelContext& model, ParsedRequest& ou
     if (!ids->is_array()) bad("stop_token_ids", "'stop_token_ids' must be an array of token ids, got {}", type_of(*ids));
     out.stop_token_ids = token_ids(*ids, "stop_token_ids", model.vocab_size);
   }
+  if (const json* forced = field(body, "test_forced_output")) {
+    if (!model.test_hooks) bad("test_forced_output", "'test_forced_output' is a test hook: start the server with --test-hooks");
+    if (!forced->is_string()) bad("test_forced_output", "'test_forced_output' must be a string, got {}", type_of(*forced));
+    s.forced_tokens = model.text->tokenize(forced->get<std::string>(), false);
+  }
   out.ignore_eos = boolean(body, "ignore_eos", false);
   out.skip_special_tokens = boolean(body, "skip_special_tokens", true);
   out.stream = boolean(body, "stream", false);
@@ -413,6 +418,17 @@ void check_model(const json& body, const ModelContext& model) {
 
 namespace {
 
+// llama.cpp's per-request reasoning_format ("none": the thoughts stay in the text; "auto" /
+// "deepseek": split out) and vLLM's include_reasoning (false: split out and not returned).
+void parse_reasoning_fields(const json& body, ParsedRequest& out) {
+  if (const json* format = field(body, "reasoning_format")) {
+    if (!format->is_string() || (*format != "none" && *format != "auto" && *format != "deepseek"))
+      bad("reasoning_format", "'reasoning_format' must be one of none, auto, deepseek, got {}", format->dump());
+    out.separate_reasoning = out.reasoning && *format != "none";
+  }
+  out.include_reasoning = boolean(body, "include_reasoning", true);
+}
+
 // server_limits: false for /tokenize, which renders a chat but generates nothing.
 ParsedRequest chat_request(const json& body, const ModelContext& model, bool server_limits) {
   if (server_limits) check_body_limits(body, model.limits, true);
@@ -461,6 +477,14 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
     json m = message;
     m["role"] = r == "developer" ? "system" : r;
     m["content"] = message_text(message, i);
+    // An assistant's earlier thoughts, as llama.cpp and vLLM take them back (vLLM's newer name is
+    // `reasoning`); thinking templates read reasoning_content (Qwen3's drops it before the last query).
+    for (const char* key : {"reasoning_content", "reasoning"})
+      if (const json* thoughts = field(message, key); thoughts && !thoughts->is_null()) {
+        if (!thoughts->is_string()) bad("messages", "messages[{}].{} must be a string", i, key);
+        if (!m.contains("reasoning_content") || m["reasoning_content"].is_null()) m["reasoning_content"] = *thoughts;
+      }
+    m.erase("reasoning");
     // Templates render an assistant's calls with the arguments as an object (OpenAI sends a string).
     if (const json* calls = field(message, "tool_calls")) {
       if (!calls->is_array()) bad("messages", "messages[{}].tool_calls must be an array", i);
@@ -481,6 +505,7 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
   }
   add_chat_prompt(rendered, extra, model, server_limits, out);
   fit_max_tokens(out, max_tokens, model, server_limits);
+  parse_reasoning_fields(body, out);
   return out;
 }
 
@@ -496,6 +521,12 @@ void add_chat_prompt(const json& messages, const json& extra, const ModelContext
     throw ApiError(400, fmt::format("the chat template could not be applied to these messages: {}", e.what()), out.prompt_field);
   }
   check_prompt_bytes(prompt, model, server_limits, out.prompt_field.c_str());
+  if (model.reasoning) {
+    out.reasoning = model.reasoning;
+    out.reasoning_start = reasoning_start_of(prompt, *model.reasoning);
+    out.reasoning_span = engine_reasoning_span(out.reasoning_start, *model.reasoning, model.reasoning_tokens);
+    out.separate_reasoning = model.separate_reasoning;
+  }
   out.prompts.push_back(model.text->tokenize(prompt, false));
   out.prompt_texts.push_back(prompt);
 }

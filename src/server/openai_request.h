@@ -10,6 +10,7 @@
 #include "inferlab/generation/engine.h"
 #include "inferlab/generation/sampler.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/tool_call_format.h"
 
 namespace inferlab::api {
@@ -36,6 +37,10 @@ struct ModelContext {
   bool generates = true;                 // false: an encoder, which serves only /v1/embeddings
   int embedding_dimensions = 0;          // the length of its embeddings
   int max_embedding_input_tokens = 0;    // the longest input an embedding may have
+  std::optional<ReasoningMarkers> reasoning;  // the chat template thinks: its markers
+  ReasoningTokens reasoning_tokens;           // the markers' ids when each is one token
+  bool separate_reasoning = true;             // --reasoning-format auto; none: the thoughts stay in the text
+  bool test_hooks = false;                    // --test-hooks: 'test_forced_output' accepted
   RequestLimits limits;
 };
 
@@ -68,6 +73,14 @@ struct ParsedRequest {
   std::string grammar_trigger;
   // Tool calls are parsed out of the answer when tools are given and tool_choice is not none.
   std::shared_ptr<const ToolCallFormat> tool_format;
+  // A thinking template's chat (reasoning.h): its markers, where the prompt leaves the output, the
+  // span the engine's grammar waits out, whether the thoughts are split from the answer
+  // (reasoning_format) and whether they are returned at all (include_reasoning).
+  std::optional<ReasoningMarkers> reasoning;
+  ReasoningStart reasoning_start = ReasoningStart::closed;
+  std::optional<GenerationRequest::ReasoningSpan> reasoning_span;
+  bool separate_reasoning = false;
+  bool include_reasoning = true;
 };
 
 // What a request's tool choice asks, whichever API spelled it (OpenAI's none / auto / required /

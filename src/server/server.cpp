@@ -99,6 +99,16 @@ void Server::load(const std::string& model_name) {
   s.context.generates = s.engine->generates();
   s.context.embedding_dimensions = s.engine->embedding_dimensions();
   s.context.max_embedding_input_tokens = s.engine->max_embedding_input_tokens();
+  s.context.reasoning = api::reasoning_markers_for(s.engine->text().chat_template_source());
+  if (s.context.reasoning) {
+    auto one_token = [&](const std::string& marker) {
+      const auto ids = s.engine->text().tokenize(marker, false);
+      return ids.size() == 1 ? ids.front() : -1;
+    };
+    s.context.reasoning_tokens = {one_token(s.context.reasoning->start), one_token(s.context.reasoning->end)};
+  }
+  s.context.separate_reasoning = s.options.reasoning_format != "none";
+  s.context.test_hooks = s.options.test_hooks;
   s.context.limits = {.max_n = s.options.max_n,
                       .max_messages = s.options.max_messages,
                       .max_prompt_tokens = s.options.max_prompt_tokens,

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "generation/output_stage.h"
+#include "inferlab/grammar/grammar.h"
 #include "inferlab/model/config.h"
 
 using namespace inferlab;
@@ -117,4 +118,50 @@ TEST_F(OutputStageTest, AnUnfinishedSequenceStreamsItsTokenAndRuns) {
   EXPECT_EQ(seq->tokens.back(), 11);
   EXPECT_TRUE(seq->first_token);
   EXPECT_EQ(events(*seq).size(), 1u);
+}
+
+namespace {
+
+// Tokens 0..5 of a tiny vocabulary; 6 is a special end marker with no bytes (as in a tokenizer
+// that marks </think> special).
+enum : int32_t { kThink, kEndThink, kOpen, kClose, kX, kSpace, kSpecialEnd };
+std::shared_ptr<CompiledGrammar> empty_object_grammar() {
+  auto vocabulary = std::make_shared<TokenVocabulary>(std::vector<std::string>{"<think>", "</think>", "{", "}", "x", " ", ""});
+  return std::make_shared<CompiledGrammar>(parse_gbnf("root ::= \"{}\""), vocabulary);
+}
+
+}  // namespace
+
+// A thinking model's grammar waits while the output may open its reasoning, and while it is
+// inside; it applies from the end marker on (found by its text, or by its id when it has none).
+TEST_F(OutputStageTest, TheGrammarStartsWhereTheReasoningEnds) {
+  struct Case {
+    const char* what;
+    GenerationRequest::ReasoningSpan span;
+    std::vector<int32_t> tokens;
+    FinishReason finish;
+  };
+  const Case cases[] = {
+      {"opened by the output", {.open = false, .start_token = kThink, .end = "</think>"}, {kThink, kX, kOpen, kEndThink, kOpen, kClose}, FinishReason::stop},
+      {"opened by the prompt", {.open = true, .start_token = -1, .end = "</think>"}, {kX, kSpace, kEndThink, kOpen, kClose}, FinishReason::stop},
+      {"closed by a special token", {.open = true, .start_token = -1, .end = "</think>", .end_token = kSpecialEnd}, {kX, kSpecialEnd, kOpen, kClose}, FinishReason::stop},
+      {"not opened: the grammar from the first token", {.open = false, .start_token = kThink, .end = "</think>"}, {kX}, FinishReason::error},
+      {"a grammar token inside the thoughts ends nothing", {.open = true, .start_token = -1, .end = "</think>"}, {kOpen, kClose, kX}, FinishReason::length},
+  };
+  for (const Case& c : cases) {
+    auto seq = computed(c.finish == FinishReason::length ? static_cast<int>(c.tokens.size()) : 16);
+    seq->request.grammar = empty_object_grammar();
+    seq->request.reasoning = c.span;
+    Sequence fresh(seq->request);  // the constructor sets the phase from the request
+    seq->matcher = fresh.matcher;
+    seq->reasoning = fresh.reasoning;
+    StepPlan plan;
+    output_.begin_step(Clock::now());
+    output_.take(*seq, tokens(c.tokens));
+    output_.end_step(plan);
+    std::vector<StreamEvent> got = events(*seq);
+    ASSERT_FALSE(got.empty()) << c.what;
+    ASSERT_TRUE(got.back().finish) << c.what;
+    EXPECT_EQ(*got.back().finish, c.finish) << c.what << ": " << got.back().error;
+  }
 }

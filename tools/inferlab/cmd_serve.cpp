@@ -137,6 +137,13 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--metrics-compat", args->server.metrics_compat,
                   "Also export the router-facing gauges under another server's names (vllm: vllm:num_requests_waiting, ...)")
       ->check(CLI::IsMember({"vllm"}));
+  cmd->add_option("--reasoning-format", args->server.reasoning_format,
+                  "A thinking model's thoughts (<think>...</think>): auto (returned apart, as reasoning_content), none (left in "
+                  "the text); a request's reasoning_format overrides it")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "none"}));
+  cmd->add_flag("--test-hooks", args->server.test_hooks,
+                "Accept the request field 'test_forced_output' (tokens the sampler picks while a grammar allows them): for "
+                "tests of the server's parsing with random-weight models; never in production");
   cmd->add_option("--served-model-name", args->server.served_model_name, "Name clients use in 'model' (default: the folder name)");
   cmd->add_option("--timeout", args->server.request_timeout_s, "Per-request timeout in seconds (0: none)")
       ->capture_default_str()->check(CLI::Range(0.0, 1e7));

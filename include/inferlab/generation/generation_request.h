@@ -27,6 +27,16 @@ struct GenerationRequest {
   // With a trigger, the output is free until it contains this text; the grammar then constrains
   // what follows it (tool_choice auto with strict tools: the call after "<tool_call>").
   std::string grammar_trigger;
+  // Reasoning models: the output may first think inside a span the chat template marks (Qwen3's
+  // <think>…</think>). Neither the grammar nor its trigger apply inside it; they start where it ends
+  // (so JSON follows the thoughts, and a tool call written while thinking is not a call).
+  struct ReasoningSpan {
+    bool open = false;         // the prompt opened the span: the output starts inside it
+    int32_t start_token = -1;  // else the output may open it with this token first (-1: it cannot)
+    std::string end;           // the text that closes it
+    int32_t end_token = -1;    // its id when it is one token (found by id too: a special token has no bytes here)
+  };
+  std::optional<ReasoningSpan> reasoning;
 };
 
 // What a caller asks the engine to embed: the input's token ids. The answer is one vector pooled

@@ -77,6 +77,11 @@ struct SamplingParams {
   // Only ids below this are ever chosen or reported (0: the whole row). The server sets the
   // tokenizer's size: models pad the embedding past it (Qwen2: 151936 rows, 151669 tokens).
   int vocab_limit = 0;
+  // A test hook (inferlab serve --test-hooks): these tokens are chosen in order, each while it is
+  // allowed (its logit not -inf after a grammar's mask); the first one that is not ends the script
+  // and sampling goes on as asked. It drives a model with random weights down a chosen path, so
+  // the server's parsing of that path can be tested.
+  std::vector<int32_t> forced_tokens;
 };
 
 struct TokenLogprob {
@@ -138,6 +143,7 @@ class Sampler {
   std::unordered_set<int32_t> prompt_tokens_;       // kept only for a repetition penalty
   std::vector<int32_t> stop_ids_;                   // kept only for min_tokens
   int generated_ = 0;
+  std::size_t forced_next_ = 0;  // the next of params_.forced_tokens
   std::vector<float> scratch_;
   std::vector<int32_t> order_;
   std::vector<float> kept_;

@@ -48,6 +48,7 @@ void answer_generation(ServerState& state, HttpResponse& res, ParsedRequest pars
       choice.generation.deadline = deadline;
       choice.generation.grammar = request->grammar;
       choice.generation.grammar_trigger = request->grammar_trigger;
+      choice.generation.reasoning = request->reasoning_span;
       choice.ignore_eos = request->ignore_eos;
       choice.choice_index = static_cast<int>(completion->choices().size());
       completion->add_choice(static_cast<int>(p), state.engine->submit(std::move(choice)));

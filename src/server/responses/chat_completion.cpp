@@ -26,6 +26,8 @@ json logprobs_content(const EngineText& text, const std::vector<LogprobEntry>& e
   return {{"content", std::move(content)}};
 }
 
+bool shows_reasoning(const ParsedRequest& request) { return request.separate_reasoning && request.include_reasoning; }
+
 class ChatCompletionWriter final : public OpenAiChoicesWriter {
  public:
   ChatCompletionWriter(std::string model_name, std::string system_fingerprint)
@@ -42,6 +44,8 @@ class ChatCompletionWriter final : public OpenAiChoicesWriter {
       message["tool_calls"] = std::move(calls);
       if (choice.text.empty()) message["content"] = nullptr;
     }
+    if (shows_reasoning(completion.request()))  // llama.cpp's and vLLM's field (vLLM 0.11+ also names it `reasoning`)
+      message["reasoning_content"] = choice.reasoning.empty() ? json(nullptr) : json(choice.reasoning);
     return {{"message", std::move(message)},
             {"logprobs", completion.request().logprobs ? logprobs_content(completion.text(), choice.logprobs) : json(nullptr)}};
   }
@@ -52,9 +56,11 @@ class ChatCompletionWriter final : public OpenAiChoicesWriter {
 
   std::optional<json> delta_item(const Completion& completion, const Choice& choice, const Delta& delta) const override {
     const bool has_logprobs = !delta.logprobs.empty();
-    if (delta.text.empty() && !has_logprobs && delta.tool_calls.empty()) return std::nullopt;
+    const bool has_reasoning = !delta.reasoning.empty() && shows_reasoning(completion.request());
+    if (delta.text.empty() && !has_logprobs && delta.tool_calls.empty() && !has_reasoning) return std::nullopt;
     json d = json::object();
-    if (!delta.text.empty() || delta.tool_calls.empty()) d["content"] = delta.text;
+    if (has_reasoning) d["reasoning_content"] = delta.reasoning;
+    if (!delta.text.empty() || (delta.tool_calls.empty() && !has_reasoning)) d["content"] = delta.text;
     if (!delta.tool_calls.empty()) d["tool_calls"] = delta.tool_calls;
     return json{{"index", choice.index}, {"delta", std::move(d)},
                 {"logprobs", has_logprobs ? logprobs_content(completion.text(), delta.logprobs) : json(nullptr)},

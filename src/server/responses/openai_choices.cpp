@@ -16,14 +16,14 @@ std::string random_id(const char* prefix) {
   return fmt::format("{}{:016x}{:08x}", prefix, rng(), static_cast<uint32_t>(rng()));
 }
 
-// The details OpenAI's clients read: no audio, no reasoning model, no predicted outputs.
+// The details OpenAI's clients read: no audio, no predicted outputs.
 json usage_json(const TokenUsage& u) {
   return json{{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
               {"total_tokens", u.prompt_tokens + u.completion_tokens},
               {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}, {"audio_tokens", 0}}},
               {"completion_tokens_details",
-               {{"reasoning_tokens", 0}, {"audio_tokens", 0}, {"accepted_prediction_tokens", 0}, {"rejected_prediction_tokens", 0}}}};
+               {{"reasoning_tokens", u.reasoning_tokens}, {"audio_tokens", 0}, {"accepted_prediction_tokens", 0}, {"rejected_prediction_tokens", 0}}}};
 }
 
 const std::string kDone = "data: [DONE]\n\n";
