@@ -641,6 +641,8 @@ def write_gguf(path, metadata, plan, tensors, permute=None, transpose=None):
 def rope_scaling_metadata(config, arch):
     """rope_scaling (or transformers 5's rope_parameters) as convert_hf_to_gguf.py writes it: YaRN's
     type, factor, original context and betas; another scaling type is an error, not dropped."""
+    if config.get("use_sliding_window"):  # llama.cpp's qwen2 / qwen3 read no window: it would be lost
+        raise ConvertError("use_sliding_window true: GGUF's qwen2 / qwen3 have no key for Qwen's per-layer windows")
     scaling = config.get("rope_scaling") or config.get("rope_parameters") or {}
     kind = scaling.get("rope_type", scaling.get("type", "default"))
     if kind == "default":
