@@ -166,6 +166,8 @@ def check_refusals(cli, workdir, failures):
         ("rope-per-layer-type", {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4},
                                                      "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}},
          "rope_parameters given per layer type (\"full_attention\") is not supported"),
+        ("partial-rotary", {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}},
+         "partial_rotary_factor 0.5 is not supported"),
         ("dynamic-no-factor", {"rope_scaling": {"rope_type": "dynamic"}},
          "rope_scaling of type dynamic needs a number \"factor\""),
     ]

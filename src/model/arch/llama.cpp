@@ -35,7 +35,13 @@ ModelConfig parse_llama_style_config(const nlohmann::json& j, const std::string&
   // Rejects unknown types now. YaRN is made for factor x original_max_position_embeddings
   // positions (Qwen2.5's configs keep max_position_embeddings at the original 32768): that is the
   // context, as vLLM derives it.
-  const RopeScaling rope = rope_scaling(c.head_dim, c.rope_theta, rope_scaling_of(j, where), c.max_position_embeddings, where);
+  const nlohmann::json scaling = rope_scaling_of(j, where);
+  // transformers rotates only the first partial_rotary_factor of each head then; not done here.
+  for (const nlohmann::json* holder : {&j, &scaling})
+    if (holder->is_object() && holder->contains("partial_rotary_factor") && (*holder)["partial_rotary_factor"].is_number() &&
+        (*holder)["partial_rotary_factor"].get<double>() != 1.0)
+      fail("{}: partial_rotary_factor {} is not supported (1.0)", where, (*holder)["partial_rotary_factor"].dump());
+  const RopeScaling rope = rope_scaling(c.head_dim, c.rope_theta, scaling, c.max_position_embeddings, where);
   c.max_position_embeddings = std::max(c.max_position_embeddings, rope.context);
   return c;
 }
