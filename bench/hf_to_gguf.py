@@ -638,6 +638,27 @@ def write_gguf(path, metadata, plan, tensors, permute=None, transpose=None):
     os.replace(tmp, path)
 
 
+def rope_scaling_metadata(config, arch):
+    """rope_scaling (or transformers 5's rope_parameters) as convert_hf_to_gguf.py writes it: YaRN's
+    type, factor, original context and betas; another scaling type is an error, not dropped."""
+    if config.get("use_sliding_window"):  # llama.cpp's qwen2 / qwen3 read no window: it would be lost
+        raise ConvertError("use_sliding_window true: GGUF's qwen2 / qwen3 have no key for Qwen's per-layer windows")
+    scaling = config.get("rope_scaling") or config.get("rope_parameters") or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "default":
+        return []
+    if kind != "yarn":
+        raise ConvertError(f"rope_scaling type {kind!r} is not written by this converter (yarn)")
+    meta = [(f"{arch}.rope.scaling.type", V_STRING, "yarn"),
+            (f"{arch}.rope.scaling.factor", V_FLOAT32, float(scaling["factor"])),
+            (f"{arch}.rope.scaling.original_context_length", V_UINT32,
+             int(scaling.get("original_max_position_embeddings", config.get("max_position_embeddings"))))]
+    for key in ("beta_fast", "beta_slow"):
+        if scaling.get(key) is not None:
+            meta.append((f"{arch}.rope.scaling.yarn_{key}", V_FLOAT32, float(scaling[key])))
+    return meta
+
+
 def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
@@ -659,6 +680,7 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
             (f"{arch}.attention.head_count_kv", V_UINT32, kv_heads),
             (f"{arch}.rope.freq_base", V_FLOAT32, float(config.get("rope_theta", 10000.0))),
             (f"{arch}.attention.layer_norm_rms_epsilon", V_FLOAT32, float(config.get("rms_norm_eps", 1e-6)))]
+    meta += rope_scaling_metadata(config, arch)
     if arch in ("llama", "qwen3"):
         head_dim = config.get("head_dim", hidden // heads)
         meta += [(f"{arch}.rope.dimension_count", V_UINT32, head_dim),

@@ -95,7 +95,12 @@ EngineQuality measure_quality(const EngineBenchOptions& args) {
 EngineBench run_engine_bench(const EngineBenchOptions& args) {
   if (args.prompt < 0 || args.gen < 0 || (args.prompt == 0 && args.gen == 0))
     fail("bench engine: -p and -n must be >= 0 and not both 0 (got -p {} -n {})", args.prompt, args.gen);
-  if (args.depth < 0) fail("bench engine: -d must be >= 0, got {}", args.depth);
+  std::vector<int> depths = args.depths.empty() ? std::vector<int>{0} : args.depths;
+  for (int d : depths)
+    if (d < 0) fail("bench engine: -d must be >= 0, got {}", d);
+  // Shallow to deep: one sequence is filled up to each depth in turn, never refilled from 0.
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
   if (args.repeats <= 0) fail("bench engine: -r must be positive, got {}", args.repeats);
   if (args.threads < 0) fail("bench engine: -t must be 0 (all cores) or positive, got {}", args.threads);
   LoadOptions options;
@@ -111,100 +116,104 @@ EngineBench run_engine_bench(const EngineBenchOptions& args) {
   bench.huge_pages_after_load_bytes = huge_page_bytes();
   const ModelConfig& c = model->config();
   // pp and tg run apart, each after the depth's positions.
-  const int context = args.depth + std::max(args.prompt, args.gen);
+  const int deepest = depths.back();
+  const int context = deepest + std::max(args.prompt, args.gen);
   if (c.max_position_embeddings > 0 && context > c.max_position_embeddings)
-    fail("bench engine: -d {} + {} exceeds the model's context of {} positions", args.depth,
-         args.prompt >= args.gen ? fmt::format("-p {}", args.prompt) : fmt::format("-n {}", args.gen),
+    fail("bench engine: -d {} + {} exceeds the model's context of {} positions (max_position_embeddings; a "
+         "rope_scaling of type yarn makes it factor x original_max_position_embeddings)",
+         deepest, args.prompt >= args.gen ? fmt::format("-p {}", args.prompt) : fmt::format("-n {}", args.gen),
          c.max_position_embeddings);
   KVCache cache(c, static_cast<std::size_t>(context) + 16, 16, args.kv_type, model->backend());
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> token(0, c.vocab_size - 1);
-  std::vector<int32_t> prompt(args.prompt), filler(args.depth);
+  std::vector<int32_t> prompt(args.prompt), filler(deepest);
   for (auto& t : prompt) t = token(rng);
   for (auto& t : filler) t = token(rng);
 
-  // A sequence holding the depth's positions, filled in forwards of at most 512 (as a server's
-  // chunked prefill), so the activations stay small at any depth.
-  auto at_depth = [&](SequenceKV& seq) {
-    if (!seq.reserve(cache, args.depth)) fail("bench engine: KV cache too small for {} positions", args.depth);
-    for (int at = 0; at < args.depth; at += 512) {
-      const int n = std::min(512, args.depth - at);
-      const BatchEntry entry{std::span(filler).subspan(at, n), &seq, EntryOutput::last_logits};
+  // The sequence that holds the depth's positions, filled (untimed) in forwards of at most 512 (as
+  // a server's chunked prefill), so the activations stay small at any depth. Each run appends to it
+  // and is cut back to the depth after: its positions are written over by the next.
+  SequenceKV deep;
+  auto fill_to = [&](int depth) {
+    if (!deep.reserve(cache, depth - deep.length)) fail("bench engine: KV cache too small for {} positions", depth);
+    while (deep.length < depth) {
+      const int n = std::min(512, depth - deep.length);
+      const BatchEntry entry{std::span(filler).subspan(deep.length, n), &deep, EntryOutput::last_logits};
       model->forward(std::span(&entry, 1), cache);
     }
   };
-  auto run_pp = [&] {
-    SequenceKV seq;
-    at_depth(seq);
-    if (!seq.reserve(cache, args.prompt)) fail("bench engine: KV cache too small for {} positions", args.prompt);
-    const BatchEntry entry{prompt, &seq, EntryOutput::last_logits};
-    const auto start = Clock::now();
-    model->forward(std::span(&entry, 1), cache);
-    const double t = seconds_since(start);
-    seq.release(cache);
-    return args.prompt / t;
-  };
-  auto run_tg = [&](int n) {
-    SequenceKV seq;
-    at_depth(seq);
-    int32_t next = prompt.empty() ? 0 : prompt[0];
-    std::vector<float> logits;  // reused, as a server's engine does
-    const auto start = Clock::now();
-    for (int i = 0; i < n; ++i) {
-      if (!seq.reserve(cache, 1)) fail("bench engine: KV cache too small for {} positions", n);
-      const BatchEntry entry{std::span(&next, 1), &seq, EntryOutput::last_logits};
-      model->forward_into(std::span(&entry, 1), cache, logits);
-      next = argmax(logits);
-    }
-    const double t = seconds_since(start);
-    seq.release(cache);
-    return n / t;
-  };
-  if (args.prompt > 0) {
-    run_pp();  // warm-up: page in weights, grow scratch buffers
-    std::vector<double> samples;
-    for (int r = 0; r < args.repeats; ++r) samples.push_back(run_pp());
-    bench.tests.push_back(summarize_test(args.prompt, 0, args.depth, std::move(samples)));
-  }
   bench.decode_weight_bytes = model->decode_weight_bytes();
   bench.weight_formats = model->weight_formats();
   int64_t probe_peak_before = 0;
-  if (args.gen > 0) {
-    std::optional<fast::ReadProbe> probe;
-    std::vector<double> probes;  // before each repetition and after the last
-    if (args.bandwidth) {
-      // The probe's array stays resident until the end: the peak RSS reported is the engine's.
-      probe_peak_before = peak_resident_bytes();
-      // As large as the weights one token reads: a sweep over them gets what part of them the
-      // L3 holds, and so must the probe (docs/speed.md, "The probe's size").
-      probe.emplace(fast::read_probe_bytes(bench.decode_weight_bytes));
-      bench.probe_bytes = probe->bytes();
+  std::optional<fast::ReadProbe> probe;
+  if (args.gen > 0 && args.bandwidth) {
+    // The probe's array stays resident until the end: the peak RSS reported is the engine's.
+    probe_peak_before = peak_resident_bytes();
+    // As large as the weights one token reads: a sweep over them gets what part of them the
+    // L3 holds, and so must the probe (docs/speed.md, "The probe's size").
+    probe.emplace(fast::read_probe_bytes(bench.decode_weight_bytes));
+    bench.probe_bytes = probe->bytes();
+  }
+  for (const int depth : depths) {
+    fill_to(depth);
+    auto run_pp = [&] {
+      if (!deep.reserve(cache, args.prompt)) fail("bench engine: KV cache too small for {} positions", args.prompt);
+      const BatchEntry entry{prompt, &deep, EntryOutput::last_logits};
+      const auto start = Clock::now();
+      model->forward(std::span(&entry, 1), cache);
+      const double t = seconds_since(start);
+      deep.length = depth;
+      return args.prompt / t;
+    };
+    auto run_tg = [&](int n) {
+      int32_t next = prompt.empty() ? 0 : prompt[0];
+      std::vector<float> logits;  // reused, as a server's engine does
+      if (!deep.reserve(cache, n)) fail("bench engine: KV cache too small for {} positions", n);
+      const auto start = Clock::now();
+      for (int i = 0; i < n; ++i) {
+        const BatchEntry entry{std::span(&next, 1), &deep, EntryOutput::last_logits};
+        model->forward_into(std::span(&entry, 1), cache, logits);
+        next = argmax(logits);
+      }
+      const double t = seconds_since(start);
+      deep.length = depth;
+      return n / t;
+    };
+    if (args.prompt > 0) {
+      run_pp();  // warm-up: page in weights, grow scratch buffers
+      std::vector<double> samples;
+      for (int r = 0; r < args.repeats; ++r) samples.push_back(run_pp());
+      bench.tests.push_back(summarize_test(args.prompt, 0, depth, std::move(samples)));
     }
-    run_tg(std::min(args.gen, 8));
-    std::vector<double> samples;
-    for (int r = 0; r < args.repeats; ++r) {
+    if (args.gen > 0) {
+      std::vector<double> probes;  // before each repetition and after the last
+      run_tg(std::min(args.gen, 8));
+      std::vector<double> samples;
+      for (int r = 0; r < args.repeats; ++r) {
+        if (probe) {
+          probes.push_back(probe->measure());
+          // The probe's sweeps pushed the weights out of the L3; a model not far above the L3's size
+          // takes about ten sweeps to win its part back (a 330 MiB array on a 300 MiB L3 read 17.6
+          // GB/s on its first pass, 25 on its tenth), so these steps are not timed.
+          run_tg(std::min(args.gen, kRewarmSteps));
+        }
+        samples.push_back(run_tg(args.gen));
+      }
+      EngineTest tg = summarize_test(0, args.gen, depth, std::move(samples));
+      // Step i attends to depth + i + 1 positions.
+      tg.kv_bytes_per_token = static_cast<std::size_t>(static_cast<double>(cache.bytes_per_token()) * (depth + (args.gen + 1) / 2.0));
       if (probe) {
         probes.push_back(probe->measure());
-        // The probe's sweeps pushed the weights out of the L3; a model not far above the L3's size
-        // takes about ten sweeps to win its part back (a 330 MiB array on a 300 MiB L3 read 17.6
-        // GB/s on its first pass, 25 on its tenth), so these steps are not timed.
-        run_tg(std::min(args.gen, kRewarmSteps));
+        for (int r = 0; r < args.repeats; ++r) {
+          const double gbs = (probes[r] + probes[r + 1]) / 2;
+          tg.bandwidth_gbs.push_back(gbs);
+          tg.bandwidth_share.push_back(tg.samples_ts[r] * static_cast<double>(bench.decode_weight_bytes) / 1e9 / gbs);
+        }
       }
-      samples.push_back(run_tg(args.gen));
+      bench.tests.push_back(std::move(tg));
     }
-    EngineTest tg = summarize_test(0, args.gen, args.depth, std::move(samples));
-    // Step i attends to depth + i + 1 positions.
-    tg.kv_bytes_per_token = static_cast<std::size_t>(static_cast<double>(cache.bytes_per_token()) * (args.depth + (args.gen + 1) / 2.0));
-    if (probe) {
-      probes.push_back(probe->measure());
-      for (int r = 0; r < args.repeats; ++r) {
-        const double gbs = (probes[r] + probes[r + 1]) / 2;
-        tg.bandwidth_gbs.push_back(gbs);
-        tg.bandwidth_share.push_back(tg.samples_ts[r] * static_cast<double>(bench.decode_weight_bytes) / 1e9 / gbs);
-      }
-    }
-    bench.tests.push_back(std::move(tg));
   }
+  deep.release(cache);
   bench.architecture = c.architecture;
   bench.threads = fast::threads();
   bench.kernels = fast::cpu_features_line();

@@ -173,9 +173,27 @@ json llama_family_config(const Metadata& m) {
   c["rope_theta"] = m.number_or("rope.freq_base", 10000.0);
   if (m.find("attention.key_length")) c["head_dim"] = m.integer("attention.key_length");
   if (const json* scaling = m.find("rope.scaling.type"); scaling && scaling->is_string() && scaling->get<std::string>() != "none") {
-    if (scaling->get<std::string>() != "linear")
-      fail("GGUF file {}: {}.rope.scaling.type '{}' is not supported (linear)", where, m.arch, scaling->get<std::string>());
-    c["rope_scaling"] = {{"type", "linear"}, {"factor", m.number("rope.scaling.factor")}};
+    const std::string type = scaling->get<std::string>();
+    if (type == "linear") {
+      c["rope_scaling"] = {{"type", "linear"}, {"factor", m.number("rope.scaling.factor")}};
+    } else if (type == "yarn") {
+      // convert_hf_to_gguf.py writes the factor, the original context and beta_fast / beta_slow when
+      // the HF config had them; into the rope_scaling transformers reads (the rest its defaults).
+      c["rope_scaling"] = {{"rope_type", "yarn"},
+                           {"factor", m.number("rope.scaling.factor")},
+                           {"original_max_position_embeddings", m.integer("rope.scaling.original_context_length", int64_t{1} << 30)}};
+      if (m.find("rope.scaling.yarn_beta_fast")) c["rope_scaling"]["beta_fast"] = m.number("rope.scaling.yarn_beta_fast");
+      if (m.find("rope.scaling.yarn_beta_slow")) c["rope_scaling"]["beta_slow"] = m.number("rope.scaling.yarn_beta_slow");
+      // Keys whose llama.cpp meaning has no transformers counterpart here: refused unless neutral.
+      for (const auto& [key, neutral] : {std::pair<const char*, double>{"rope.scaling.attn_factor", 1.0},
+                                         {"rope.scaling.yarn_attn_factor", 1.0},
+                                         {"rope.scaling.yarn_ext_factor", 1.0},
+                                         {"rope.scaling.yarn_log_multiplier", 0.0}})
+        if (m.find(key) && m.number(key) != neutral)
+          fail("GGUF file {}: {}.{} = {} is not supported with YaRN (only {})", where, m.arch, key, m.number(key), neutral);
+    } else {
+      fail("GGUF file {}: {}.rope.scaling.type '{}' is not supported (linear, yarn)", where, m.arch, type);
+    }
   }
   if (m.gguf.tensor("rope_freqs.weight"))
     fail("GGUF file {}: tensor rope_freqs.weight (Llama 3.1-style RoPE scaling) is not supported", where);

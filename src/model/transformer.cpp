@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "inferlab/loading/json_config.h"
 #include "inferlab/util/error.h"
 #include "model/graph/blocks.h"
 
@@ -106,23 +107,60 @@ Linear tied_head(const TransformerWeights& t, int vocab, int hidden) {
   return head;
 }
 
-std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::json& rope_scaling, const std::string& where) {
-  std::vector<float> inv(head_dim / 2);
+nlohmann::json rope_scaling_of(const nlohmann::json& config, const std::string& where) {
+  // transformers: rope_parameters = rope_scaling or rope_parameters (an empty or null one is absent).
+  auto given = [&](const char* key) { return config.contains(key) && !config[key].is_null() && !config[key].empty(); };
+  const char* key = given("rope_scaling") ? "rope_scaling" : given("rope_parameters") ? "rope_parameters" : nullptr;
+  if (!key) return nullptr;
+  const nlohmann::json& scaling = config[key];
+  if (!scaling.is_object()) fail("{}: {} must be an object or null", where, key);
+  // transformers 5 may nest them by layer type ({"full_attention": {...}, "sliding_attention": {...}}).
+  for (const char* layer_type : {"full_attention", "sliding_attention"})
+    if (scaling.contains(layer_type))
+      fail("{}: {} given per layer type (\"{}\") is not supported; one set for every layer is", where, key, layer_type);
+  nlohmann::json out = scaling;
+  // Phi3-style configs keep the pretraining length beside rope_scaling; transformers gives it priority.
+  // Otherwise transformers' standardize_rope_params takes max_position_embeddings for the types that
+  // need one.
+  const std::string type = out.value("rope_type", out.value("type", std::string("default")));
+  if (config.contains("original_max_position_embeddings") && config["original_max_position_embeddings"].is_number())
+    out["original_max_position_embeddings"] = config["original_max_position_embeddings"];
+  else if ((type == "yarn" || type == "llama3") && !out.contains("original_max_position_embeddings") &&
+           config.contains("max_position_embeddings"))
+    out["original_max_position_embeddings"] = config["max_position_embeddings"];
+  return out;
+}
+
+double rope_theta_of(const nlohmann::json& config, const std::string& where) {
+  const nlohmann::json scaling = rope_scaling_of(config, where);
+  if (scaling.is_object() && scaling.contains("rope_theta")) {  // transformers 5 keeps it there
+    if (!scaling["rope_theta"].is_number()) fail("{}: rope_parameters.rope_theta must be a number", where);
+    return scaling["rope_theta"].get<double>();
+  }
+  return config_double_or(config, "rope_theta", 10000.0, where);
+}
+
+RopeScaling rope_scaling(int head_dim, double theta, const nlohmann::json& rope_scaling, int max_position_embeddings,
+                         const std::string& where) {
+  RopeScaling rope;
+  std::vector<float>& inv = rope.inv_freq;
+  inv.resize(head_dim / 2);
   for (int i = 0; i < head_dim / 2; ++i)
     inv[i] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / head_dim));
-  if (rope_scaling.is_null()) return inv;
+  if (rope_scaling.is_null()) return rope;
   if (!rope_scaling.is_object()) fail("{}: rope_scaling must be an object or null", where);
   std::string type = rope_scaling.value("rope_type", rope_scaling.value("type", std::string("default")));
+  auto has = [&](const char* key) { return rope_scaling.contains(key) && !rope_scaling[key].is_null(); };
   auto number = [&](const char* key) {
-    if (!rope_scaling.contains(key) || !rope_scaling[key].is_number())
+    if (!has(key) || !rope_scaling[key].is_number())
       fail("{}: rope_scaling of type {} needs a number \"{}\"", where, type, key);
     return rope_scaling[key].get<double>();
   };
-  if (type == "default") return inv;
+  if (type == "default") return rope;
   if (type == "linear") {
     const double factor = number("factor");
     for (auto& f : inv) f = static_cast<float>(f / factor);
-    return inv;
+    return rope;
   }
   if (type == "llama3") {
     const double factor = number("factor"), low = number("low_freq_factor"), high = number("high_freq_factor");
@@ -137,9 +175,63 @@ std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::jso
       }
       f = static_cast<float>(scaled);
     }
-    return inv;
+    return rope;
   }
-  fail("{}: rope_scaling type '{}' is not supported (supported: linear, llama3)", where, type);
+  if (type == "dynamic") {
+    // transformers recomputes inv_freq from the longest sequence of each forward once it passes
+    // max_position_embeddings (so cached keys and new queries then disagree, and the numbers depend
+    // on the batch); up to there it is the default RoPE exactly. Positions past it are refused.
+    number("factor");
+    if (max_position_embeddings <= 0) fail("{}: rope_scaling of type dynamic needs max_position_embeddings", where);
+    rope.position_limit = max_position_embeddings;
+    return rope;
+  }
+  if (type == "yarn") {
+    // transformers' _compute_yarn_parameters: NTK-by-parts between the interpolated (inv_freq /
+    // factor) and the original frequencies over a linear ramp of dimensions, and cos / sin scaled by
+    // the attention factor.
+    const double original = number("original_max_position_embeddings");
+    double factor = has("factor") ? number("factor") : 0;
+    if (!has("factor")) {
+      if (max_position_embeddings <= 0) fail("{}: rope_scaling of type yarn needs a number \"factor\"", where);
+      factor = max_position_embeddings / original;
+    }
+    if (!(factor > 0) || !(original > 0)) fail("{}: rope_scaling yarn needs factor and original_max_position_embeddings > 0", where);
+    auto mscale_of = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+    double attention_factor = 0;
+    if (has("attention_factor")) attention_factor = number("attention_factor");
+    else if (has("mscale") && has("mscale_all_dim") && number("mscale") != 0 && number("mscale_all_dim") != 0)
+      attention_factor = mscale_of(factor, number("mscale")) / mscale_of(factor, number("mscale_all_dim"));
+    else attention_factor = mscale_of(factor, 1.0);
+    // `or` in transformers: 0 (or null) takes the default too.
+    const double beta_fast = has("beta_fast") && number("beta_fast") != 0 ? number("beta_fast") : 32;
+    const double beta_slow = has("beta_slow") && number("beta_slow") != 0 ? number("beta_slow") : 1;
+    bool truncate = true;
+    if (has("truncate")) {
+      if (!rope_scaling["truncate"].is_boolean()) fail("{}: rope_scaling.truncate must be true or false", where);
+      truncate = rope_scaling["truncate"].get<bool>();
+    }
+    const double dim = head_dim;
+    auto correction_dim = [&](double rotations) { return dim * std::log(original / (rotations * 2 * M_PI)) / (2 * std::log(theta)); };
+    double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+    if (truncate) low = std::floor(low), high = std::ceil(high);
+    low = std::max(low, 0.0), high = std::min(high, dim - 1);
+    if (low == high) high += 0.001;  // as transformers: no division by zero
+    for (int i = 0; i < head_dim / 2; ++i) {
+      const double extrapolation = inv[i], interpolation = extrapolation / factor;
+      const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+      const double keep = 1 - ramp;  // share of the original frequency
+      inv[i] = static_cast<float>(interpolation * (1 - keep) + extrapolation * keep);
+    }
+    rope.attention_factor = static_cast<float>(attention_factor);
+    rope.context = static_cast<int>(std::lround(factor * original));
+    return rope;
+  }
+  fail("{}: rope_scaling type '{}' is not supported (supported: linear, llama3, yarn, dynamic)", where, type);
+}
+
+std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::json& scaling, const std::string& where) {
+  return rope_scaling(head_dim, theta, scaling, 0, where).inv_freq;
 }
 
 TransformerModel::TransformerModel(ModelConfig config, const Architecture& arch, TransformerWeights weights,
@@ -203,6 +295,9 @@ void TransformerModel::forward_into(std::span<const BatchEntry> batch, KVCache& 
            e.kv->blocks.size() * bs, end);
     if (w_.position_embedding && end > c.max_position_embeddings)
       fail("forward: position {} is beyond this model's context of {} positions", end - 1, c.max_position_embeddings);
+    if (w_.rope_position_limit > 0 && end > w_.rope_position_limit)
+      fail("forward: position {} is past max_position_embeddings {}, where rope_scaling of type dynamic would change "
+           "the RoPE frequencies with the sequence's length; not supported", end - 1, w_.rope_position_limit);
     for (int32_t t : e.tokens)
       if (t < 0 || t >= c.vocab_size) fail("forward: token id {} is outside the vocabulary (0..{})", t, c.vocab_size - 1);
     for (int b : e.kv->blocks)

@@ -29,6 +29,8 @@ struct LayerWeights {
 
 struct TransformerWeights {
   std::vector<float> inv_freq;   // RoPE: [head_dim / 2]
+  float rope_attention_factor = 1.0f;  // RopeScaling::attention_factor (YaRN), applied to cos / sin
+  int rope_position_limit = 0;         // RopeScaling::position_limit (dynamic): > 0 refuses positions from there
   MatrixPtr embedding;           // [vocab][hidden]
   MatrixPtr position_embedding;  // learned positions (GPT-2): [max_positions][hidden]
   std::vector<LayerWeights> layers;
@@ -80,6 +82,23 @@ Linear tied_head(const TransformerWeights& t, int vocab, int hidden);
 // HF's default RoPE inverse frequencies, with the rope_scaling types we support applied.
 std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::json& rope_scaling, const std::string& where);
 
+// RoPE as transformers' modeling_rope_utils computes it for a rope_scaling (default, linear,
+// llama3, yarn, dynamic): the inverse frequencies and what else the type asks of the engine.
+struct RopeScaling {
+  std::vector<float> inv_freq;    // [head_dim / 2]
+  float attention_factor = 1.0f;  // YaRN: cos and sin are scaled by it (so q.k by its square)
+  int context = 0;                // YaRN: factor x original_max_position_embeddings, the context it is made for
+  int position_limit = 0;         // > 0 (dynamic): positions from here on are refused
+};
+// max_position_embeddings: yarn's factor when the config has none; dynamic's limit.
+RopeScaling rope_scaling(int head_dim, double theta, const nlohmann::json& rope_scaling, int max_position_embeddings,
+                         const std::string& where);
+// config.json's rope_scaling, else transformers 5's rope_parameters (null when neither is given);
+// a top-level original_max_position_embeddings is copied in (transformers gives it priority).
+nlohmann::json rope_scaling_of(const nlohmann::json& config, const std::string& where);
+// rope_parameters.rope_theta (transformers 5), else rope_theta, else 10000.
+double rope_theta_of(const nlohmann::json& config, const std::string& where);
+
 enum class Init { Normal, Ones, Zeros };
 struct TensorSpec {
   std::string name;
@@ -126,6 +145,10 @@ TransformerWeights load_llama_style(const ModelConfig& config, const nlohmann::j
 // The Llama graph: RMSNorm, attention with RoPE (q/k norms and a sliding window when the weights
 // and config have them), SwiGLU MLP, pre-norm residuals.
 void llama_style_forward(const TransformerWeights& weights, ForwardStep& step);
+// Qwen2 / Qwen3's sliding windows as their transformers configs set them (ModelConfig::layer_windows):
+// use_sliding_window, sliding_window, and layer_types ("sliding_attention" / "full_attention") or,
+// without it, max_window_layers (layers from that index on are windowed). Empty when none is.
+std::vector<int> qwen_layer_windows(const nlohmann::json& config, int num_layers, const std::string& where);
 std::vector<TensorSpec> llama_style_layout(const ModelConfig& config, const LlamaStyle& style);
 
 class TransformerModel : public Model {

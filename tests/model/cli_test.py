@@ -93,6 +93,35 @@ def main():
     r = run(a.cli, "bench", "engine", demo, "-p", "16", "-n", "0", "-d", str(max_pos))
     check(r.returncode == 1 and f"-d {max_pos} + -p 16 exceeds the model's context of {max_pos} positions" in r.stderr,
           f"bench engine -d beyond the context: {r.stderr!r}")
+    # -d as a list (llama-bench's -d 0,8192,32768): the tests at each depth, shallow to deep.
+    r = run(a.cli, "bench", "engine", demo, "-p", "8", "-n", "4", "-d", "300,0", "-r", "1", "-t", "1", "--json")
+    doc_list = json.loads(r.stdout) if r.returncode == 0 else {}
+    names = [t["test"] for t in doc_list.get("results", [])]
+    check(names == ["pp8", "tg4", "pp8 @ d300", "tg4 @ d300"]
+          and doc_list["results"][3]["kv_bytes_per_token"] == int(kv_per_token * (300 + 2.5)),
+          f"bench engine -d 300,0: {names} {r.stderr!r}")
+    # Depths past max_position_embeddings: refused, unless YaRN makes the context longer (the same
+    # tiny model with rope_scaling yarn, factor 4 over its 64 positions).
+    for name, scaling in (("ctx64", None), ("ctx64-yarn", {"rope_type": "yarn", "factor": 4.0,
+                                                           "original_max_position_embeddings": 64})):
+        cfg_dir = os.path.join(a.workdir, name + "-config")
+        os.makedirs(cfg_dir, exist_ok=True)
+        small = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 32,
+                 "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "intermediate_size": 64, "vocab_size": 96, "max_position_embeddings": 64, "rope_theta": 10000.0}
+        if scaling:
+            small["rope_scaling"] = scaling
+        json.dump(small, open(os.path.join(cfg_dir, "config.json"), "w"))
+        r = run(a.cli, "make-model", "--config", os.path.join(cfg_dir, "config.json"), "--out", os.path.join(a.workdir, name))
+        check(r.returncode == 0, f"make-model --config {name}: {r.stderr!r}")
+        r = run(a.cli, "bench", "engine", os.path.join(a.workdir, name), "-p", "0", "-n", "8", "-d", "0,200", "-r", "1",
+                "-t", "1", "--json")
+        if scaling:
+            names = [t["test"] for t in json.loads(r.stdout)["results"]] if r.returncode == 0 else []
+            check(names == ["tg8", "tg8 @ d200"], f"bench engine -d 0,200 on a YaRN model of 64 positions: {names} {r.stderr!r}")
+        else:
+            check(r.returncode == 1 and "-d 200 + -n 8 exceeds the model's context of 64 positions" in r.stderr
+                  and "rope_scaling of type yarn" in r.stderr, f"bench engine -d 200 past 64 positions: {r.stderr!r}")
     # --kv-type f16: half the cache's bytes, and of the K/V each deep tg token reads.
     r = run(a.cli, "bench", "engine", demo, "-p", "0", "-n", "4", "-d", "600", "-r", "1", "-t", "1", "--kv-type", "f16", "--json")
     half = json.loads(r.stdout) if r.returncode == 0 else {}

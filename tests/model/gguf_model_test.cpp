@@ -383,3 +383,60 @@ TEST_F(GgufModelFiles, Gpt2MissingTensorOrWrongShapeIsNamed) {
             std::string::npos)
       << e;
 }
+
+namespace {
+
+// The last position's logits of tokens 0..n-1 (mod the vocabulary) run through a GGUF file.
+std::vector<float> last_logits(const fs::path& file, int n) {
+  auto model = Model::load(file.string(), LoadOptions{.threads = 1});
+  KVCache cache(model->config(), n + 16, 16);
+  SequenceKV seq;
+  std::vector<int32_t> tokens(n);
+  for (int i = 0; i < n; ++i) tokens[i] = i % model->config().vocab_size;
+  EXPECT_TRUE(seq.reserve(cache, n));
+  const BatchEntry entry{tokens, &seq, EntryOutput::last_logits};
+  auto logits = model->forward(std::span<const BatchEntry>(&entry, 1), cache);
+  seq.release(cache);
+  return logits;
+}
+
+}  // namespace
+
+TEST_F(GgufModelFiles, YarnKeysBecomeTheRopeScalingTransformersReads) {
+  // convert_hf_to_gguf.py's keys for a Qwen2.5 YaRN config: type, factor, original context.
+  GgufBuilder yarn;
+  yarn.str("qwen2.rope.scaling.type", "yarn");
+  yarn.f32("qwen2.rope.scaling.factor", 4.0f);
+  yarn.u32("qwen2.rope.scaling.original_context_length", 32);
+  const fs::path yarn_file = yarn.write("yarn.gguf");
+  auto model = Model::load(yarn_file.string(), LoadOptions{.threads = 1});
+  EXPECT_EQ(model->config().max_position_embeddings, 128);  // factor x original, past context_length 64
+  const fs::path plain_file = GgufBuilder().write("plain.gguf");
+  const std::vector<float> scaled = last_logits(yarn_file, 100), plain = last_logits(plain_file, 60);
+  ASSERT_EQ(scaled.size(), plain.size());
+  // The same weights at 60 positions: YaRN changes them (its frequencies and attention factor).
+  const std::vector<float> scaled60 = last_logits(yarn_file, 60);
+  float moved = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) moved = std::max(moved, std::abs(scaled60[i] - plain[i]));
+  EXPECT_GT(moved, 1e-4f);
+  for (float v : scaled) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST_F(GgufModelFiles, YarnKeysWithoutATransformersMeaningAreRefusedByName) {
+  GgufBuilder b;
+  b.str("qwen2.rope.scaling.type", "yarn");
+  b.f32("qwen2.rope.scaling.factor", 4.0f);
+  b.u32("qwen2.rope.scaling.original_context_length", 32);
+  b.f32("qwen2.rope.scaling.yarn_log_multiplier", 0.1f);
+  std::string e = load_error(b.write("yarn_log_mul.gguf"));
+  EXPECT_NE(e.find("qwen2.rope.scaling.yarn_log_multiplier = 0.1"), std::string::npos) << e;
+  GgufBuilder no_original;
+  no_original.str("qwen2.rope.scaling.type", "yarn");
+  no_original.f32("qwen2.rope.scaling.factor", 4.0f);
+  e = load_error(no_original.write("yarn_no_original.gguf"));
+  EXPECT_NE(e.find("missing hyper-parameter qwen2.rope.scaling.original_context_length"), std::string::npos) << e;
+  GgufBuilder longrope;
+  longrope.str("qwen2.rope.scaling.type", "longrope");
+  e = load_error(longrope.write("longrope.gguf"));
+  EXPECT_NE(e.find("qwen2.rope.scaling.type 'longrope' is not supported (linear, yarn)"), std::string::npos) << e;
+}

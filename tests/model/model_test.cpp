@@ -425,6 +425,29 @@ TEST(Forward, RejectsUnreservedKvAndUnknownTokens) {
   EXPECT_EQ(s.length, 0);  // a rejected batch changes nothing
 }
 
+TEST(Forward, DynamicRopeRefusesPositionsPastMaxPositionEmbeddings) {
+  // transformers' dynamic NTK is the default RoPE up to max_position_embeddings and recomputes the
+  // frequencies per forward past it: the engine runs the first part and refuses the second.
+  json config = tiny_config("qwen2");
+  config["max_position_embeddings"] = 16;
+  config["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  const fs::path dir = temp_dir("qwen2_dynamic");
+  write_random_model(config, dir, MakeModelOptions{});
+  auto model = Model::load(dir.string());
+  KVCache cache(model->config(), 64, 16);
+  SequenceKV s;
+  const std::vector<int32_t> tokens = ids(16, 3);
+  ASSERT_TRUE(s.reserve(cache, 17));
+  BatchEntry e{tokens, &s, EntryOutput::last_logits};
+  model->forward(std::span<const BatchEntry>(&e, 1), cache);  // positions 0..15: runs
+  const std::vector<int32_t> one{5};
+  BatchEntry next{one, &s, EntryOutput::last_logits};
+  EXPECT_NE(error_of([&] { model->forward(std::span<const BatchEntry>(&next, 1), cache); })
+                .find("position 16 is past max_position_embeddings 16, where rope_scaling of type dynamic"),
+            std::string::npos);
+  EXPECT_EQ(s.length, 16);
+}
+
 TEST(MakeModel, SameSeedSameBytesOtherSeedOtherBytes) {
   auto a = read_file(make_tiny("gpt2", DType::F16, 1) / "model.safetensors");
   auto b = read_file(make_tiny("gpt2", DType::F16, 1) / "model.safetensors");

@@ -60,6 +60,13 @@ MODELS = {
     "qwen3": ({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2,
                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 512,
                "attention_bias": False, "tie_word_embeddings": True}, 14, ["bf16", "q8_0"]),
+    # YaRN (rope.scaling.* keys): factor 16 over an original context of 16, so the 41 positions run past it
+    "qwen2-yarn": ({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 128,
+                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                    "intermediate_size": 256, "tie_word_embeddings": True, "max_position_embeddings": 64,
+                    "rope_theta": 10000.0,
+                    "rope_scaling": {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16}},
+                   18, ["f32"]),
     # a SentencePiece vocabulary (tokenizer.ggml.model "llama") in place of byte-level BPE
     "llama-spm": ({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -81,7 +88,7 @@ OWN_TOKENIZER = {
     "gpt2": (os.path.join(REPO, "assets", "demo-model"), [[15496, 11, 995, 0, 50256, 464, 509, 53, 12940]]),
 }
 # models whose 1-D tensors (norm weights, biases) are made random after make-model (which writes 1 and 0)
-RANDOM_VECTORS = {"gpt2"}
+RANDOM_VECTORS = {"gpt2", "qwen2-yarn"}
 TOLERANCE = {"f32": 0.01, "f16": 0.01, "bf16": 0.01}
 DEFAULT_TOLERANCE = 0.06
 PROMPTS = [[9707, 11, 1879, 0, 151643, 42, 3000, 12, 77], [151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198]]

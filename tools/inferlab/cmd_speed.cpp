@@ -51,8 +51,10 @@ Registrar reg_speed([](CLI::App& app) {
   e->add_option("-p,--n-prompt", engine->prompt, "Prompt tokens processed in one forward (0: skip pp)")->capture_default_str();
   e->add_option("-n,--n-gen", engine->gen, "Tokens generated one at a time (0: skip tg)")->capture_default_str();
   add_kv_type_option(*e, engine->kv_type);
-  e->add_option("-d,--n-depth", engine->depth,
-                "Positions already in the KV cache when each pp / tg run starts (filled untimed): decode at a long context")
+  e->add_option("-d,--n-depth", engine->depths,
+                "Positions already in the KV cache when each pp / tg run starts (filled untimed): decode at a long "
+                "context; a list (-d 0,8192,32768) gives the tests at each")
+      ->delimiter(',')
       ->capture_default_str();
   e->add_option("-t,--threads", engine->threads, "Threads (0: all cores)")->capture_default_str();
   e->add_option("-r,--repetitions", engine->repeats, "Measured runs per test (after one warm-up)")->capture_default_str();

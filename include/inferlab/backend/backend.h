@@ -131,8 +131,10 @@ class Backend {
   // In place: RMSNorm of each head_dim slice of columns [offset, offset + heads * head_dim).
   virtual void head_rms_norm(Activations& x, int offset, int heads, int head_dim, std::span<const float> weight,
                              float eps) = 0;
-  // cos / sin of each row's position times inv_freq, for rope(): computed once per step.
-  virtual void rope_table(std::span<const int> positions, std::span<const float> inv_freq, Activations& table) = 0;
+  // cos / sin of each row's position times inv_freq, times scale (YaRN's attention factor; else 1),
+  // for rope(): computed once per step.
+  virtual void rope_table(std::span<const int> positions, std::span<const float> inv_freq, float scale,
+                          Activations& table) = 0;
   // In place, HF rotate_half convention, heads of head_dim at columns [offset, ...).
   virtual void rope(Activations& x, int offset, int heads, int head_dim, const Activations& table) = 0;
   virtual void add(Activations& x, const Activations& y) = 0;  // x += y

@@ -17,7 +17,9 @@ namespace inferlab::bench {
 struct EngineBenchOptions {
   std::string model;  // folder or HF repo id in the local cache
   int prompt = 512, gen = 128;  // 0 skips pp / tg
-  int depth = 0;                 // positions in the KV cache before each pp / tg run (not timed)
+  // Positions in the KV cache before each pp / tg run (filled untimed), one pair of tests per depth
+  // (llama-bench's -d 0,8192,32768): decode at 8k and 32k positions.
+  std::vector<int> depths{0};
   KVType kv_type = KVType::F32;  // the cache's elements
   int threads = 0, repeats = 5;
   std::string weights = "auto";

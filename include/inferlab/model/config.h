@@ -31,6 +31,9 @@ struct ModelConfig {
   double norm_eps = 1e-5;
   bool tie_word_embeddings = false;
   int sliding_window = 0;  // > 0 (Mistral): a position attends to the last sliding_window positions, itself included
+  // Per layer (Qwen2/Qwen3 use_sliding_window): that layer's window as above, 0 for full attention;
+  // empty: every layer has sliding_window.
+  std::vector<int> layer_windows;
   // An encoder (BERT): every position attends to every position of its sequence, and there is no
   // output layer: it gives hidden states (embeddings), never logits.
   bool encoder = false;

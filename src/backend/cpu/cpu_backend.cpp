@@ -87,14 +87,14 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void rope_table(std::span<const int> positions, std::span<const float> inv_freq, Activations& table) override {
+  void rope_table(std::span<const int> positions, std::span<const float> inv_freq, float scale, Activations& table) override {
     const int half = static_cast<int>(inv_freq.size());
     resize(table, static_cast<int>(positions.size()), 2 * half);  // cos | sin
     for (std::size_t r = 0; r < positions.size(); ++r)
       for (int i = 0; i < half; ++i) {
         const float angle = static_cast<float>(positions[r]) * inv_freq[i];
-        row(table, static_cast<int>(r))[i] = std::cos(angle);
-        row(table, static_cast<int>(r))[half + i] = std::sin(angle);
+        row(table, static_cast<int>(r))[i] = std::cos(angle) * scale;
+        row(table, static_cast<int>(r))[half + i] = std::sin(angle) * scale;
       }
   }
   void rope(Activations& x, int offset, int heads, int head_dim, const Activations& table) override {

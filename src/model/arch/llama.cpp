@@ -1,6 +1,8 @@
 // Llama (LlamaForCausalLM): RoPE (rotate_half), GQA, RMSNorm, SwiGLU; biases only when
 // attention_bias / mlp_bias say so. The llama-style helpers here are shared with qwen2.cpp,
 // qwen3.cpp and mistral.cpp.
+#include <algorithm>
+
 #include "inferlab/util/error.h"
 #include "inferlab/loading/json_config.h"
 #include "model/graph/blocks.h"
@@ -19,7 +21,7 @@ ModelConfig parse_llama_style_config(const nlohmann::json& j, const std::string&
   c.intermediate_size = config_int(j, "intermediate_size", where);
   c.vocab_size = config_int(j, "vocab_size", where);
   c.max_position_embeddings = config_int(j, "max_position_embeddings", where);
-  c.rope_theta = config_double_or(j, "rope_theta", 10000.0, where);
+  c.rope_theta = rope_theta_of(j, where);
   c.norm_eps = config_double_or(j, "rms_norm_eps", 1e-6, where);
   c.tie_word_embeddings = config_bool_or(j, "tie_word_embeddings", tie_default, where);
   if (c.hidden_size % c.num_heads != 0 && !j.contains("head_dim"))
@@ -30,7 +32,17 @@ ModelConfig parse_llama_style_config(const nlohmann::json& j, const std::string&
   if (c.head_dim % 2 != 0) fail("{}: head_dim {} must be even for RoPE", where, c.head_dim);
   const std::string act = j.value("hidden_act", std::string("silu"));
   if (act != "silu") fail("{}: hidden_act '{}' is not supported (silu)", where, act);
-  rope_inv_freq(c.head_dim, c.rope_theta, j.value("rope_scaling", nlohmann::json()), where);  // rejects unknown types now
+  // Rejects unknown types now. YaRN is made for factor x original_max_position_embeddings
+  // positions (Qwen2.5's configs keep max_position_embeddings at the original 32768): that is the
+  // context, as vLLM derives it.
+  const nlohmann::json scaling = rope_scaling_of(j, where);
+  // transformers rotates only the first partial_rotary_factor of each head then; not done here.
+  for (const nlohmann::json* holder : {&j, &scaling})
+    if (holder->is_object() && holder->contains("partial_rotary_factor") && (*holder)["partial_rotary_factor"].is_number() &&
+        (*holder)["partial_rotary_factor"].get<double>() != 1.0)
+      fail("{}: partial_rotary_factor {} is not supported (1.0)", where, (*holder)["partial_rotary_factor"].dump());
+  const RopeScaling rope = rope_scaling(c.head_dim, c.rope_theta, scaling, c.max_position_embeddings, where);
+  c.max_position_embeddings = std::max(c.max_position_embeddings, rope.context);
   return c;
 }
 
@@ -39,7 +51,12 @@ TransformerWeights load_llama_style(const ModelConfig& c, const nlohmann::json& 
   WeightLoader w(source, backend, options);
   const int H = c.hidden_size, I = c.intermediate_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   TransformerWeights t;
-  t.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, raw.value("rope_scaling", nlohmann::json()), "config.json");
+  // The config's own max_position_embeddings (c's may be YaRN's longer context).
+  const RopeScaling rope = rope_scaling(c.head_dim, c.rope_theta, rope_scaling_of(raw, "config.json"),
+                                        raw.value("max_position_embeddings", c.max_position_embeddings), "config.json");
+  t.inv_freq = rope.inv_freq;
+  t.rope_attention_factor = rope.attention_factor;
+  t.rope_position_limit = rope.position_limit;
   w.embedding("model.embed_tokens.weight", c.vocab_size, H, t, c.tie_word_embeddings);
   auto bias = [](bool on, const std::string& name) { return on ? name : std::string(); };
   for (int l = 0; l < c.num_layers; ++l) {
@@ -71,7 +88,8 @@ void llama_style_forward(const TransformerWeights& w, ForwardStep& s) {
   for (std::size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& L = w.layers[l];
     norm(s, Norm::RMS, s.x, L.norm1_weight, L.norm1_bias, s.normed);
-    attention(s, static_cast<int>(l), L, {.rope = true, .window = s.config.sliding_window});
+    const int window = s.config.layer_windows.empty() ? s.config.sliding_window : s.config.layer_windows[l];
+    attention(s, static_cast<int>(l), L, {.rope = true, .window = window});
     s.backend.add(s.x, s.proj);
     norm(s, Norm::RMS, s.x, L.norm2_weight, L.norm2_bias, s.normed);
     dense_mlp(s, L, Activation::SwiGLU);

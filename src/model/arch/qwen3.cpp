@@ -13,9 +13,9 @@ LlamaStyle style_of(const nlohmann::json& j) {
 }
 
 ModelConfig parse(const nlohmann::json& j, const std::string& where) {
-  if (config_bool_or(j, "use_sliding_window", false, where))
-    fail("{}: use_sliding_window true is not supported for qwen3", where);
-  return parse_llama_style_config(j, where, "qwen3", true);
+  ModelConfig c = parse_llama_style_config(j, where, "qwen3", true);
+  c.layer_windows = qwen_layer_windows(j, c.num_layers, where);
+  return c;
 }
 TransformerWeights load(const ModelConfig& c, const nlohmann::json& raw, const TensorSource& source,
                         const LoadOptions& options, Backend& backend) {

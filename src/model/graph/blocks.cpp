@@ -22,7 +22,9 @@ void embed_tokens(ForwardStep& s, const TransformerWeights& w) {
   }
 }
 
-void rope_table(ForwardStep& s, const TransformerWeights& w) { s.backend.rope_table(s.rows.position, w.inv_freq, s.rope); }
+void rope_table(ForwardStep& s, const TransformerWeights& w) {
+  s.backend.rope_table(s.rows.position, w.inv_freq, w.rope_attention_factor, s.rope);
+}
 
 void attention(ForwardStep& s, int layer, const LayerWeights& L, const AttentionOptions& options) {
   const ModelConfig& c = s.config;
