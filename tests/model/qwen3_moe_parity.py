@@ -18,11 +18,14 @@ dense), tied embeddings, 3 of 6 experts.
       the token takes the other one (the rows after it, through attention, move with it); measured on
       these models: bf16 median 2.2e-2 / 5.0e-3 (largest row 1.7e-1 / 8.8e-3), int8 2.6e-2 / 2.3e-2, q4
       2.9e-1 / 3.2e-1 (a dense Qwen3 of the first shape: bf16 5.9e-3, int8 3.5e-2, q4 3.6e-1).
+  fused experts: the fp32 checkpoint rewritten with each layer's experts in transformers' in-memory
+      3-D tensors (mlp.experts.gate_up_proj / down_proj) gives the same logits as per-expert tensors.
 Exit 77 when the .venv's transformers is missing.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -76,6 +79,23 @@ def build(name, shape, workdir, seed):
     # inv_freq made afresh, not the bf16-rounded buffer of the converted model).
     return folders, {dtype: Qwen3MoeForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
                      for dtype, folder in folders.items()}
+
+
+def write_fused(per_expert_folder, folder, layers, experts):
+    """The checkpoint with each sparse layer's experts stacked as transformers holds them in memory."""
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(os.path.join(per_expert_folder, "model.safetensors"))
+    for l in range(layers):
+        p = f"model.layers.{l}.mlp.experts."
+        if p + "0.gate_proj.weight" not in tensors:
+            continue
+        take = lambda e, m: tensors.pop(f"{p}{e}.{m}_proj.weight")
+        gate_up = [torch.cat([take(e, "gate"), take(e, "up")]) for e in range(experts)]
+        tensors[p + "gate_up_proj"] = torch.stack(gate_up).contiguous()
+        tensors[p + "down_proj"] = torch.stack([take(e, "down") for e in range(experts)]).contiguous()
+    os.makedirs(folder, exist_ok=True)
+    save_file(tensors, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    shutil.copy(os.path.join(per_expert_folder, "config.json"), folder)
 
 
 def generate(cli, folder, prompt, steps, weights, dump=None, no_cache=False, verify=False):
@@ -163,6 +183,13 @@ def main():
                 if at is not None:
                     failures.append(f"{label}: greedy ids {cached} != transformers' {expected}")
             print(line, flush=True)
+        fused = os.path.join(args.workdir, f"{name}-fused")
+        write_fused(folders["fp32"], fused, shape["num_hidden_layers"], shape["num_experts"])
+        per_expert = generate(args.cli, folders["fp32"], prompt[:33], 1, "f32", dump=dump)[1]
+        fused_diff = float(np.abs(generate(args.cli, fused, prompt[:33], 1, "f32", dump=dump)[1] - per_expert).max())
+        print(f"{name} fused 3-D experts: logits max|diff| vs per-expert tensors {fused_diff:.2e} (bound 0)")
+        if fused_diff != 0:
+            failures.append(f"{name}: fused experts' logits differ from per-expert ones by {fused_diff:.2e}")
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         return 1

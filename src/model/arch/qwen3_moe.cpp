@@ -4,6 +4,8 @@
 // norm_topk_prob, and the weighted sum of those experts' SwiGLU MLPs (mlp.experts.E.{gate,up,down}_proj,
 // moe_intermediate_size wide). Layer l is sparse unless it is in mlp_only_layers or
 // (l + 1) % decoder_sparse_step != 0; the others keep a dense SwiGLU MLP of intermediate_size.
+// Experts are read per expert as the Hub's checkpoints store them, or from transformers' fused 3-D
+// mlp.experts.gate_up_proj / down_proj.
 #include <algorithm>
 
 #include "inferlab/util/error.h"
@@ -80,6 +82,26 @@ std::string expert_name(const std::string& layer, int expert, const char* matrix
   return layer + "mlp.experts." + std::to_string(expert) + "." + matrix + ".weight";
 }
 
+// transformers' in-memory layout, which some checkpoints keep: all experts of a layer in one 3-D
+// tensor, mlp.experts.gate_up_proj [experts][2 * inter][hidden] (gate rows, then up rows: our fused
+// order) and mlp.experts.down_proj [experts][hidden][inter]. Expert e is a contiguous slice of it.
+Linear fused_expert(const TensorSource& source, const std::string& name, int experts, int expert, int rows, int cols,
+                    const LoadOptions& options, Backend& backend) {
+  TensorView view = source.require(name);
+  if (view.shape != std::vector<int64_t>{experts, rows, cols})
+    fail("tensor '{}' in {} has shape {} but config.json implies {}", name, view.origin, shape_string(view.shape),
+         shape_string({experts, rows, cols}));
+  if (view.ggml_type >= 0) fail("tensor '{}' in {}: fused experts are read from safetensors only", name, view.origin);
+  view.shape = {rows, cols};
+  view.bytes /= static_cast<std::size_t>(experts);
+  view.data = static_cast<const uint8_t*>(view.data) + view.bytes * static_cast<std::size_t>(expert);
+  Linear layer;
+  layer.in = cols;
+  layer.out = rows;
+  layer.weight = backend.matrix(view, rows, cols, options.weights);
+  return layer;
+}
+
 TransformerWeights load(const ModelConfig& c, const json& raw, const TensorSource& source, const LoadOptions& options,
                         Backend& backend) {
   const json j = with_top_level_rope(raw);
@@ -108,11 +130,6 @@ TransformerWeights load(const ModelConfig& c, const json& raw, const TensorSourc
       t.layers.push_back(std::move(L));
       continue;
     }
-    if (w.has(p + "mlp.experts.gate_up_proj") && !w.has(expert_name(p, 0, "gate_proj")))
-      fail("{}: layer {} stores its experts fused (mlp.experts.gate_up_proj, transformers' in-memory layout); "
-           "per-expert tensors (mlp.experts.E.gate_proj.weight, as save_pretrained and the Hub's checkpoints write them) "
-           "are supported",
-           source.describe(), l);
     const int E = moe.experts, EI = moe.expert_inter;
     L.router.in = H;
     L.router.out = E;
@@ -120,10 +137,16 @@ TransformerWeights load(const ModelConfig& c, const json& raw, const TensorSourc
     L.experts_per_token = moe.per_token;
     L.normalize_expert_weights = moe.normalize;
     L.experts.reserve(E);
+    const bool fused = !w.has(expert_name(p, 0, "gate_proj")) && w.has(p + "mlp.experts.gate_up_proj");
     for (int e = 0; e < E; ++e) {
       ExpertWeights expert;
-      expert.gate_up = w.fuse_rows({w.linear(expert_name(p, e, "gate_proj"), EI, H), w.linear(expert_name(p, e, "up_proj"), EI, H)});
-      expert.down = w.linear(expert_name(p, e, "down_proj"), H, EI);
+      if (fused) {
+        expert.gate_up = fused_expert(source, p + "mlp.experts.gate_up_proj", E, e, 2 * EI, H, options, backend);
+        expert.down = fused_expert(source, p + "mlp.experts.down_proj", E, e, H, EI, options, backend);
+      } else {
+        expert.gate_up = w.fuse_rows({w.linear(expert_name(p, e, "gate_proj"), EI, H), w.linear(expert_name(p, e, "up_proj"), EI, H)});
+        expert.down = w.linear(expert_name(p, e, "down_proj"), H, EI);
+      }
       L.experts.push_back(std::move(expert));
     }
     t.layers.push_back(std::move(L));
