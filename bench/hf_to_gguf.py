@@ -29,7 +29,8 @@ llama models get attn_q / attn_k rows permuted for ggml's interleaved RoPE, as c
 qwen3_moe models become llama.cpp's qwen3moe: each layer's experts stacked into 3-D tensors
 blk.N.ffn_{gate,up,down}_exps ([experts, rows, cols]), the router blk.N.ffn_gate_inp kept F32 in every
 type (as convert_hf_to_gguf.py and llama-quantize keep it), ffn_down_exps counted as ffn_down in the _M
-mixes. llama.cpp's qwen3moe renormalises the chosen experts' weights and makes every layer sparse, so
+mixes (llama-quantize's extra bits for attn_v / attn_k of 8-expert models, Mixtral's case, are not
+applied; Qwen3-MoE's have 128). llama.cpp's qwen3moe renormalises the chosen experts' weights and makes every layer sparse, so
 norm_topk_prob false, mlp_only_layers or decoder_sparse_step > 1 are refused.
 gpt2 models get their Conv1D weights ([in, out]) written transposed, as linear layers [out, in]
 (attn_qkv stays one fused q|k|v matrix), under llama.cpp's gpt2 names.
