@@ -1,12 +1,19 @@
 // The mixture-of-experts operations of the backend: route_top_k (softmax, top-k, renormalised or
-// not) and expert_swiglu (rows grouped by expert) against a per-row reference, in every load format.
+// not) and expert_swiglu (rows grouped by expert) against a per-row reference, in every load format;
+// and the Qwen3-MoE settings the engine does not run, refused naming the key.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "inferlab/backend/backend.h"
+#include "inferlab/model/config.h"
 #include "inferlab/util/error.h"
 
 using namespace inferlab;
@@ -188,6 +195,47 @@ TEST(RouteTopK, SoftmaxTopKRenormalisedOrNot) {
   EXPECT_NEAR(normalised.weight[3], 0.5, 1e-6);
   EXPECT_THROW(backend->route_top_k(logits, 5, true, raw), Error);
   EXPECT_THROW(backend->route_top_k(logits, 0, true, raw), Error);
+}
+
+// The error read_model_config gives for a tiny Qwen3-MoE config.json with `change` applied.
+std::string config_error(const nlohmann::json& change) {
+  nlohmann::json config = {{"model_type", "qwen3_moe"},     {"hidden_size", 32},          {"num_hidden_layers", 2},
+                           {"num_attention_heads", 4},       {"num_key_value_heads", 2},   {"intermediate_size", 48},
+                           {"moe_intermediate_size", 16},    {"num_experts", 4},           {"num_experts_per_tok", 2},
+                           {"vocab_size", 64},               {"max_position_embeddings", 64}};
+  for (const auto& [key, value] : change.items())  // a null value removes the key
+    if (value.is_null()) config.erase(key);
+    else config[key] = value;
+  const auto dir = std::filesystem::temp_directory_path() / ("inferlab_moe_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << config.dump();
+  std::string error = "(no error)";
+  try {
+    read_model_config(dir.string());
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  std::filesystem::remove_all(dir);
+  return error;
+}
+
+TEST(Qwen3MoeConfig, SettingsTheEngineDoesNotRunAreRefusedByName) {
+  EXPECT_EQ(config_error(nlohmann::json::object()), "(no error)");
+  EXPECT_EQ(config_error({{"num_experts", nullptr}, {"num_local_experts", 4}}), "(no error)");  // transformers 5's name
+  const std::pair<nlohmann::json, std::string> cases[] = {
+      {{{"decoder_sparse_step", 0}}, "key \"decoder_sparse_step\" = 0 is out of range"},
+      {{{"num_experts", 0}}, "key \"num_experts\" = 0 is out of range"},
+      {{{"mlp_only_layers", {0, 2}}}, "mlp_only_layers entry 2 is not a layer index 0..1"},
+      {{{"mlp_only_layers", "all"}}, "mlp_only_layers must be a list of layer indices"},
+      {{{"num_experts_per_tok", 5}}, "num_experts_per_tok 5 is outside 1..num_experts (4)"},
+      {{{"num_local_experts", 8}}, "num_experts 4 and num_local_experts 8 disagree"},
+      {{{"use_sliding_window", true}}, "use_sliding_window true is not supported for qwen3_moe"},
+      {{{"rope_parameters", {{"rope_type", "yarn"}, {"factor", 4.0}}}}, "rope_scaling type 'yarn' is not supported"},
+  };
+  for (const auto& [change, message] : cases) {
+    const std::string error = config_error(change);
+    EXPECT_NE(error.find(message), std::string::npos) << change.dump() << ": " << error;
+  }
 }
 
 }  // namespace

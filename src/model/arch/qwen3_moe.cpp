@@ -41,12 +41,12 @@ MoeShape moe_shape(const json& j, int layers, const std::string& where) {
   // Hub configs name the count num_experts; transformers 5's save_pretrained num_local_experts.
   if (j.contains("num_experts") && j.contains("num_local_experts") && j["num_experts"] != j["num_local_experts"])
     fail("{}: num_experts {} and num_local_experts {} disagree", where, j["num_experts"].dump(), j["num_local_experts"].dump());
+  // config_int refuses 0 or less naming the key: no experts, or a sparse step of 0, is not a model
+  // this architecture runs.
   m.experts = config_int(j, j.contains("num_experts") ? "num_experts" : "num_local_experts", where);
-  if (m.experts < 0) fail("{}: num_experts {} must not be negative", where, m.experts);
   const int step = config_int_or(j, "decoder_sparse_step", 1, where);
-  if (step < 1) fail("{}: decoder_sparse_step {} is not supported (1 or more: every step-th layer is sparse)", where, step);
   m.sparse.assign(layers, false);
-  for (int l = 0; l < layers; ++l) m.sparse[l] = m.experts > 0 && (l + 1) % step == 0;
+  for (int l = 0; l < layers; ++l) m.sparse[l] = (l + 1) % step == 0;
   const json dense = j.value("mlp_only_layers", json::array());
   if (!dense.is_null() && !dense.is_array()) fail("{}: mlp_only_layers must be a list of layer indices, found {}", where, dense.dump());
   for (const json& l : dense.is_array() ? dense : json::array()) {
@@ -59,7 +59,6 @@ MoeShape moe_shape(const json& j, int layers, const std::string& where) {
   if (m.per_token < 1 || m.per_token > m.experts)
     fail("{}: num_experts_per_tok {} is outside 1..num_experts ({})", where, m.per_token, m.experts);
   m.expert_inter = config_int(j, "moe_intermediate_size", where);
-  if (m.expert_inter < 1) fail("{}: moe_intermediate_size {} must be positive", where, m.expert_inter);
   m.normalize = config_bool_or(j, "norm_topk_prob", false, where);
   return m;
 }
