@@ -70,7 +70,7 @@ MODELS = {
                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
                   "intermediate_size": 512, "moe_intermediate_size": 256, "num_experts": 8, "num_experts_per_tok": 2,
                   "norm_topk_prob": True, "attention_bias": False, "tie_word_embeddings": False}, 18,
-                 ["bf16", "q8_0", "q4_k"]),
+                 ["f32", "bf16", "q8_0", "q4_k"]),
     # a SentencePiece vocabulary (tokenizer.ggml.model "llama") in place of byte-level BPE
     "llama-spm": ({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
