@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Convert an HF-layout qwen2, qwen3, llama or gpt2 model (safetensors + config.json + tokenizer.json) to a GGUF
+"""Convert an HF-layout qwen2, qwen3, qwen3_moe, llama or gpt2 model (safetensors + config.json + tokenizer.json) to a GGUF
 v3 file that llama.cpp loads, in any of the tensor types inferlab runs, so llama.cpp can be measured
 on (and compared with) the very weights that inferlab runs. numpy only, nothing downloaded.
 
@@ -26,6 +26,12 @@ Q8_0 and Q4_0 blocks are computed exactly as ggml's quantize_row_q8_0_ref / quan
   multiple of 256; other rows fall back as llama-quantize does: Q4_K -> Q5_0, Q5_K -> Q5_1,
   Q6_K -> Q8_0.
 llama models get attn_q / attn_k rows permuted for ggml's interleaved RoPE, as convert_hf_to_gguf.py.
+qwen3_moe models become llama.cpp's qwen3moe: each layer's experts stacked into 3-D tensors
+blk.N.ffn_{gate,up,down}_exps ([experts, rows, cols]), the router blk.N.ffn_gate_inp kept F32 in every
+type (as convert_hf_to_gguf.py and llama-quantize keep it), ffn_down_exps counted as ffn_down in the _M
+mixes (llama-quantize's extra bits for attn_v / attn_k of 8-expert models, Mixtral's case, are not
+applied; Qwen3-MoE's have 128). llama.cpp's qwen3moe renormalises the chosen experts' weights and makes every layer sparse, so
+norm_topk_prob false, mlp_only_layers or decoder_sparse_step > 1 are refused.
 gpt2 models get their Conv1D weights ([in, out]) written transposed, as linear layers [out, in]
 (attn_qkv stays one fused q|k|v matrix), under llama.cpp's gpt2 names.
 A tokenizer.json BPE with byte_fallback (Llama 2, Mistral) is written as a SentencePiece vocabulary
@@ -311,8 +317,9 @@ def use_more_bits(layer, layers):
 
 def tensor_plan(config, tensors, out_type, pure):
     """[(gguf name, hf name, ggml type, shape)] in llama.cpp's order, and notes on choices made."""
-    if config.get("model_type") not in ("qwen2", "qwen3", "llama", "gpt2"):
-        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3, llama and gpt2 only")
+    if config.get("model_type") not in ("qwen2", "qwen3", "qwen3_moe", "llama", "gpt2"):
+        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3, qwen3_moe, llama "
+                           "and gpt2 only")
     layers = config.get("num_hidden_layers", config.get("n_layer"))
     main = MAIN_TYPE[out_type]
     tied = "lm_head.weight" not in tensors
@@ -324,12 +331,12 @@ def tensor_plan(config, tensors, out_type, pure):
             return GGML_Q6_K  # llama-quantize's output type for these
         if out_type in ("q4_k_m", "q5_k_m") and not pure:
             parts = gguf_name.split(".")
-            if parts[0] == "blk" and parts[2] in ("attn_v", "ffn_down") and use_more_bits(int(parts[1]), layers):
+            if parts[0] == "blk" and parts[2] in ("attn_v", "ffn_down", "ffn_down_exps") and use_more_bits(int(parts[1]), layers):
                 return GGML_Q6_K
         return main
 
     def weight_type(gguf_name, shape):
-        if len(shape) < 2:
+        if len(shape) < 2 or gguf_name.endswith(".ffn_gate_inp.weight"):
             return GGML_F32
         wanted = wanted_type(gguf_name)
         if out_type == "q4_0" and wanted == GGML_Q6_K:
@@ -351,6 +358,13 @@ def tensor_plan(config, tensors, out_type, pure):
     tied = "output.weight" not in {g for g, _ in names}
     plan = []
     for gguf_name, hf_name in names:
+        if isinstance(hf_name, tuple):  # experts stacked: [experts, rows, cols]
+            missing = [n for n in hf_name if n not in tensors]
+            if missing:
+                raise ConvertError(f"tensor {missing[0]} is missing from the checkpoint")
+            plan.append((gguf_name, hf_name, weight_type(gguf_name, tensors[hf_name[0]][2]),
+                         (len(hf_name), *tensors[hf_name[0]][2])))
+            continue
         if (hf_name.endswith(".bias") or "_norm." in hf_name) and hf_name not in tensors and config["model_type"] != "gpt2":
             continue  # llama / qwen3 without attention_bias, qwen2 / llama without q/k norms
         if hf_name not in tensors:
@@ -359,7 +373,7 @@ def tensor_plan(config, tensors, out_type, pure):
         if is_gpt2_conv1d(config, gguf_name):
             shape = shape[::-1]  # Conv1D [in, out] -> linear [out, in]
         plan.append((gguf_name, hf_name, weight_type(gguf_name, shape), shape))
-    unused = set(tensors) - {hf for _, hf, _, _ in plan}
+    unused = set(tensors) - {n for _, hf, _, _ in plan for n in (hf if isinstance(hf, tuple) else (hf,))}
     if config["model_type"] == "gpt2":
         # causal-mask buffers; a tied lm_head stored anyway is the embedding
         unused = {n for n in unused if not n.endswith((".attn.bias", ".attn.masked_bias")) and not (tied and n == "lm_head.weight")}
@@ -404,14 +418,34 @@ def llama_family_names(config, tied):
         names += [(p + "attn_q_norm.weight", hf + "self_attn.q_norm.weight"),
                   (p + "attn_k_norm.weight", hf + "self_attn.k_norm.weight")]
         names += [(p + "attn_output.weight", hf + "self_attn.o_proj.weight"),
-                  (p + "ffn_norm.weight", hf + "post_attention_layernorm.weight"),
-                  (p + "ffn_gate.weight", hf + "mlp.gate_proj.weight"),
+                  (p + "ffn_norm.weight", hf + "post_attention_layernorm.weight")]
+        if config["model_type"] == "qwen3_moe":  # the router, then each matrix of all experts stacked
+            experts = range(moe_experts(config))
+            names += [(p + "ffn_gate_inp.weight", hf + "mlp.gate.weight")]
+            names += [(p + f"ffn_{m}_exps.weight", tuple(hf + f"mlp.experts.{e}.{m}_proj.weight" for e in experts))
+                      for m in ("gate", "down", "up")]
+            continue
+        names += [(p + "ffn_gate.weight", hf + "mlp.gate_proj.weight"),
                   (p + "ffn_up.weight", hf + "mlp.up_proj.weight"),
                   (p + "ffn_down.weight", hf + "mlp.down_proj.weight")]
     names += [("output_norm.weight", "model.norm.weight")]
     if not tied:
         names += [("output.weight", "lm_head.weight")]
     return names
+
+
+def moe_experts(config):
+    """The expert count of a qwen3_moe config, refusing what llama.cpp's qwen3moe does not compute."""
+    experts = config.get("num_experts", config.get("num_local_experts"))
+    if not experts:
+        raise ConvertError("qwen3_moe: num_experts missing or 0")
+    if config.get("norm_topk_prob") is not True:
+        raise ConvertError("qwen3_moe: norm_topk_prob must be true (llama.cpp's qwen3moe always renormalises the chosen "
+                           "experts' weights)")
+    if config.get("mlp_only_layers") or config.get("decoder_sparse_step", 1) != 1:
+        raise ConvertError("qwen3_moe: mlp_only_layers / decoder_sparse_step > 1 (dense layers) are not in llama.cpp's "
+                           "qwen3moe")
+    return experts
 
 
 def read_tokenizer_files(tokenizer_dir):
@@ -625,7 +659,11 @@ def write_gguf(path, metadata, plan, tensors, permute=None, transpose=None):
     with open(tmp, "wb") as f:
         f.write(header)
         for gguf_name, hf_name, ggml_type, shape in plan:
-            raw, dtype, stored_shape = tensors[hf_name]
+            if isinstance(hf_name, tuple):  # stacked experts, one layer's at a time in memory
+                raw = np.concatenate([tensors[n][0] for n in hf_name])
+                dtype, stored_shape = tensors[hf_name[0]][1], shape
+            else:
+                raw, dtype, stored_shape = tensors[hf_name]
             if gguf_name in (transpose or ()):  # gpt2's Conv1D weights, written as linear layers
                 values = np.ascontiguousarray(to_f32(raw, dtype, stored_shape).T)
                 raw, dtype = values.view(np.uint8).reshape(-1), "F32"  # exact: bf16 / f16 values are f32 too
@@ -668,7 +706,7 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
         return gpt2_convert(config, tensors, plan, notes, model_dir, out_type, out_path, tokenizer_dir)
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads", heads)
-    arch = config["model_type"]
+    arch = "qwen3moe" if config["model_type"] == "qwen3_moe" else config["model_type"]
     meta = [("general.architecture", V_STRING, arch),
             ("general.name", V_STRING, os.path.basename(os.path.normpath(model_dir))),
             ("general.file_type", V_UINT32, FILE_TYPE[out_type]),
@@ -678,10 +716,14 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
             (f"{arch}.feed_forward_length", V_UINT32, config["intermediate_size"]),
             (f"{arch}.attention.head_count", V_UINT32, heads),
             (f"{arch}.attention.head_count_kv", V_UINT32, kv_heads),
-            (f"{arch}.rope.freq_base", V_FLOAT32, float(config.get("rope_theta", 10000.0))),
+            (f"{arch}.rope.freq_base", V_FLOAT32, float(config.get("rope_theta", (config.get("rope_parameters") or {}).get("rope_theta", 10000.0)))),
             (f"{arch}.attention.layer_norm_rms_epsilon", V_FLOAT32, float(config.get("rms_norm_eps", 1e-6)))]
     meta += rope_scaling_metadata(config, arch)
-    if arch in ("llama", "qwen3"):
+    if arch == "qwen3moe":
+        meta += [(f"{arch}.expert_count", V_UINT32, moe_experts(config)),
+                 (f"{arch}.expert_used_count", V_UINT32, config["num_experts_per_tok"]),
+                 (f"{arch}.expert_feed_forward_length", V_UINT32, config["moe_intermediate_size"])]
+    if arch in ("llama", "qwen3", "qwen3moe"):
         head_dim = config.get("head_dim", hidden // heads)
         meta += [(f"{arch}.rope.dimension_count", V_UINT32, head_dim),
                  (f"{arch}.attention.key_length", V_UINT32, head_dim),

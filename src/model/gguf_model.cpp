@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "inferlab/loading/gguf.h"
 #include "inferlab/tensor/fast/ggml_blocks.h"
@@ -25,8 +26,34 @@ const std::pair<const char*, const char*> kLayerNames[] = {
     {"input_layernorm", "attn_norm"},       {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
     {"self_attn.v_proj", "attn_v"},         {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"},
     {"self_attn.k_norm", "attn_k_norm"},    {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"},
-    {"mlp.up_proj", "ffn_up"},              {"mlp.down_proj", "ffn_down"},
+    {"mlp.up_proj", "ffn_up"},              {"mlp.down_proj", "ffn_down"},   {"mlp.gate", "ffn_gate_inp"},
 };
+
+// qwen3moe: expert E's matrix of layer L (model.layers.L.mlp.experts.E.gate_proj.weight) is slice E
+// of the 3-D tensor blk.L.ffn_gate_exps.weight (ggml dims [cols, rows, experts]; rows of blocks
+// along the first, so one expert is a contiguous run of bytes).
+struct ExpertSlice {
+  std::string stacked;  // GGUF name of the 3-D tensor
+  int64_t expert = -1;
+};
+
+std::optional<ExpertSlice> expert_slice(const std::string& hf) {
+  const std::string prefix = "model.layers.";
+  if (hf.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::size_t dot = hf.find('.', prefix.size());
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
+  const std::string experts = ".mlp.experts.";
+  if (hf.compare(dot, experts.size(), experts) != 0) return std::nullopt;
+  const std::size_t number = dot + experts.size(), end = hf.find('.', number);
+  if (end == std::string::npos || end == number) return std::nullopt;
+  const std::string expert = hf.substr(number, end - number), rest = hf.substr(end + 1);
+  if (expert.find_first_not_of("0123456789") != std::string::npos || expert.size() > 9) return std::nullopt;
+  for (const char* matrix : {"gate", "up", "down"})
+    if (rest == std::string(matrix) + "_proj.weight")
+      return ExpertSlice{"blk." + layer + ".ffn_" + matrix + "_exps.weight", std::stoll(expert)};
+  return std::nullopt;
+}
 
 // qwen2, qwen3, llama: HF name -> GGUF name ("" when it has none).
 std::string llama_family_gguf_name(const std::string& hf) {
@@ -77,9 +104,31 @@ class GgufTensorSource : public TensorSource {
       : gguf_(std::move(gguf)), gguf_name_(gguf_name), heads_(heads), kv_heads_(kv_heads), permuted_qk_(permuted_qk) {}
 
   std::optional<TensorView> find(const std::string& name) const override {
+    if (const auto slice = expert_slice(name)) return expert(*slice);
     const std::string g = gguf_name_(name);
     const GgufTensorInfo* info = g.empty() ? nullptr : gguf_.tensor(g);
     if (!info) return std::nullopt;
+    return view_of(*info, g);
+  }
+
+  // One expert's [rows][cols] out of the stacked [experts][rows][cols] tensor.
+  std::optional<TensorView> expert(const ExpertSlice& slice) const {
+    const GgufTensorInfo* info = gguf_.tensor(slice.stacked);
+    if (!info) return std::nullopt;
+    if (info->dims.size() != 3)
+      fail("GGUF file {}: tensor {} has {} dimensions; stacked experts have 3", gguf_.path.string(), slice.stacked, info->dims.size());
+    const int64_t experts = static_cast<int64_t>(info->dims[2]);
+    if (slice.expert >= experts) return std::nullopt;
+    TensorView view = view_of(*info, slice.stacked);
+    view.shape.erase(view.shape.begin());
+    view.bytes /= static_cast<std::size_t>(experts);
+    view.data = static_cast<const uint8_t*>(view.data) + view.bytes * static_cast<std::size_t>(slice.expert);
+    view.origin = fmt::format("{} ({} expert {})", gguf_.path.string(), slice.stacked, slice.expert);
+    return view;
+  }
+
+  TensorView view_of(const GgufTensorInfo& tensor, const std::string& g) const {
+    const GgufTensorInfo* info = &tensor;
     const char* type_name = fast::ggml_type_name(info->type);
     if (!fast::ggml_block(info->type))
       fail("GGUF file {}: tensor {} has type {}, which inferlab does not run (supported: {})", gguf_.path.string(), g,
@@ -99,6 +148,12 @@ class GgufTensorSource : public TensorSource {
   std::string describe() const override { return gguf_.path.string(); }
   // Named as the file names it, with the name the architecture asked for beside it.
   std::string missing(const std::string& name) const override {
+    if (const auto slice = expert_slice(name)) {
+      const GgufTensorInfo* info = gguf_.tensor(slice->stacked);
+      if (!info) return fmt::format("GGUF file {}: missing tensor {} ({})", gguf_.path.string(), slice->stacked, name);
+      return fmt::format("GGUF file {}: tensor {} holds {} experts, not expert {} ({})", gguf_.path.string(), slice->stacked,
+                         info->dims.size() == 3 ? info->dims[2] : 0, slice->expert, name);
+    }
     const std::string g = gguf_name_(name);
     if (g.empty()) return TensorSource::missing(name);
     return fmt::format("GGUF file {}: missing tensor {} ({})", gguf_.path.string(), g, name);
@@ -198,7 +253,22 @@ json llama_family_config(const Metadata& m) {
   if (m.gguf.tensor("rope_freqs.weight"))
     fail("GGUF file {}: tensor rope_freqs.weight (Llama 3.1-style RoPE scaling) is not supported", where);
   c["hidden_act"] = "silu";
-  if (m.arch == "llama" || m.arch == "qwen3") c["attention_bias"] = m.gguf.tensor("blk.0.attn_q.bias") != nullptr;
+  if (m.arch == "llama" || m.arch == "qwen3" || m.arch == "qwen3moe")
+    c["attention_bias"] = m.gguf.tensor("blk.0.attn_q.bias") != nullptr;
+  return c;
+}
+
+// qwen3moe: the llama family's keys plus the experts'. llama.cpp's qwen3moe graph makes every layer
+// sparse and always renormalises the chosen experts' weights (Qwen3-MoE's norm_topk_prob true).
+json qwen3moe_config(const Metadata& m) {
+  json c = llama_family_config(m);
+  c["model_type"] = "qwen3_moe";
+  c["num_experts"] = m.integer("expert_count");
+  c["num_experts_per_tok"] = m.integer("expert_used_count");
+  c["moe_intermediate_size"] = m.integer("expert_feed_forward_length");
+  c["norm_topk_prob"] = true;
+  c["decoder_sparse_step"] = 1;
+  c["mlp_only_layers"] = json::array();
   return c;
 }
 
@@ -238,14 +308,15 @@ GgufModel open_gguf_model(const fs::path& file) {
   if (!arch_value) fail("GGUF file {}: missing general.architecture", where);
   if (!arch_value->is_string()) fail("GGUF file {}: general.architecture must be a string", where);
   const std::string arch = arch_value->get<std::string>();
-  if (arch != "qwen2" && arch != "qwen3" && arch != "llama" && arch != "gpt2")
-    fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, llama, gpt2)",
+  if (arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "llama" && arch != "gpt2")
+    fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, qwen3moe, llama, "
+         "gpt2)",
          where, arch);
   // The vocabulary (tokenizer.ggml.*) is the tokenizer's concern (Tokenizer::from_gguf reads byte-level
   // BPE and SentencePiece vocabularies and names any other); the weights do not depend on it.
   const Metadata m{gguf, arch};
-  json c = arch == "gpt2" ? gpt2_config(m) : llama_family_config(m);
-  c["model_type"] = arch;
+  json c = arch == "gpt2" ? gpt2_config(m) : arch == "qwen3moe" ? qwen3moe_config(m) : llama_family_config(m);
+  if (!c.contains("model_type")) c["model_type"] = arch;
   const GgufTensorInfo* embedding = gguf.tensor("token_embd.weight");
   if (!embedding || embedding->dims.size() != 2) fail("GGUF file {}: missing 2-D tensor token_embd.weight", where);
   if (!m.find("vocab_size") && (embedding->dims[1] < 1 || embedding->dims[1] > (uint64_t{1} << 24)))

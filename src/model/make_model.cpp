@@ -98,7 +98,8 @@ void write_random_model(const json& config_in, const fs::path& out_dir, const Ma
 }
 
 std::vector<std::string> model_preset_names() {
-  return {"demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny", "qwen3-tiny", "qwen3-0.6b", "mistral-tiny", "mistral-7b"};
+  return {"demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny", "qwen3-tiny", "qwen3-0.6b", "mistral-tiny", "mistral-7b",
+          "qwen3-moe-tiny", "qwen3-30b-a3b"};
 }
 
 std::pair<json, json> model_preset(const std::string& name) {
@@ -204,6 +205,38 @@ std::pair<json, json> model_preset(const std::string& name) {
                    {"bos_token_id", 1},
                    {"eos_token_id", 2}};
     json generation = {{"bos_token_id", 1}, {"eos_token_id", 2}};
+    return {config, generation};
+  }
+  if (name == "qwen3-moe-tiny" || name == "qwen3-30b-a3b") {
+    // Qwen3-30B-A3B's config.json (128 experts, 8 used, renormalised; every layer sparse; ~61 GB
+    // in bf16: make-model --layers N makes fewer); the tiny one keeps the Qwen vocabulary for the
+    // tokenizer and has 8 experts, 2 used.
+    const bool tiny = name == "qwen3-moe-tiny";
+    json config = {{"architectures", {"Qwen3MoeForCausalLM"}},
+                   {"model_type", "qwen3_moe"},
+                   {"hidden_size", tiny ? 64 : 2048},
+                   {"num_hidden_layers", tiny ? 2 : 48},
+                   {"num_attention_heads", tiny ? 4 : 32},
+                   {"num_key_value_heads", tiny ? 2 : 4},
+                   {"head_dim", tiny ? 32 : 128},
+                   {"intermediate_size", tiny ? 128 : 6144},
+                   {"moe_intermediate_size", tiny ? 32 : 768},
+                   {"num_experts", tiny ? 8 : 128},
+                   {"num_experts_per_tok", tiny ? 2 : 8},
+                   {"norm_topk_prob", true},
+                   {"decoder_sparse_step", 1},
+                   {"mlp_only_layers", json::array()},
+                   {"vocab_size", 151936},
+                   {"max_position_embeddings", tiny ? 4096 : 40960},
+                   {"rope_theta", 1000000.0},
+                   {"rms_norm_eps", 1e-6},
+                   {"hidden_act", "silu"},
+                   {"attention_bias", false},
+                   {"tie_word_embeddings", false},
+                   {"use_sliding_window", false},
+                   {"bos_token_id", 151643},
+                   {"eos_token_id", 151645}};
+    json generation = {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"do_sample", false}};
     return {config, generation};
   }
   std::string names;

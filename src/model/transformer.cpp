@@ -251,8 +251,15 @@ std::map<std::string, std::size_t> TransformerModel::weight_bytes_by_format() co
     if (l.weight) l.weight->add_bytes_by_format(by_format);
   };
   add(w_.lm_head);
-  for (const LayerWeights& layer : w_.layers)
-    for (const Linear* l : {&layer.qkv, &layer.out, &layer.up, &layer.down}) add(*l);
+  for (const LayerWeights& layer : w_.layers) {
+    for (const Linear* l : {&layer.qkv, &layer.out, &layer.up, &layer.down, &layer.router}) add(*l);
+    // A decode step reads experts_per_token of the experts: counted as that share of their bytes.
+    std::map<std::string, std::size_t> expert_bytes;
+    for (const ExpertWeights& expert : layer.experts)
+      for (const Linear* l : {&expert.gate_up, &expert.down}) l->weight->add_bytes_by_format(expert_bytes);
+    for (const auto& [format, bytes] : expert_bytes)
+      by_format[format] += bytes * layer.experts_per_token / layer.experts.size();
+  }
   return by_format;
 }
 

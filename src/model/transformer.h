@@ -25,6 +25,13 @@ struct LayerWeights {
   Linear out;   // attention output projection
   Linear up;    // GELU: fc; SwiGLU: fused [gate | up] rows
   Linear down;
+  // Mixture of experts (Qwen3-MoE) in place of up / down: the router [experts][hidden] (kept f32:
+  // a top-k choice flips on small errors), each expert's SwiGLU, how many experts a token uses and
+  // whether their weights are renormalised to sum 1. experts empty: a dense MLP.
+  Linear router;
+  std::vector<ExpertWeights> experts;
+  int experts_per_token = 0;
+  bool normalize_expert_weights = false;
 };
 
 struct TransformerWeights {
@@ -128,6 +135,7 @@ const Architecture& llama_architecture();
 const Architecture& qwen3_architecture();
 const Architecture& mistral_architecture();
 const Architecture& bert_architecture();
+const Architecture& qwen3_moe_architecture();
 
 // By model_type, else by architectures[]; Error listing what is supported.
 const Architecture& find_architecture(const nlohmann::json& config, const std::string& where);

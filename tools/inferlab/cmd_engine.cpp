@@ -256,6 +256,7 @@ void run_kv_size(const KvSizeArgs& args) {
 struct MakeModelArgs {
   std::string config, preset, out, dtype = "f32", tokenizer;
   uint64_t seed = 0;
+  int layers = 0;  // > 0: num_hidden_layers overridden (a real shape with fewer layers)
 };
 
 void run_make_model(const MakeModelArgs& args) {
@@ -278,6 +279,7 @@ void run_make_model(const MakeModelArgs& args) {
     if (fs::exists(file.parent_path() / "generation_config.json") && !options.tokenizer_dir)
       options.generation_config = std::make_shared<const json>(read_json_file(file.parent_path() / "generation_config.json"));
   }
+  if (args.layers > 0) config["num_hidden_layers"] = args.layers;
   write_random_model(config, args.out, options);
   std::printf("wrote %s (%s, %s, seed %llu)\n", args.out.c_str(), config.value("model_type", std::string("?")).c_str(),
               dtype_name(options.dtype), static_cast<unsigned long long>(args.seed));
@@ -326,6 +328,8 @@ Registrar reg([](CLI::App& app) {
   m->add_option("--dtype", mm->dtype, "Stored dtype: f32, bf16, f16")->capture_default_str();
   m->add_option("--seed", mm->seed, "Random seed (same seed, same weights)")->capture_default_str();
   m->add_option("--tokenizer", mm->tokenizer, "Folder whose tokenizer files are copied into the model");
+  m->add_option("--layers", mm->layers, "Override num_hidden_layers (e.g. a qwen3-30b-a3b shape with fewer layers)")
+      ->check(CLI::PositiveNumber);
   m->callback([mm] { run_make_model(*mm); });
 });
 

@@ -96,6 +96,21 @@ struct StepRows {
   int count() const { return static_cast<int>(entry.size()); }
 };
 
+// One expert of a mixture-of-experts feed-forward: a SwiGLU MLP.
+struct ExpertWeights {
+  Linear gate_up;  // fused [gate | up] rows: [2 * inter][hidden]
+  Linear down;     // [hidden][inter]
+};
+
+// Each row's chosen experts and their weights, [rows][per_row] row-major. Host memory, like
+// StepRows: the routing decides which experts' weights a step reads, and that is the host's plan.
+struct ExpertChoice {
+  int per_row = 0;
+  std::vector<int> expert;
+  std::vector<float> weight;
+  int rows() const { return per_row > 0 ? static_cast<int>(expert.size()) / per_row : 0; }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -154,6 +169,16 @@ class Backend {
   // positions up to its own (causal) or up to its sequence's last row -> out [rows][heads * head_dim].
   virtual void attention(KVStorage& kv, int layer, const Activations& qkv, const StepRows& rows,
                          const AttentionShape& shape, Activations& out) = 0;
+
+  // ---- mixture of experts -----------------------------------------------------------------
+  // Each row of router logits [rows][experts]: softmax, the k largest probabilities (the lower
+  // expert first on a tie), divided by their sum when `normalize` -> choice.
+  virtual void route_top_k(const Activations& router_logits, int k, bool normalize, ExpertChoice& choice) = 0;
+  // out [rows][hidden] = for each row, the sum over its chosen experts of weight * expert(x row).
+  // Grouped by expert: each chosen expert's weights are read once for all the rows that chose it,
+  // and an expert no row chose is not read at all.
+  virtual void expert_swiglu(const Activations& x, std::span<const ExpertWeights> experts, const ExpertChoice& choice,
+                             Activations& out) = 0;
 };
 
 // The CPU backend with `threads` kernel threads (0: all cores).

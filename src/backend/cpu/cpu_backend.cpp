@@ -1,6 +1,7 @@
 // The CPU backend: the Backend operations over src/tensor's kernels. The matmul dispatches to
 // AMX, AVX-512 or AVX2 by the machine (INFERLAB_ISA forces one); attention over packed models is
 // the fused kernel on the paged cache, f32 models keep the exact two-pass path their parity tests pin.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -152,10 +153,88 @@ class CpuBackend final : public Backend {
                            {shape.heads, shape.kv_heads, shape.head_dim, shape.scale});
   }
 
+  void route_top_k(const Activations& router_logits, int k, bool normalize, ExpertChoice& choice) override {
+    const int experts = router_logits.cols;
+    if (k < 1 || k > experts) fail("route_top_k: {} experts per row asked of {} experts", k, experts);
+    choice.per_row = k;
+    choice.expert.resize(static_cast<std::size_t>(router_logits.rows) * k);
+    choice.weight.resize(choice.expert.size());
+    std::vector<float>& probs = scratch().router_probs;
+    std::vector<int>& order = scratch().router_order;
+    probs.resize(experts);
+    order.resize(experts);
+    for (int r = 0; r < router_logits.rows; ++r) {
+      const float* logits = row(router_logits, r);
+      float largest = logits[0];
+      for (int e = 1; e < experts; ++e) largest = std::max(largest, logits[e]);
+      float sum = 0;
+      for (int e = 0; e < experts; ++e) sum += probs[e] = std::exp(logits[e] - largest);
+      for (int e = 0; e < experts; ++e) probs[e] /= sum;
+      for (int e = 0; e < experts; ++e) order[e] = e;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int a, int b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
+      float chosen_sum = 0;
+      for (int j = 0; j < k; ++j) chosen_sum += probs[order[j]];
+      for (int j = 0; j < k; ++j) {
+        choice.expert[static_cast<std::size_t>(r) * k + j] = order[j];
+        choice.weight[static_cast<std::size_t>(r) * k + j] = normalize ? probs[order[j]] / chosen_sum : probs[order[j]];
+      }
+    }
+  }
+
+  // The (row, slot) pairs sorted by expert (a counting sort), then per chosen expert: its rows
+  // gathered, one gate|up matmul, SwiGLU, one down matmul, each result added into its row times its
+  // weight. Experts are taken in index order, so a row's sum has the same order on every path.
+  void expert_swiglu(const Activations& x, std::span<const ExpertWeights> experts, const ExpertChoice& choice,
+                     Activations& out) override {
+    const int rows = x.rows, hidden = x.cols, k = choice.per_row, count = static_cast<int>(experts.size());
+    if (choice.rows() != rows || choice.weight.size() != choice.expert.size())
+      fail("expert_swiglu: a choice of {} rows for {} rows of input", choice.rows(), rows);
+    resize(out, rows, hidden);
+    std::fill(out.data, out.data + static_cast<std::size_t>(rows) * hidden, 0.0f);
+    Scratch& s = scratch();
+    s.expert_start.assign(count + 1, 0);
+    for (int e : choice.expert) {
+      if (e < 0 || e >= count) fail("expert_swiglu: expert {} chosen of {} experts", e, count);
+      ++s.expert_start[e + 1];
+    }
+    for (int e = 0; e < count; ++e) s.expert_start[e + 1] += s.expert_start[e];
+    s.expert_fill.assign(s.expert_start.begin(), s.expert_start.end() - 1);
+    s.expert_slots.resize(choice.expert.size());
+    for (std::size_t slot = 0; slot < choice.expert.size(); ++slot) s.expert_slots[s.expert_fill[choice.expert[slot]]++] = static_cast<int>(slot);
+    for (int e = 0; e < count; ++e) {
+      const int first = s.expert_start[e], n = s.expert_start[e + 1] - first;
+      if (n == 0) continue;
+      const ExpertWeights& expert = experts[e];
+      if (expert.gate_up.in != hidden || expert.down.out != hidden || expert.gate_up.out != 2 * expert.down.in)
+        fail("expert_swiglu: expert {} has gate|up [{}][{}] and down [{}][{}] for a width of {}", e, expert.gate_up.out,
+             expert.gate_up.in, expert.down.out, expert.down.in, hidden);
+      const int inter = expert.down.in;
+      s.expert_in.resize(static_cast<std::size_t>(n) * hidden);
+      for (int i = 0; i < n; ++i)
+        std::memcpy(s.expert_in.data() + static_cast<std::size_t>(i) * hidden, row(x, s.expert_slots[first + i] / k),
+                    sizeof(float) * hidden);
+      s.expert_gate_up.resize(static_cast<std::size_t>(n) * 2 * inter);
+      s.expert_act.resize(static_cast<std::size_t>(n) * inter);
+      s.expert_out.resize(static_cast<std::size_t>(n) * hidden);
+      run_linear(s.expert_in.data(), n, expert.gate_up, s.expert_gate_up.data());
+      inferlab::swiglu(s.expert_gate_up.data(), s.expert_act.data(), n, inter);
+      run_linear(s.expert_act.data(), n, expert.down, s.expert_out.data());
+      for (int i = 0; i < n; ++i) {
+        const int slot = s.expert_slots[first + i];
+        const float weight = choice.weight[slot];
+        const float* from = s.expert_out.data() + static_cast<std::size_t>(i) * hidden;
+        float* to = row(out, slot / k);
+        for (int c = 0; c < hidden; ++c) to[c] += weight * from[c];
+      }
+    }
+  }
+
  private:
-  static void run_linear(const Activations& x, const Linear& layer, float* y) {
+  static void run_linear(const Activations& x, const Linear& layer, float* y) { run_linear(x.data, x.rows, layer, y); }
+  static void run_linear(const float* x, int rows, const Linear& layer, float* y) {
     const CpuMatrix& m = cpu_matrix(*layer.weight);
-    inferlab::linear(x.data, x.rows, m.f32() ? m.f32()->data() : nullptr, m.packed(), layer.in, layer.out,
+    inferlab::linear(x, rows, m.f32() ? m.f32()->data() : nullptr, m.packed(), layer.in, layer.out,
                      layer.bias.empty() ? nullptr : layer.bias.data(), y);
   }
 
@@ -187,6 +266,10 @@ class CpuBackend final : public Backend {
     std::vector<fast::KVBlocks> kv_views;
     std::vector<fast::AttentionRow> attention_rows;
     std::vector<float> gathered_k, gathered_v, scores;
+    // mixture of experts: router probabilities, and the rows grouped by expert with their buffers
+    std::vector<float> router_probs;
+    std::vector<int> router_order, expert_start, expert_fill, expert_slots;
+    std::vector<float> expert_in, expert_gate_up, expert_act, expert_out;
   };
   static Scratch& scratch() {
     thread_local Scratch per_thread;

@@ -61,6 +61,13 @@ void dense_mlp(ForwardStep& s, const LayerWeights& L, Activation activation) {
   b.linear(s.up, L.down, s.proj);
 }
 
+void moe_mlp(ForwardStep& s, const LayerWeights& L) {
+  Backend& b = s.backend;
+  b.linear(s.normed, L.router, s.router_logits);
+  b.route_top_k(s.router_logits, L.experts_per_token, L.normalize_expert_weights, s.expert_choice);
+  b.expert_swiglu(s.normed, L.experts, s.expert_choice, s.proj);
+}
+
 void output_logits(ForwardStep& s, const TransformerWeights& w, Norm kind) {
   // Only the rows whose outputs are wanted go through the final norm and the (large) lm_head.
   StepOutputs& out = *s.out;

@@ -27,6 +27,9 @@ struct ForwardStep {
 
   // Activations: the residual stream and the scratch the blocks share.
   Activations x, normed, qkv, attn, proj, up, act, rope, selected;
+  // Mixture of experts: the router's logits and the experts each row chose.
+  Activations router_logits;
+  ExpertChoice expert_choice;
 
   ForwardStep(Backend& b, const ModelConfig& c) : backend(b), config(c) {}
 };
@@ -59,6 +62,11 @@ enum class Activation { SwiGLU, GeluTanh, GeluErf };
 // The dense MLP of s.normed for one layer, into s.proj: up (fused gate|up for SwiGLU), the
 // activation, down.
 void dense_mlp(ForwardStep& s, const LayerWeights& L, Activation activation);
+
+// The mixture-of-experts MLP of s.normed for one layer, into s.proj: the router's logits,
+// softmax and top-k (renormalised when the layer says so), the chosen experts' SwiGLU outputs
+// summed with those weights (grouped by expert in the backend).
+void moe_mlp(ForwardStep& s, const LayerWeights& L);
 
 // The final norm, then the output projection of the rows that want logits into s.out->logits,
 // and the normed rows that want hidden states into s.out->hidden.
