@@ -514,9 +514,11 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
 void add_chat_prompt(const json& messages, const json& extra, const ModelContext& model, bool server_limits, ParsedRequest& out) {
   if (!model.text->has_chat_template())
     throw ApiError(400, "this model has no chat template (tokenizer_config.json); use /v1/completions with a prompt", out.prompt_field);
+  json variables = model.template_defaults;
+  for (const auto& [key, value] : extra.items()) variables[key] = value;
   std::string prompt;
   try {
-    prompt = model.text->render_chat(messages, extra);
+    prompt = model.text->render_chat(messages, variables);
   } catch (const std::exception& e) {
     throw ApiError(400, fmt::format("the chat template could not be applied to these messages: {}", e.what()), out.prompt_field);
   }

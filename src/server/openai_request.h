@@ -41,6 +41,7 @@ struct ModelContext {
   ReasoningTokens reasoning_tokens;           // the markers' ids when each is one token
   bool separate_reasoning = true;             // --reasoning-format auto; none: the thoughts stay in the text
   bool test_hooks = false;                    // --test-hooks: 'test_forced_output' accepted
+  json template_defaults = json::object();    // --chat-template-kwargs: variables a request may override
   RequestLimits limits;
 };
 

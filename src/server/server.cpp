@@ -109,6 +109,11 @@ void Server::load(const std::string& model_name) {
   }
   s.context.separate_reasoning = s.options.reasoning_format != "none";
   s.context.test_hooks = s.options.test_hooks;
+  if (!s.options.chat_template_kwargs.empty()) {
+    s.context.template_defaults = api::json::parse(s.options.chat_template_kwargs, nullptr, false);
+    if (!s.context.template_defaults.is_object())
+      fail("--chat-template-kwargs must be a JSON object, got '{}'", s.options.chat_template_kwargs);
+  }
   s.context.limits = {.max_n = s.options.max_n,
                       .max_messages = s.options.max_messages,
                       .max_prompt_tokens = s.options.max_prompt_tokens,

@@ -8,9 +8,12 @@ import Anthropic from '@anthropic-ai/sdk';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { startServer, postJson } from './helpers.mjs';
 
-const server = await startServer();
+const NO_THINKING = ['--chat-template-kwargs', '{"enable_thinking": false}'];
+
+// The test model has Qwen3's thinking template; these answers are steered as a non-thinking model's.
+const server = await startServer(NO_THINKING);
 const key = 'sk-inferlab-' + Math.random().toString(16).slice(2);
-const keyed = await startServer(['--api-key', key, '--max-body-bytes', '20000']);
+const keyed = await startServer([...NO_THINKING, '--api-key', key, '--max-body-bytes', '20000']);
 test.after(async () => {
   await server.stop();
   await keyed.stop();

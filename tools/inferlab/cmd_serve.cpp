@@ -137,6 +137,9 @@ inferlab::cli::Registrar reg([](CLI::App& app) {
   cmd->add_option("--metrics-compat", args->server.metrics_compat,
                   "Also export the router-facing gauges under another server's names (vllm: vllm:num_requests_waiting, ...)")
       ->check(CLI::IsMember({"vllm"}));
+  cmd->add_option("--chat-template-kwargs", args->server.chat_template_kwargs,
+                  "JSON object of chat template variables every chat gets unless its request's chat_template_kwargs sets "
+                  "them, e.g. '{\"enable_thinking\": false}' to have Qwen3 answer without thinking");
   cmd->add_option("--reasoning-format", args->server.reasoning_format,
                   "A thinking model's thoughts (<think>...</think>): auto (returned apart, as reasoning_content), none (left in "
                   "the text); a request's reasoning_format overrides it")

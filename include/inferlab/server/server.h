@@ -33,6 +33,8 @@ struct ServerOptions {
                                         // limit times the vocabulary's longest token)
   double engine_stall_s = 30;           // /health 503 when the engine made no step this long with work queued (0: off)
   std::string metrics_compat;           // "vllm": /metrics also under vLLM's names (routers read them)
+  std::string chat_template_kwargs;      // JSON object: the template variables every chat gets unless it sets them
+                                        // (e.g. {"enable_thinking": false}); empty: none
   std::string reasoning_format = "auto";  // a thinking model's thoughts: auto (apart), none (left in the text)
   bool test_hooks = false;              // accept 'test_forced_output' (SamplingParams::forced_tokens)
   std::size_t max_grammar_bytes = 64 * 1024;  // constrained decoding: GBNF given or written from a schema / regex: 400
