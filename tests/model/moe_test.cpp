@@ -239,3 +239,59 @@ TEST(Qwen3MoeConfig, SettingsTheEngineDoesNotRunAreRefusedByName) {
 }
 
 }  // namespace
+
+namespace {
+
+// gpt-oss's expert written out in double precision: gate_up and down with their biases, the gate
+// clamped to at most limit, up to [-limit, limit], (up + 1) * gate * sigmoid(alpha * gate).
+std::vector<double> clamped_reference(const Fixture& f, const ExpertChoice& c, float alpha, float limit) {
+  std::vector<double> out(kRows * kHidden, 0.0);
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < kPerRow; ++j) {
+      const int e = c.expert[r * kPerRow + j];
+      const ExpertValues& v = f.values[e];
+      const ExpertWeights& w = f.experts[e];
+      std::vector<double> act(kInter);
+      for (int i = 0; i < kInter; ++i) {
+        double gate = w.gate_up.bias[i], up = w.gate_up.bias[kInter + i];
+        for (int h = 0; h < kHidden; ++h) {
+          gate += double(v.gate_up[i * kHidden + h]) * f.x.data[r * kHidden + h];
+          up += double(v.gate_up[(kInter + i) * kHidden + h]) * f.x.data[r * kHidden + h];
+        }
+        gate = std::min<double>(gate, limit);
+        up = std::clamp<double>(up, -limit, limit);
+        act[i] = (up + 1) * gate / (1.0 + std::exp(-alpha * gate));
+      }
+      for (int h = 0; h < kHidden; ++h) {
+        double y = w.down.bias[h];
+        for (int i = 0; i < kInter; ++i) y += double(v.down[h * kInter + i]) * act[i];
+        out[r * kHidden + h] += c.weight[r * kPerRow + j] * y;
+      }
+    }
+  return out;
+}
+
+}  // namespace
+
+// The clamped SwiGLU (gpt-oss) with biases on both matrices, a limit the pre-activations pass on
+// both sides: grouped by expert against the definition written out.
+TEST(ExpertSwiglu, ClampedSwigluWithBiasesMatchesItsDefinition) {
+  Fixture f("f32");
+  const float alpha = 1.702f, limit = 1.0f;
+  for (int e = 0; e < kExperts; ++e) {
+    ExpertWeights& w = f.experts[e];
+    w.gate_up.bias = random_values(2 * kInter, 300 + e, 0.5f);
+    w.down.bias = random_values(kHidden, 400 + e, 0.5f);
+    w.activation = {ExpertActivation::Kind::ClampedSwiGLU, alpha, limit};
+  }
+  const ExpertChoice c = Fixture::choice();
+  Activations grouped;
+  f.backend->expert_swiglu(f.x, f.experts, c, grouped);
+  const std::vector<double> exact = clamped_reference(f, c, alpha, limit);
+  for (int i = 0; i < kRows * kHidden; ++i) ASSERT_NEAR(grouped.data[i], exact[i], 1e-4) << "element " << i;
+  // Both clamps act on this input: without them the result differs.
+  const std::vector<double> unclamped = clamped_reference(f, c, alpha, 1e9f);
+  double moved = 0;
+  for (int i = 0; i < kRows * kHidden; ++i) moved = std::max(moved, std::abs(exact[i] - unclamped[i]));
+  EXPECT_GT(moved, 0.1);
+}
