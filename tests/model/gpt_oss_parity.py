@@ -46,6 +46,9 @@ FP32_TOL = 1e-4
 BF16_MEDIAN_REL = 0.04
 LENGTHS = (1, 7, 33, 64)
 STEPS = 32
+# Prompts whose greedy runs keep transformers' top-2 logits >= 0.005 apart in every variant (another
+# seed of the first shape gave a gap of 2e-5, where the comparison would hang on rounding).
+PROMPT_SEEDS = {"alternating": 13, "full-first": 12}
 ROPE = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
         "original_max_position_embeddings": 4096, "rope_theta": 150000.0}
 
@@ -188,7 +191,7 @@ def main():
         folders["mxfp4"] = os.path.join(args.workdir, f"{name}-mxfp4")
         refs["mxfp4"] = write_mxfp4(folders["fp32"], folders["mxfp4"], refs["fp32"].config)
         vocab = shape["vocab_size"]
-        prompt = torch.randint(0, vocab, (max(LENGTHS),), generator=torch.Generator().manual_seed(11 + index)).tolist()
+        prompt = torch.randint(0, vocab, (max(LENGTHS),), generator=torch.Generator().manual_seed(PROMPT_SEEDS[name])).tolist()
         print(f"{name}: share of expert pre-activations past swiglu_limit {clamp_share(refs['fp32'], prompt):.3f}")
         dump = os.path.join(args.workdir, name + ".logits")
         exact_bf16 = {}  # our --weights f32 logits of the bf16 checkpoint, per prompt length
