@@ -197,12 +197,15 @@ TEST(RouteTopK, SoftmaxTopKRenormalisedOrNot) {
   EXPECT_THROW(backend->route_top_k(logits, 0, true, raw), Error);
 }
 
-// The error read_model_config gives for a tiny Qwen3-MoE config.json with `change` applied.
-std::string config_error(const nlohmann::json& change) {
-  nlohmann::json config = {{"model_type", "qwen3_moe"},     {"hidden_size", 32},          {"num_hidden_layers", 2},
+// The error read_model_config gives for a tiny Qwen3-MoE (or gpt-oss) config.json with `change` applied.
+std::string config_error(const nlohmann::json& change, const std::string& model_type = "qwen3_moe") {
+  nlohmann::json config = {{"model_type", model_type},      {"hidden_size", 32},          {"num_hidden_layers", 2},
                            {"num_attention_heads", 4},       {"num_key_value_heads", 2},   {"intermediate_size", 48},
-                           {"moe_intermediate_size", 16},    {"num_experts", 4},           {"num_experts_per_tok", 2},
                            {"vocab_size", 64},               {"max_position_embeddings", 64}};
+  if (model_type == "qwen3_moe")
+    config.update({{"moe_intermediate_size", 16}, {"num_experts", 4}, {"num_experts_per_tok", 2}});
+  else
+    config.update({{"num_local_experts", 4}, {"num_experts_per_tok", 2}, {"head_dim", 8}, {"sliding_window", 8}});
   for (const auto& [key, value] : change.items())  // a null value removes the key
     if (value.is_null()) config.erase(key);
     else config[key] = value;
@@ -296,4 +299,26 @@ TEST(ExpertSwiglu, ClampedSwigluWithBiasesMatchesItsDefinition) {
   double moved = 0;
   for (int i = 0; i < kRows * kHidden; ++i) moved = std::max(moved, std::abs(exact[i] - unclamped[i]));
   EXPECT_GT(moved, 0.1);
+}
+
+// gpt-oss: GptOssConfig's defaults fill what the Hub's config.json leaves out (layer_types, RoPE);
+// what the forward does not run is refused naming the key and value.
+TEST(GptOssConfig, SettingsTheEngineDoesNotRunAreRefusedByName) {
+  EXPECT_EQ(config_error(nlohmann::json::object(), "gpt_oss"), "(no error)");
+  EXPECT_EQ(config_error({{"layer_types", {"full_attention", "sliding_attention"}}}, "gpt_oss"), "(no error)");
+  EXPECT_EQ(config_error({{"quantization_config", {{"quant_method", "mxfp4"}}}}, "gpt_oss"), "(no error)");
+  EXPECT_EQ(config_error({{"sliding_window", nullptr}}, "gpt_oss"), "(no error)");  // absent: GptOssConfig's 128
+  const std::pair<nlohmann::json, std::string> cases[] = {
+      {{{"quantization_config", {{"quant_method", "bitsandbytes"}}}}, "quantization_config.quant_method 'bitsandbytes' is not supported"},
+      {{{"layer_types", {"full_attention"}}}, "layer_types must be a list of num_hidden_layers (2) entries"},
+      {{{"layer_types", {"full_attention", "chunked_attention"}}}, "layer_types[1] 'chunked_attention' is not supported"},
+      {{{"num_experts_per_tok", 5}}, "num_experts_per_tok 5 is more than num_local_experts (4)"},
+      {{{"num_local_experts", 0}}, "key \"num_local_experts\" = 0 is out of range"},
+      {{{"swiglu_limit", -1.0}}, "swiglu_limit -1 must be > 0"},
+      {{{"rope_parameters", {{"rope_type", "su"}, {"factor", 4.0}}}}, "rope_scaling type 'su' is not supported"},
+  };
+  for (const auto& [change, message] : cases) {
+    const std::string error = config_error(change, "gpt_oss");
+    EXPECT_NE(error.find(message), std::string::npos) << change.dump() << ": " << error;
+  }
 }

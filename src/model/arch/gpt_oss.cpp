@@ -34,13 +34,14 @@ struct ExpertShape {
 };
 
 // GptOssConfig's defaults where they differ from the llama-style parser's (rms_norm_eps, head_dim,
-// num_key_value_heads, rope_theta, YaRN when no RoPE parameters are given at all).
+// num_key_value_heads, sliding_window, rope_theta, YaRN when no RoPE parameters are given at all).
 json with_defaults(const json& raw) {
   json j = raw;
   auto absent = [&](const char* key) { return !j.contains(key) || j[key].is_null(); };
   if (absent("rms_norm_eps")) j["rms_norm_eps"] = 1e-5;
   if (absent("head_dim")) j["head_dim"] = 64;
   if (absent("num_key_value_heads")) j["num_key_value_heads"] = 8;
+  if (!j.contains("sliding_window")) j["sliding_window"] = 128;  // an explicit null stays: no window
   const bool rope_given = (!absent("rope_scaling") && !j["rope_scaling"].empty()) ||
                           (!absent("rope_parameters") && !j["rope_parameters"].empty());
   if (!rope_given)
