@@ -19,13 +19,14 @@ using nlohmann::json;
 
 namespace inferlab {
 
-std::size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+std::size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : dtype == DType::U8 ? 1 : 2; }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
     case DType::F32: return "F32";
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
+    case DType::U8: return "U8";
   }
   return "?";
 }
@@ -56,6 +57,9 @@ std::vector<float> TensorView::to_f32() const {
                                 out.data() + r * row);
   } else if (dtype == DType::F32) {
     if (n) std::memcpy(out.data(), data, n * 4);  // an empty tensor's data may be null
+  } else if (dtype == DType::U8) {
+    const auto* src = static_cast<const uint8_t*>(data);
+    for (std::size_t i = 0; i < n; ++i) out[i] = src[i];
   } else {
     const auto* src = static_cast<const uint16_t*>(data);
     if (dtype == DType::BF16)
@@ -127,7 +131,8 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file) {
       if (dtype == "F32") view.dtype = DType::F32;
       else if (dtype == "F16") view.dtype = DType::F16;
       else if (dtype == "BF16") view.dtype = DType::BF16;
-      else fail("{}: tensor '{}' has unsupported dtype {} (supported: F32, F16, BF16)", where, name, dtype);
+      else if (dtype == "U8") view.dtype = DType::U8;
+      else fail("{}: tensor '{}' has unsupported dtype {} (supported: F32, F16, BF16, U8)", where, name, dtype);
       uint64_t numel = 1;
       for (const auto& d : info["shape"]) {
         if (!d.is_number_unsigned()) fail("{}: tensor '{}' has a non-integer or negative dimension", where, name);
@@ -303,6 +308,10 @@ void write_safetensors(const fs::path& file, const std::vector<TensorToWrite>& t
     t.fill(values);
     if (t.dtype == DType::F32) {
       out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(numel * 4));
+    } else if (t.dtype == DType::U8) {  // the fill's values are bytes 0..255
+      std::vector<uint8_t> bytes(numel);
+      for (uint64_t i = 0; i < numel; ++i) bytes[i] = static_cast<uint8_t>(std::clamp(values[i], 0.0f, 255.0f));
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(numel));
     } else {
       halves.resize(numel);
       for (uint64_t i = 0; i < numel; ++i) halves[i] = t.dtype == DType::BF16 ? f32_to_bf16(values[i]) : f32_to_f16(values[i]);

@@ -99,7 +99,7 @@ void write_random_model(const json& config_in, const fs::path& out_dir, const Ma
 
 std::vector<std::string> model_preset_names() {
   return {"demo", "qwen2.5-0.5b", "distilgpt2", "llama-tiny", "qwen3-tiny", "qwen3-0.6b", "mistral-tiny", "mistral-7b",
-          "qwen3-moe-tiny", "qwen3-30b-a3b"};
+          "qwen3-moe-tiny", "qwen3-30b-a3b", "gpt-oss-tiny", "gpt-oss-20b"};
 }
 
 std::pair<json, json> model_preset(const std::string& name) {
@@ -237,6 +237,39 @@ std::pair<json, json> model_preset(const std::string& name) {
                    {"bos_token_id", 151643},
                    {"eos_token_id", 151645}};
     json generation = {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"do_sample", false}};
+    return {config, generation};
+  }
+  if (name == "gpt-oss-tiny" || name == "gpt-oss-20b") {
+    // gpt-oss-20b's config.json (24 layers, 32 experts, 4 used, YaRN x32 of 4096, windows of 128 on
+    // the even layers: layer_types left to GptOssConfig's default so --layers keeps the alternation);
+    // its experts written plain (bf16 with make-model --dtype bf16), not in the Hub's MXFP4. The
+    // tiny one: 4 layers, 8 experts of 2 used, a window of 8 so short runs already slide.
+    const bool tiny = name == "gpt-oss-tiny";
+    json config = {{"architectures", {"GptOssForCausalLM"}},
+                   {"model_type", "gpt_oss"},
+                   {"hidden_size", tiny ? 64 : 2880},
+                   {"intermediate_size", tiny ? 64 : 2880},
+                   {"num_hidden_layers", tiny ? 4 : 24},
+                   {"num_attention_heads", tiny ? 4 : 64},
+                   {"num_key_value_heads", tiny ? 2 : 8},
+                   {"head_dim", tiny ? 16 : 64},
+                   {"num_local_experts", tiny ? 8 : 32},
+                   {"num_experts_per_tok", tiny ? 2 : 4},
+                   {"sliding_window", tiny ? 8 : 128},
+                   {"vocab_size", 201088},
+                   {"max_position_embeddings", 131072},
+                   {"rope_theta", 150000.0},
+                   {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+                                     {"truncate", false}, {"original_max_position_embeddings", 4096}}},
+                   {"rms_norm_eps", 1e-5},
+                   {"hidden_act", "silu"},
+                   {"attention_bias", true},
+                   {"swiglu_limit", 7.0},
+                   {"tie_word_embeddings", false},
+                   {"bos_token_id", 199998},
+                   {"eos_token_id", 200002},
+                   {"pad_token_id", 199999}};
+    json generation = {{"bos_token_id", 199998}, {"eos_token_id", {200002, 199999, 200012}}, {"do_sample", false}};
     return {config, generation};
   }
   std::string names;

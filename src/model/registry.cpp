@@ -20,7 +20,7 @@ namespace {
 const std::vector<const Architecture*>& architectures() {
   static const std::vector<const Architecture*> all{&gpt2_architecture(), &qwen2_architecture(), &qwen3_architecture(),
                                                     &llama_architecture(), &mistral_architecture(), &bert_architecture(),
-                                                    &qwen3_moe_architecture()};
+                                                    &qwen3_moe_architecture(), &gpt_oss_architecture()};
   return all;
 }
 

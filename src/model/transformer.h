@@ -22,6 +22,7 @@ struct LayerWeights {
   std::vector<float> norm1_weight, norm1_bias, norm2_weight, norm2_bias;  // bias empty for RMSNorm
   Linear qkv;   // fused [q | k | v] rows: one matmul per layer
   std::vector<float> q_norm, k_norm;  // Qwen3: RMSNorm of each q / k head before RoPE ([head_dim]); else empty
+  std::vector<float> attention_sinks;  // gpt-oss: a softmax-denominator logit per query head ([heads]); else empty
   Linear out;   // attention output projection
   Linear up;    // GELU: fc; SwiGLU: fused [gate | up] rows
   Linear down;
@@ -136,6 +137,7 @@ const Architecture& qwen3_architecture();
 const Architecture& mistral_architecture();
 const Architecture& bert_architecture();
 const Architecture& qwen3_moe_architecture();
+const Architecture& gpt_oss_architecture();
 
 // By model_type, else by architectures[]; Error listing what is supported.
 const Architecture& find_architecture(const nlohmann::json& config, const std::string& where);

@@ -116,6 +116,20 @@ void swiglu(const float* gate_up, float* out, int rows, int inter) {
   });
 }
 
+void clamped_swiglu(const float* gate_up, float* out, int rows, int inter, float alpha, float limit) {
+  for_rows(rows, [&](int begin, int end) {
+    for (int r = begin; r < end; ++r) {
+      const float* gate = gate_up + static_cast<std::size_t>(r) * 2 * inter;
+      const float* up = gate + inter;
+      float* o = out + static_cast<std::size_t>(r) * inter;
+      for (int i = 0; i < inter; ++i) {
+        const float g = std::min(gate[i], limit), u = std::clamp(up[i], -limit, limit);
+        o[i] = (u + 1.0f) * (g / (1.0f + std::exp(-alpha * g)));
+      }
+    }
+  });
+}
+
 void softmax(float* x, int n) {
   float max = *std::max_element(x, x + n);
   float sum = 0;
@@ -124,8 +138,18 @@ void softmax(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= inv;
 }
 
+// The softmax of [x, sink] without its last entry: the sink takes its share of the mass.
+static void softmax_with_sink(float* x, int n, float sink) {
+  const float max = std::max(sink, *std::max_element(x, x + n));
+  float sum = std::exp(sink - max);
+  for (int i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - max));
+  const float inv = 1.0f / sum;
+  for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
 void causal_attention(const float* q, int q_stride, int n, int start, const float* k, const float* v, int kv_stride,
-                      int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch, int window) {
+                      int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch, int window,
+                      const float* sink) {
   const int ctx = start + n;
   // Query rows in chunks so the score matrix stays small for long prompts.
   const int chunk = std::max(1, std::min(n, static_cast<int>((1u << 22) / std::max(ctx, 1))));
@@ -144,7 +168,8 @@ void causal_attention(const float* q, int q_stride, int n, int start, const floa
       float* row = s + static_cast<std::size_t>(i) * visible;
       const int see = start + i0 + i + 1;
       const int first = window > 0 ? std::max(0, see - window) : 0;  // older keys are outside the window
-      softmax(row + first, see - first);
+      if (sink) softmax_with_sink(row + first, see - first, *sink);
+      else softmax(row + first, see - first);
       std::fill(row, row + first, 0.0f);
       std::fill(row + see, row + visible, 0.0f);
     }

@@ -49,6 +49,11 @@ json tiny_config(const std::string& type) {
   if (type == "qwen3_moe")  // 6 experts, 2 per token, layer 1 dense: routing differs from row to row
     c.update({{"num_experts", 6}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 16}, {"norm_topk_prob", true},
               {"mlp_only_layers", {1}}, {"head_dim", 16}});
+  // gpt_oss: layer 0 slides over 8 positions, layer 1 sees all; every token uses all 4 experts, so
+  // the output is continuous in its inputs and paths that round differently (an f16 cache) stay
+  // close (its top-k routing is pinned by gpt_oss_parity.py against transformers).
+  if (type == "gpt_oss")
+    c.update({{"num_local_experts", 4}, {"num_experts_per_tok", 4}, {"head_dim", 16}, {"sliding_window", 8}});
   return c;
 }
 
@@ -254,7 +259,7 @@ TEST_P(Architectures, GreedyWithAndWithoutCacheAgree) {
   EXPECT_EQ(cached.finish_reason, "length");
 }
 
-INSTANTIATE_TEST_SUITE_P(Engine, Architectures, ::testing::Values("gpt2", "qwen2", "llama", "qwen3_moe"));
+INSTANTIATE_TEST_SUITE_P(Engine, Architectures, ::testing::Values("gpt2", "qwen2", "llama", "qwen3_moe", "gpt_oss"));
 
 // q4 keeps the output projection (lm_head, or the tied embedding) int8 by default, as llama-quantize's
 // Q4 mixes keep theirs at 8 bits; --output-weights chooses it. Tied (qwen2) and untied (llama).
@@ -320,6 +325,9 @@ TEST_P(Architectures, HalfPrecisionKvCacheStaysCloseToF32) {
     // in every matmul) the f16 rounding moves a router logit past a near-tied expert's on this tiny
     // model, and the tokens after it part. With f32 weights the choice must hold.
     if (GetParam() == "qwen3_moe" && weights != "auto") continue;
+    // gpt_oss on q4: the logits above stay within bounds, but its 9th greedy step is a near tie
+    // that the f16 rounding tips on this tiny model (bf16 and f32 weights keep the tokens).
+    if (GetParam() == "gpt_oss" && weights == "q4") continue;
     EXPECT_EQ(generate_greedy(*model, prompt, g).tokens, tokens32) << weights;
   }
   EXPECT_EQ(parse_kv_type("f16"), KVType::F16);

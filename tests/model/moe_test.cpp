@@ -197,12 +197,15 @@ TEST(RouteTopK, SoftmaxTopKRenormalisedOrNot) {
   EXPECT_THROW(backend->route_top_k(logits, 0, true, raw), Error);
 }
 
-// The error read_model_config gives for a tiny Qwen3-MoE config.json with `change` applied.
-std::string config_error(const nlohmann::json& change) {
-  nlohmann::json config = {{"model_type", "qwen3_moe"},     {"hidden_size", 32},          {"num_hidden_layers", 2},
+// The error read_model_config gives for a tiny Qwen3-MoE (or gpt-oss) config.json with `change` applied.
+std::string config_error(const nlohmann::json& change, const std::string& model_type = "qwen3_moe") {
+  nlohmann::json config = {{"model_type", model_type},      {"hidden_size", 32},          {"num_hidden_layers", 2},
                            {"num_attention_heads", 4},       {"num_key_value_heads", 2},   {"intermediate_size", 48},
-                           {"moe_intermediate_size", 16},    {"num_experts", 4},           {"num_experts_per_tok", 2},
                            {"vocab_size", 64},               {"max_position_embeddings", 64}};
+  if (model_type == "qwen3_moe")
+    config.update({{"moe_intermediate_size", 16}, {"num_experts", 4}, {"num_experts_per_tok", 2}});
+  else
+    config.update({{"num_local_experts", 4}, {"num_experts_per_tok", 2}, {"head_dim", 8}, {"sliding_window", 8}});
   for (const auto& [key, value] : change.items())  // a null value removes the key
     if (value.is_null()) config.erase(key);
     else config[key] = value;
@@ -222,6 +225,8 @@ std::string config_error(const nlohmann::json& change) {
 TEST(Qwen3MoeConfig, SettingsTheEngineDoesNotRunAreRefusedByName) {
   EXPECT_EQ(config_error(nlohmann::json::object()), "(no error)");
   EXPECT_EQ(config_error({{"num_experts", nullptr}, {"num_local_experts", 4}}), "(no error)");  // transformers 5's name
+  // YaRN runs since the long-context work (its attention factor applied as for the dense models).
+  EXPECT_EQ(config_error({{"rope_parameters", {{"rope_type", "yarn"}, {"factor", 4.0}}}}), "(no error)");
   const std::pair<nlohmann::json, std::string> cases[] = {
       {{{"decoder_sparse_step", 0}}, "key \"decoder_sparse_step\" = 0 is out of range"},
       {{{"num_experts", 0}}, "key \"num_experts\" = 0 is out of range"},
@@ -230,7 +235,7 @@ TEST(Qwen3MoeConfig, SettingsTheEngineDoesNotRunAreRefusedByName) {
       {{{"num_experts_per_tok", 5}}, "num_experts_per_tok 5 is outside 1..num_experts (4)"},
       {{{"num_local_experts", 8}}, "num_experts 4 and num_local_experts 8 disagree"},
       {{{"use_sliding_window", true}}, "use_sliding_window true is not supported for qwen3_moe"},
-      {{{"rope_parameters", {{"rope_type", "yarn"}, {"factor", 4.0}}}}, "rope_scaling type 'yarn' is not supported"},
+      {{{"rope_parameters", {{"rope_type", "su"}, {"factor", 4.0}}}}, "rope_scaling type 'su' is not supported"},
   };
   for (const auto& [change, message] : cases) {
     const std::string error = config_error(change);
@@ -239,3 +244,81 @@ TEST(Qwen3MoeConfig, SettingsTheEngineDoesNotRunAreRefusedByName) {
 }
 
 }  // namespace
+
+namespace {
+
+// gpt-oss's expert written out in double precision: gate_up and down with their biases, the gate
+// clamped to at most limit, up to [-limit, limit], (up + 1) * gate * sigmoid(alpha * gate).
+std::vector<double> clamped_reference(const Fixture& f, const ExpertChoice& c, float alpha, float limit) {
+  std::vector<double> out(kRows * kHidden, 0.0);
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < kPerRow; ++j) {
+      const int e = c.expert[r * kPerRow + j];
+      const ExpertValues& v = f.values[e];
+      const ExpertWeights& w = f.experts[e];
+      std::vector<double> act(kInter);
+      for (int i = 0; i < kInter; ++i) {
+        double gate = w.gate_up.bias[i], up = w.gate_up.bias[kInter + i];
+        for (int h = 0; h < kHidden; ++h) {
+          gate += double(v.gate_up[i * kHidden + h]) * f.x.data[r * kHidden + h];
+          up += double(v.gate_up[(kInter + i) * kHidden + h]) * f.x.data[r * kHidden + h];
+        }
+        gate = std::min<double>(gate, limit);
+        up = std::clamp<double>(up, -limit, limit);
+        act[i] = (up + 1) * gate / (1.0 + std::exp(-alpha * gate));
+      }
+      for (int h = 0; h < kHidden; ++h) {
+        double y = w.down.bias[h];
+        for (int i = 0; i < kInter; ++i) y += double(v.down[h * kInter + i]) * act[i];
+        out[r * kHidden + h] += c.weight[r * kPerRow + j] * y;
+      }
+    }
+  return out;
+}
+
+}  // namespace
+
+// The clamped SwiGLU (gpt-oss) with biases on both matrices, a limit the pre-activations pass on
+// both sides: grouped by expert against the definition written out.
+TEST(ExpertSwiglu, ClampedSwigluWithBiasesMatchesItsDefinition) {
+  Fixture f("f32");
+  const float alpha = 1.702f, limit = 1.0f;
+  for (int e = 0; e < kExperts; ++e) {
+    ExpertWeights& w = f.experts[e];
+    w.gate_up.bias = random_values(2 * kInter, 300 + e, 0.5f);
+    w.down.bias = random_values(kHidden, 400 + e, 0.5f);
+    w.activation = {ExpertActivation::Kind::ClampedSwiGLU, alpha, limit};
+  }
+  const ExpertChoice c = Fixture::choice();
+  Activations grouped;
+  f.backend->expert_swiglu(f.x, f.experts, c, grouped);
+  const std::vector<double> exact = clamped_reference(f, c, alpha, limit);
+  for (int i = 0; i < kRows * kHidden; ++i) ASSERT_NEAR(grouped.data[i], exact[i], 1e-4) << "element " << i;
+  // Both clamps act on this input: without them the result differs.
+  const std::vector<double> unclamped = clamped_reference(f, c, alpha, 1e9f);
+  double moved = 0;
+  for (int i = 0; i < kRows * kHidden; ++i) moved = std::max(moved, std::abs(exact[i] - unclamped[i]));
+  EXPECT_GT(moved, 0.1);
+}
+
+// gpt-oss: GptOssConfig's defaults fill what the Hub's config.json leaves out (layer_types, RoPE);
+// what the forward does not run is refused naming the key and value.
+TEST(GptOssConfig, SettingsTheEngineDoesNotRunAreRefusedByName) {
+  EXPECT_EQ(config_error(nlohmann::json::object(), "gpt_oss"), "(no error)");
+  EXPECT_EQ(config_error({{"layer_types", {"full_attention", "sliding_attention"}}}, "gpt_oss"), "(no error)");
+  EXPECT_EQ(config_error({{"quantization_config", {{"quant_method", "mxfp4"}}}}, "gpt_oss"), "(no error)");
+  EXPECT_EQ(config_error({{"sliding_window", nullptr}}, "gpt_oss"), "(no error)");  // absent: GptOssConfig's 128
+  const std::pair<nlohmann::json, std::string> cases[] = {
+      {{{"quantization_config", {{"quant_method", "bitsandbytes"}}}}, "quantization_config.quant_method 'bitsandbytes' is not supported"},
+      {{{"layer_types", {"full_attention"}}}, "layer_types must be a list of num_hidden_layers (2) entries"},
+      {{{"layer_types", {"full_attention", "chunked_attention"}}}, "layer_types[1] 'chunked_attention' is not supported"},
+      {{{"num_experts_per_tok", 5}}, "num_experts_per_tok 5 is more than num_local_experts (4)"},
+      {{{"num_local_experts", 0}}, "key \"num_local_experts\" = 0 is out of range"},
+      {{{"swiglu_limit", -1.0}}, "swiglu_limit -1 must be > 0"},
+      {{{"rope_parameters", {{"rope_type", "su"}, {"factor", 4.0}}}}, "rope_scaling type 'su' is not supported"},
+  };
+  for (const auto& [change, message] : cases) {
+    const std::string error = config_error(change, "gpt_oss");
+    EXPECT_NE(error.find(message), std::string::npos) << change.dump() << ": " << error;
+  }
+}

@@ -170,3 +170,60 @@ TEST(Attention, BadShapesAndMissingBlocksGetClearErrors) {
   EXPECT_THROW(causal_attention(q.data(), 64, out.data(), 64, std::span(&row, 1), AttentionShape{1, 1, 64, 1}), Error);
   EXPECT_THROW(causal_attention(q.data(), 64, out.data(), 64, std::span(&row, 1), AttentionShape{3, 2, 64, 1}), Error);
 }
+
+// Attention sinks (gpt-oss): a logit per query head in each row's softmax denominator, carrying no
+// value. The fused kernel (every instruction set, 1 and 2 threads, rows split into parts, windows)
+// against the two-pass reference with the same sinks; and the reference against the definition on
+// a one-position window, where the output is that position's value times 1 / (1 + e^(sink - score)).
+TEST(Attention, SinksTakeTheirShareOfEachSoftmax) {
+  IsaGuard guard;
+  const int heads = 8, kv_heads = 2, hd = 64, bs = 16, kv_dim = kv_heads * hd, q_dim = heads * hd;
+  std::mt19937 rng(43);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<std::vector<float>> storage;
+  KVBlocks kv;
+  kv.block_size = bs;
+  for (int b = 0; b * bs < 1100; ++b) {
+    for (int i = 0; i < 2; ++i) {
+      std::vector<float> block(static_cast<std::size_t>(bs) * kv_dim);
+      for (auto& x : block) x = dist(rng);
+      storage.push_back(std::move(block));
+    }
+    kv.keys.push_back(storage[storage.size() - 2].data());
+    kv.values.push_back(storage.back().data());
+  }
+  std::vector<float> sinks(heads);
+  for (auto& s : sinks) s = 2.0f * dist(rng);
+  sinks[0] = 30.0f;  // larger than every score: the sink takes the running max
+  const std::vector<AttentionRow> rows = {{&kv, 0}, {&kv, 5}, {&kv, 40, 33}, {&kv, 511}, {&kv, 700}, {&kv, 1099, 300}, {&kv, 17, 17}};
+  std::vector<float> q(rows.size() * q_dim);
+  for (auto& x : q) x = dist(rng);
+  AttentionShape shape{heads, kv_heads, hd, 0.125f};
+  shape.sinks = sinks.data();
+  std::vector<float> expected(q.size()), plain(q.size());
+  causal_attention_reference(q.data(), q_dim, expected.data(), q_dim, rows, shape);
+  causal_attention_reference(q.data(), q_dim, plain.data(), q_dim, rows, AttentionShape{heads, kv_heads, hd, 0.125f});
+  const std::size_t last = rows.size() - 1;
+  for (int h = 0; h < heads; ++h) {
+    const int kvh = h / (heads / kv_heads);
+    double score = 0;
+    for (int d = 0; d < hd; ++d) score += static_cast<double>(q[last * q_dim + h * hd + d]) * kv.keys[1][key_offset(bs, hd, kvh, d, 1)];
+    const double kept = 1.0 / (1.0 + std::exp(sinks[h] - 0.125 * score));
+    for (int d = 0; d < hd; ++d)
+      ASSERT_NEAR(expected[last * q_dim + h * hd + d], kept * kv.values[1][value_offset(kv_heads, hd, kvh, d, 1)], 1e-6);
+  }
+  double moved = 0;  // the sinks change every row
+  for (std::size_t i = 0; i < q.size(); ++i) moved = std::max(moved, static_cast<double>(std::abs(expected[i] - plain[i])));
+  EXPECT_GT(moved, 1e-2);
+  for (Isa isa : runnable_isas()) {
+    set_isa_limit(isa);
+    for (int threads : {1, 2}) {
+      set_threads(threads);
+      std::vector<float> out(q.size(), NAN);
+      causal_attention(q.data(), q_dim, out.data(), q_dim, rows, shape);
+      for (std::size_t i = 0; i < out.size(); ++i)
+        ASSERT_NEAR(out[i], expected[i], 2e-5) << "isa " << isa_name(active_isa()) << " threads " << threads << " at " << i;
+    }
+  }
+  set_threads(0);
+}

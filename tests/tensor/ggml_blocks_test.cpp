@@ -46,6 +46,7 @@ std::vector<uint8_t> random_rows(uint32_t type, int out, int in, uint32_t seed) 
         put_f16(b + 2, scale(rng));
         break;
       case kGgmlQ6_K: put_f16(b + 208, scale(rng) / 8); break;
+      case kGgmlMXFP4: b[0] = static_cast<uint8_t>(118 + rng() % 8); break;  // scales 2^-9 .. 2^-2
       default: put_f16(b, scale(rng));
     }
   }
@@ -55,7 +56,7 @@ std::vector<uint8_t> random_rows(uint32_t type, int out, int in, uint32_t seed) 
 // The types that run from panels of their own (Q8_0 and Q4_0 move to the int8 / q4 panels, whose
 // kernels fast_kernels_test covers); every one also as rows of blocks (how it runs when fused with
 // a float part).
-const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ5_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K};
+const uint32_t kBlockTypes[] = {kGgmlF16, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ5_0, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K, kGgmlMXFP4};
 WeightFormat packed_format(uint32_t type) {
   switch (type) {
     case kGgmlF16: return WeightFormat::F16;
@@ -119,6 +120,29 @@ TEST(GgmlBlocks, Q5_0AndQ6KDecodeAsTheFormatDescribes) {
     }
   dequantize_ggml_row(kGgmlQ6_K, q6, 256, y);
   for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.5f * static_cast<float>(e / 16 - 8) * static_cast<float>(code(e) - 32)) << e;
+}
+
+// MXFP4: byte 0 an E8M0 scale 2^(e - 127), then 16 bytes of e2m1 codes (sign bit 3, exponent bits
+// 2-1, mantissa bit 0: 0, 0.5, 1, 1.5, 2, 3, 4, 6), weight j in byte j's low nibble, weight j + 16
+// in its high nibble. The value is computed here from the bits, not from a table.
+TEST(GgmlBlocks, Mxfp4DecodesAsTheFormatDescribes) {
+  auto e2m1 = [](int code) {
+    const int exponent = (code >> 1) & 3, mantissa = code & 1;
+    const double magnitude = exponent == 0 ? 0.5 * mantissa : std::ldexp(1.0 + 0.5 * mantissa, exponent - 1);
+    return (code & 8) ? -magnitude : magnitude;
+  };
+  for (int e : {0, 1, 100, 127, 130, 200}) {
+    uint8_t block[17] = {};
+    block[0] = static_cast<uint8_t>(e);
+    auto code = [](int j) { return (j * 5 + 3) % 16; };
+    for (int j = 0; j < 16; ++j) block[1 + j] = static_cast<uint8_t>(code(j) | (code(j + 16) << 4));
+    float y[32];
+    dequantize_ggml_row(kGgmlMXFP4, block, 32, y);
+    for (int j = 0; j < 32; ++j)
+      EXPECT_EQ(static_cast<double>(y[j]), std::ldexp(e2m1(code(j)), e - 127)) << "scale byte " << e << " weight " << j;
+  }
+  EXPECT_EQ(ggml_row_bytes(kGgmlMXFP4, 64), 34u);
+  EXPECT_STREQ(ggml_type_name(kGgmlMXFP4), "MXFP4");
 }
 
 TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {

@@ -85,6 +85,9 @@ struct AttentionShape {
   // false (encoders): each row sees every position of its sequence this step writes, not only
   // those up to its own. The step holds the whole sequence (the planner never splits an encoder's).
   bool causal = true;
+  // Per query head (gpt-oss's attention sinks): a logit that joins each row's softmax denominator,
+  // taking probability mass while adding no value. Empty: none.
+  std::span<const float> sinks;
 };
 
 // The rows of one forward step: the batch's sequences, and for each row its sequence and position.
@@ -96,10 +99,19 @@ struct StepRows {
   int count() const { return static_cast<int>(entry.size()); }
 };
 
-// One expert of a mixture-of-experts feed-forward: a SwiGLU MLP.
+// How an expert combines its gate and up halves. SiLU (Qwen3-MoE): silu(gate) * up. ClampedSwiGLU
+// (gpt-oss): gate clamped to at most limit, up to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate).
+struct ExpertActivation {
+  enum class Kind { SiLU, ClampedSwiGLU };
+  Kind kind = Kind::SiLU;
+  float alpha = 0, limit = 0;  // ClampedSwiGLU only
+};
+
+// One expert of a mixture-of-experts feed-forward: a gated MLP.
 struct ExpertWeights {
-  Linear gate_up;  // fused [gate | up] rows: [2 * inter][hidden]
-  Linear down;     // [hidden][inter]
+  Linear gate_up;  // fused [gate | up] rows: [2 * inter][hidden]; its bias (gpt-oss) is added before the activation
+  Linear down;     // [hidden][inter], bias optional
+  ExpertActivation activation;
 };
 
 // Each row's chosen experts and their weights, [rows][per_row] row-major. Host memory, like
@@ -174,7 +186,8 @@ class Backend {
   // Each row of router logits [rows][experts]: softmax, the k largest probabilities (the lower
   // expert first on a tie), divided by their sum when `normalize` -> choice.
   virtual void route_top_k(const Activations& router_logits, int k, bool normalize, ExpertChoice& choice) = 0;
-  // out [rows][hidden] = for each row, the sum over its chosen experts of weight * expert(x row).
+  // out [rows][hidden] = for each row, the sum over its chosen experts of weight * expert(x row),
+  // expert(x) = down(activation(gate_up(x))) with each Linear's bias when it has one.
   // Grouped by expert: each chosen expert's weights are read once for all the rows that chose it,
   // and an expert no row chose is not read at all.
   virtual void expert_swiglu(const Activations& x, std::span<const ExpertWeights> experts, const ExpertChoice& choice,

@@ -15,10 +15,11 @@
 
 namespace inferlab {
 
-enum class DType { F32, F16, BF16 };
+// U8: raw bytes (MXFP4 checkpoints' *_blocks and *_scales), read by the architecture that knows them.
+enum class DType { F32, F16, BF16, U8 };
 
 std::size_t dtype_size(DType dtype);
-const char* dtype_name(DType dtype);  // safetensors spelling: "F32", "F16", "BF16"
+const char* dtype_name(DType dtype);  // safetensors spelling: "F32", "F16", "BF16", "U8"
 std::optional<DType> parse_dtype(const std::string& name);  // also accepts f32/bf16/f16/float32...
 
 

@@ -46,10 +46,15 @@ void softmax(float* x, int n);
 // Causal attention of n query rows at positions start..start+n-1 over ctx = start+n keys/values
 // (contiguous [ctx][head_dim], row stride kv_stride). q rows have stride q_stride, out rows
 // out_stride. Row i sees keys 0..start+i; with window > 0 only the last window of them
-// (start+i-window+1..start+i, a sliding window). scratch is reused between calls.
+// (start+i-window+1..start+i, a sliding window). scratch is reused between calls. sink (gpt-oss):
+// a logit in each row's softmax denominator that carries no value; null: none.
 void causal_attention(const float* q, int q_stride, int n, int start, const float* k, const float* v, int kv_stride,
                       int head_dim, float scale, float* out, int out_stride, std::vector<float>& scratch,
-                      int window = 0);
+                      int window = 0, const float* sink = nullptr);
+
+// gate_up: [rows][2*inter] as (gate | up); out: [rows][inter] = (clamp(up, -limit, limit) + 1) *
+// g * sigmoid(alpha * g), g = min(gate, limit) (gpt-oss's experts).
+void clamped_swiglu(const float* gate_up, float* out, int rows, int inter, float alpha, float limit);
 
 // Rotary embedding, HF rotate_half convention: pairs (i, i + d/2). cos/sin: [d/2].
 void rope_rotate_half(float* vec, int head_dim, const float* cos, const float* sin);

@@ -149,8 +149,9 @@ class CpuBackend final : public Backend {
       attention_rows_[r] = {&kv_views_[rows.entry[r]], last,
                             shape.window > 0 ? std::max(0, rows.position[r] - shape.window + 1) : 0};
     }
+    check_sinks(shape);
     fast::causal_attention(qkv.data, qkv.cols, out.data, q_dim, attention_rows_,
-                           {shape.heads, shape.kv_heads, shape.head_dim, shape.scale});
+                           {shape.heads, shape.kv_heads, shape.head_dim, shape.scale, data_of(shape.sinks)});
   }
 
   void route_top_k(const Activations& router_logits, int k, bool normalize, ExpertChoice& choice) override {
@@ -218,7 +219,13 @@ class CpuBackend final : public Backend {
       s.expert_act.resize(static_cast<std::size_t>(n) * inter);
       s.expert_out.resize(static_cast<std::size_t>(n) * hidden);
       run_linear(s.expert_in.data(), n, expert.gate_up, s.expert_gate_up.data());
-      inferlab::swiglu(s.expert_gate_up.data(), s.expert_act.data(), n, inter);
+      switch (expert.activation.kind) {
+        case ExpertActivation::Kind::SiLU: inferlab::swiglu(s.expert_gate_up.data(), s.expert_act.data(), n, inter); break;
+        case ExpertActivation::Kind::ClampedSwiGLU:
+          inferlab::clamped_swiglu(s.expert_gate_up.data(), s.expert_act.data(), n, inter, expert.activation.alpha,
+                                   expert.activation.limit);
+          break;
+      }
       run_linear(s.expert_act.data(), n, expert.down, s.expert_out.data());
       for (int i = 0; i < n; ++i) {
         const int slot = s.expert_slots[first + i];
@@ -238,12 +245,18 @@ class CpuBackend final : public Backend {
                      layer.bias.empty() ? nullptr : layer.bias.data(), y);
   }
 
+  static void check_sinks(const AttentionShape& shape) {
+    if (!shape.sinks.empty() && static_cast<int>(shape.sinks.size()) != shape.heads)
+      fail("attention: {} sinks for {} heads", shape.sinks.size(), shape.heads);
+  }
+
   // Causal attention per sequence and kv head: its cached K/V gathered contiguous, then two
   // matrix products per query head (rows at position p see positions 0..p).
   void gathered_attention(KVStorage& kv, int layer, const Activations& qkv, const StepRows& rows, const AttentionShape& shape,
                           Activations& out) {
     const int hd = shape.head_dim, q_dim = shape.heads * hd, kv_dim = shape.kv_heads * hd;
     const int group = shape.heads / shape.kv_heads;
+    check_sinks(shape);
     std::vector<float>&gathered_k_ = scratch().gathered_k, &gathered_v_ = scratch().gathered_v, &scores_ = scratch().scores;
     for (std::size_t e = 0; e < rows.sequences.size(); ++e) {
       const int first_row = rows.first_row[e], n = rows.first_row[e + 1] - first_row;
@@ -255,7 +268,7 @@ class CpuBackend final : public Backend {
         const int kvh = h / group;
         causal_attention(row(qkv, first_row) + h * hd, qkv.cols, n, start, gathered_k_.data() + kvh * hd,
                          gathered_v_.data() + kvh * hd, kv_dim, hd, shape.scale, row(out, first_row) + h * hd, q_dim,
-                         scores_, shape.window);
+                         scores_, shape.window, shape.sinks.empty() ? nullptr : &shape.sinks[h]);
       }
     }
   }

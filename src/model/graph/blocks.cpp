@@ -42,7 +42,7 @@ void attention(ForwardStep& s, int layer, const LayerWeights& L, const Attention
   }
   b.kv_write(s.cache->storage(), layer, s.qkv, q_dim, q_dim + kv_dim, s.rows);
   AttentionShape shape{c.num_heads, c.num_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd)), options.window,
-                       /*exact=*/L.qkv.weight->format() == "f32", options.causal};
+                       /*exact=*/L.qkv.weight->format() == "f32", options.causal, L.attention_sinks};
   b.attention(s.cache->storage(), layer, s.qkv, s.rows, shape, s.attn);
   b.linear(s.attn, L.out, s.proj);
 }

@@ -52,7 +52,11 @@ void finish_part(const Task& t, int row, int kv_head, int part, int g, const flo
   const RowParts& rp = t.parts[row];
   if (rp.count == 1) {
     float* o = t.out + row * t.out_stride + head * hd;
-    const float inv = 1.0f / sum;
+    float inv = 1.0f / sum;
+    if (t.shape.sinks) {  // the sink joins the sum once the max is known: acc and sum rescaled to it
+      const float sink = t.shape.sinks[head], top = std::max(max, sink), keep = std::exp(max - top);
+      inv = keep / (sum * keep + std::exp(sink - top));
+    }
     for (int d = 0; d < hd; ++d) o[d] = acc[d] * inv;
     return;
   }
@@ -69,9 +73,10 @@ void merge_parts(const Task& t, int row) {
     auto slot = [&](int i) { return t.partials + ((rp.slot + i) * t.shape.heads + head) * (hd + 2); };
     float max = -std::numeric_limits<float>::infinity();
     for (int i = 0; i < rp.count; ++i) max = std::max(max, slot(i)[hd]);
+    if (t.shape.sinks) max = std::max(max, t.shape.sinks[head]);
     float* o = t.out + row * t.out_stride + head * hd;
     std::fill_n(o, hd, 0.0f);
-    float sum = 0;
+    float sum = t.shape.sinks ? std::exp(t.shape.sinks[head] - max) : 0.0f;
     for (int i = 0; i < rp.count; ++i) {
       const float* part = slot(i);
       const float w = std::exp(part[hd] - max);
@@ -495,7 +500,8 @@ void causal_attention_reference(const float* q, std::size_t q_stride, float* out
         scores[j] = dot * s.scale;
         max = std::max(max, scores[j]);
       }
-      double sum = 0;
+      if (s.sinks) max = std::max(max, static_cast<double>(s.sinks[h]));
+      double sum = s.sinks ? std::exp(s.sinks[h] - max) : 0.0;
       for (int j = row.first; j <= row.position; ++j) sum += (scores[j] = std::exp(scores[j] - max));
       for (int d = 0; d < hd; ++d) {
         double o = 0;

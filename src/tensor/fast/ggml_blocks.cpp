@@ -30,6 +30,21 @@ void q4_0_block(const uint8_t* b, float* y) {  // d, qs[16]: low nibbles 0-15, h
     y[j + 16] = static_cast<float>((b[2 + j] >> 4) - 8) * d;
   }
 }
+// MXFP4 (gpt-oss's experts): e (an E8M0 scale byte), qs[16] of e2m1 codes, low nibbles 0-15 and
+// high nibbles 16-31. A code's value (sign bit 3; 0, 0.5, 1, 1.5, 2, 3, 4, 6) times 2^(e - 127);
+// ggml keeps the codes doubled (0, 1, ..., 12) and the scale halved, the same products.
+void mxfp4_block(const uint8_t* b, float* y) {
+  static constexpr float kE2M1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  // 2^(e - 127) as float bits; e 0 (2^-127) is a subnormal, e 255 (E8M0's NaN) gives +inf here.
+  uint32_t bits = b[0] == 0 ? 0x00400000u : static_cast<uint32_t>(b[0]) << 23;
+  float d;
+  std::memcpy(&d, &bits, 4);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = kE2M1[b[1 + j] & 0x0f] * d;
+    y[j + 16] = kE2M1[b[1 + j] >> 4] * d;
+  }
+}
 void q4_1_block(const uint8_t* b, float* y) {  // d, m, qs[16]
   const float d = half(b), m = half(b + 2);
   for (int j = 0; j < 16; ++j) {
@@ -140,11 +155,12 @@ std::optional<GgmlBlock> ggml_block(uint32_t type) {
     case kGgmlQ4_K: return GgmlBlock{256, 144};
     case kGgmlQ5_K: return GgmlBlock{256, 176};
     case kGgmlQ6_K: return GgmlBlock{256, 210};
+    case kGgmlMXFP4: return GgmlBlock{32, 17};
     default: return std::nullopt;
   }
 }
 
-const char* ggml_supported_types() { return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K"; }
+const char* ggml_supported_types() { return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4"; }
 
 std::size_t ggml_row_bytes(uint32_t type, int64_t n) {
   const auto block = ggml_block(type);
@@ -168,6 +184,7 @@ void dequantize_ggml_row(uint32_t type, const uint8_t* src, int64_t n, float* ds
     case kGgmlQ4_K: fn = q4_k_block; break;
     case kGgmlQ5_K: fn = q5_k_block; break;
     case kGgmlQ6_K: fn = q6_k_block; break;
+    case kGgmlMXFP4: fn = mxfp4_block; break;
     default: ggml_row_bytes(type, n);  // throws the "not supported" error
   }
   const GgmlBlock block = *ggml_block(type);

@@ -57,6 +57,9 @@ struct AttentionRow {
 struct AttentionShape {
   int heads = 0, kv_heads = 0, head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  // [heads] (gpt-oss): a logit per query head that joins each row's softmax denominator and adds
+  // no value. Null: none.
+  const float* sinks = nullptr;
 };
 
 // q: row r, head h at q[r * q_stride + h * head_dim]; out likewise with out_stride.

@@ -12,7 +12,7 @@ namespace inferlab::fast {
 // ggml_type ids (the numbers GGUF tensor infos hold).
 enum GgmlType : uint32_t {
   kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ5_1 = 7, kGgmlQ8_0 = 8,
-  kGgmlQ4_K = 12, kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlBF16 = 30,
+  kGgmlQ4_K = 12, kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlBF16 = 30, kGgmlMXFP4 = 39,
 };
 
 // "Q4_K", "IQ2_XS", ... for every id ggml has defined; nullptr for an id it never had.
