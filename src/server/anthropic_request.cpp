@@ -50,8 +50,11 @@ std::string text_of(const json& content, const std::string& where, const char* p
 
 // Blocks that are Anthropic's but not this server's: refused by name, never skipped silently.
 [[noreturn]] void unsupported_block(const std::string& at, const std::string& type) {
-  if (type == "thinking" || type == "redacted_thinking")
-    invalid("messages", fmt::format("{} is a '{}' block; extended thinking is not supported by this server", at, type));
+  if (type == "redacted_thinking")
+    invalid("messages", fmt::format("{} is a 'redacted_thinking' block: its thoughts are encrypted by Anthropic and cannot be "
+                                    "read here (give 'thinking' blocks)", at));
+  if (type == "thinking")
+    invalid("messages", fmt::format("{} is a 'thinking' block; thinking blocks belong to assistant messages", at));
   invalid("messages", fmt::format("{} is a '{}' block; this server reads only text, tool_use (assistant) and tool_result (user) "
                                   "blocks", at, type));
 }
@@ -112,6 +115,7 @@ void add_assistant(const json& content, std::size_t i, Conversation& chat) {
     return;
   }
   std::string text;
+  std::string thoughts;
   json calls = json::array();
   for (std::size_t j = 0; j < content.size(); ++j) {
     const json& block = content[j];
@@ -120,6 +124,14 @@ void add_assistant(const json& content, std::size_t i, Conversation& chat) {
     if (type == "text") {
       if (!block.contains("text") || !block["text"].is_string()) invalid("messages", fmt::format("{} needs a string 'text'", at));
       text += block["text"].get<std::string>();
+    } else if (type == "thinking") {
+      // The thoughts go back to the template as the turn's reasoning_content; the signature
+      // (empty from this server) is not checked.
+      if (!block.contains("thinking") || !block["thinking"].is_string())
+        invalid("messages", fmt::format("{} (thinking) needs a string 'thinking'", at));
+      if (const json* signature = field(block, "signature"); signature && !signature->is_string())
+        invalid("messages", fmt::format("{} (thinking): 'signature' must be a string", at));
+      thoughts += block["thinking"].get<std::string>();
     } else if (type == "tool_use") {
       const json* id = field(block, "id");
       const json* name = field(block, "name");
@@ -140,6 +152,7 @@ void add_assistant(const json& content, std::size_t i, Conversation& chat) {
     }
   }
   json message = {{"role", "assistant"}, {"content", text}};
+  if (!thoughts.empty()) message["reasoning_content"] = std::move(thoughts);
   if (!calls.empty()) message["tool_calls"] = std::move(calls);
   chat.messages.push_back(std::move(message));
 }
@@ -253,13 +266,35 @@ ToolChoice parse_tool_choice(const json& body, const Tools& tools) {
   return out;
 }
 
+// `thinking` as the chat template's switch: disabled -> enable_thinking false, enabled / adaptive ->
+// true, left out -> the template's default (Qwen3's thinks). budget_tokens is checked by Anthropic's
+// rules (at least 1024, less than max_tokens) but not enforced: the thoughts end when the model
+// ends them, and max_tokens bounds them with the answer. nullopt: not given.
+std::optional<bool> parse_thinking(const json& body, std::optional<int64_t> max_tokens) {
+  const json* thinking = field(body, "thinking");
+  if (!thinking) return std::nullopt;
+  const json* type = thinking->is_object() ? field(*thinking, "type") : nullptr;
+  if (!type || !type->is_string())
+    invalid("thinking", "'thinking' must be an object with a 'type': enabled, adaptive or disabled");
+  if (*type == "disabled") return false;
+  if (*type != "enabled" && *type != "adaptive")
+    invalid("thinking", fmt::format("thinking type {} is not supported (enabled, adaptive or disabled)", type->dump()));
+  if (const json* display = field(*thinking, "display"); display && *display != "summarized")
+    invalid("thinking", fmt::format("thinking.display {} is not supported: the thinking is returned whole", display->dump()));
+  if (*type == "enabled") {
+    const json* budget = field(*thinking, "budget_tokens");
+    if (!budget || !budget->is_number_integer())
+      invalid("thinking", "thinking {\"type\": \"enabled\"} needs an integer 'budget_tokens'");
+    const int64_t tokens = budget->get<int64_t>();
+    if (tokens < 1024) invalid("thinking", fmt::format("thinking.budget_tokens must be at least 1024, got {}", tokens));
+    if (max_tokens && tokens >= *max_tokens)
+      invalid("thinking", fmt::format("thinking.budget_tokens ({}) must be less than max_tokens ({})", tokens, *max_tokens));
+  }
+  return true;
+}
+
 // Fields that ask for what this server does not do: refused by name rather than ignored.
 void refuse_unsupported(const json& body) {
-  if (const json* thinking = field(body, "thinking")) {
-    const json* type = thinking->is_object() ? field(*thinking, "type") : nullptr;
-    if (!type || *type != "disabled")
-      invalid("thinking", "'thinking' (extended thinking) is not supported by this server; leave it out or give {\"type\": \"disabled\"}");
-  }
   for (const char* name : {"container", "mcp_servers", "context_management"})
     if (field(body, name)) invalid(name, fmt::format("'{}' is not supported by this server", name));
   if (const json* config = field(body, "output_config")) {
@@ -300,13 +335,16 @@ ParsedRequest parse(const json& body, const ModelContext& model, bool generate, 
       }
     }
     out.stream = boolean(body, "stream", false);
+    parse_test_forced_output(body, model, out.sampling);
   }
+  const std::optional<bool> thinking = parse_thinking(body, max_tokens);
   const json chat = conversation(body);
   const Tools tools = parse_tools(body);
   const ToolChoice choice = parse_tool_choice(body, tools);
   if (generate) apply_tool_choice(choice, tools.definitions, model, out);
   json extra = json::object();
   if (!tools.definitions.empty()) extra["tools"] = tools.for_template;
+  if (thinking) extra["enable_thinking"] = *thinking;
   add_chat_prompt(chat, extra, model, generate, out);
   return out;
 }

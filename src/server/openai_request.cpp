@@ -264,11 +264,7 @@ void parse_common(const json& body, const ModelContext& model, ParsedRequest& ou
     if (!ids->is_array()) bad("stop_token_ids", "'stop_token_ids' must be an array of token ids, got {}", type_of(*ids));
     out.stop_token_ids = token_ids(*ids, "stop_token_ids", model.vocab_size);
   }
-  if (const json* forced = field(body, "test_forced_output")) {
-    if (!model.test_hooks) bad("test_forced_output", "'test_forced_output' is a test hook: start the server with --test-hooks");
-    if (!forced->is_string()) bad("test_forced_output", "'test_forced_output' must be a string, got {}", type_of(*forced));
-    s.forced_tokens = model.text->tokenize(forced->get<std::string>(), false);
-  }
+  parse_test_forced_output(body, model, s);
   out.ignore_eos = boolean(body, "ignore_eos", false);
   out.skip_special_tokens = boolean(body, "skip_special_tokens", true);
   out.stream = boolean(body, "stream", false);
@@ -299,6 +295,14 @@ void resolve_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, c
 }
 
 }  // namespace
+
+void parse_test_forced_output(const json& body, const ModelContext& model, SamplingParams& sampling) {
+  const json* forced = field(body, "test_forced_output");
+  if (!forced) return;
+  if (!model.test_hooks) bad("test_forced_output", "'test_forced_output' is a test hook: start the server with --test-hooks");
+  if (!forced->is_string()) bad("test_forced_output", "'test_forced_output' must be a string, got {}", type_of(*forced));
+  sampling.forced_tokens = model.text->tokenize(forced->get<std::string>(), false);
+}
 
 void check_body_limits(const json& body, const RequestLimits& limits, bool chat) {
   if (chat && body.contains("messages") && body["messages"].is_array() && limits.max_messages > 0 &&

@@ -109,6 +109,10 @@ void fit_max_tokens(ParsedRequest& out, std::optional<int64_t> max_tokens, const
 // the 'messages' array) and --max-tokens-limit ('max_tokens', 'max_completion_tokens').
 void check_body_limits(const json& body, const RequestLimits& limits, bool chat);
 
+// --test-hooks: the request's 'test_forced_output' as the tokens the sampler must pick (every API
+// that generates reads it; a 400 without --test-hooks).
+void parse_test_forced_output(const json& body, const ModelContext& model, SamplingParams& sampling);
+
 // ApiError on malformed JSON, a non-object, or arrays/objects nested deeper than `max_depth`
 // (checked on the raw bytes first: nothing recursive walks a body that is too deep).
 json parse_json_object(const std::string& body, int max_depth);

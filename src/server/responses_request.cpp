@@ -44,14 +44,41 @@ std::string content_text(const json& content, const std::string& where) {
   return text;
 }
 
+// A reasoning item's thoughts: its reasoning_text parts (what this server and vLLM write). A summary
+// is not the thoughts, and encrypted_content is OpenAI's own: neither is read.
+std::string reasoning_text(const json& item, const std::string& where) {
+  if (const json* summary = field(item, "summary"); summary && !summary->is_array())
+    bad("input", "{}.summary must be an array", where);
+  const json* content = field(item, "content");
+  if (!content) return "";
+  if (!content->is_array()) bad("input", "{}.content must be an array of reasoning_text parts", where);
+  std::string text;
+  for (std::size_t i = 0; i < content->size(); ++i) {
+    const json& part = (*content)[i];
+    const std::string at = fmt::format("{}.content[{}]", where, i);
+    if (!part.is_object() || part.value("type", json()) != "reasoning_text")
+      bad("input", "{} must be a reasoning_text part", at);
+    text += string_field(part, "text", "input", at);
+  }
+  return text;
+}
+
 // The conversation's items as chat messages: a message as itself (developer as system), a run of
 // function_call items as one assistant turn's tool_calls, a function_call_output as a tool message
-// answering a call made earlier. `first_new` is where the request's own items start (errors
-// count from there; earlier ones came from the store).
+// answering a call made earlier, a reasoning item's thoughts as the reasoning_content of the
+// assistant turn after it (a thinking template renders them). `first_new` is where the request's
+// own items start (errors count from there; earlier ones came from the store).
 json items_to_messages(const json& items, std::size_t first_new, const std::string& instructions) {
   json messages = json::array();
   if (!instructions.empty()) messages.push_back({{"role", "system"}, {"content", instructions}});
   std::set<std::string> call_ids;
+  std::string thoughts;  // of reasoning items not yet given to an assistant turn
+  // Thoughts with no assistant words or calls after them are a turn of their own.
+  auto flush_thoughts = [&] {
+    if (thoughts.empty()) return;
+    messages.push_back({{"role", "assistant"}, {"content", ""}, {"reasoning_content", std::move(thoughts)}});
+    thoughts.clear();
+  };
   for (std::size_t i = 0; i < items.size(); ++i) {
     const json& item = items[i];
     const std::string where = i >= first_new ? fmt::format("input[{}]", i - first_new) : fmt::format("the stored item {}", i);
@@ -67,7 +94,13 @@ json items_to_messages(const json& items, std::size_t first_new, const std::stri
         bad("input", "{}.role '{}' is not one of user, system, developer, assistant", where, role);
       const json* content = field(item, "content");
       if (!content) bad("input", "{} needs 'content'", where);
-      messages.push_back({{"role", role == "developer" ? "system" : role}, {"content", content_text(*content, where)}});
+      json message = {{"role", role == "developer" ? "system" : role}, {"content", content_text(*content, where)}};
+      if (role == "assistant" && !thoughts.empty()) {
+        message["reasoning_content"] = std::move(thoughts);
+        thoughts.clear();
+      }
+      flush_thoughts();
+      messages.push_back(std::move(message));
     } else if (type == "function_call") {
       const std::string call_id = string_field(item, "call_id", "input", where);
       if (call_id.empty()) bad("input", "{}.call_id must not be empty", where);
@@ -75,9 +108,13 @@ json items_to_messages(const json& items, std::size_t first_new, const std::stri
                    {"function", {{"name", string_field(item, "name", "input", where)},
                                  {"arguments", string_field(item, "arguments", "input", where)}}}};
       call_ids.insert(call_id);
-      // Calls right after an assistant's words (or each other) are that same assistant turn.
-      if (messages.empty() || messages.back()["role"] != "assistant")
+      // Calls right after an assistant's words (or each other) are that same assistant turn;
+      // thoughts before them open a turn of their own.
+      if (messages.empty() || messages.back()["role"] != "assistant" || !thoughts.empty()) {
         messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array()}});
+        if (!thoughts.empty()) messages.back()["reasoning_content"] = std::move(thoughts);
+        thoughts.clear();
+      }
       json& turn = messages.back();
       if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
       turn["tool_calls"].push_back(std::move(call));
@@ -87,13 +124,16 @@ json items_to_messages(const json& items, std::size_t first_new, const std::stri
         bad("input", "{} is the output of call_id '{}', but no function_call item before it has that call_id", where, call_id);
       const json* output = field(item, "output");
       if (!output) bad("input", "{} needs 'output'", where);
+      flush_thoughts();
       messages.push_back({{"role", "tool"}, {"tool_call_id", call_id}, {"content", content_text(*output, where + ".output")}});
     } else if (type == "reasoning") {
-      continue;  // no reasoning parser yet: a model's earlier thoughts are not shown to it again
+      thoughts += reasoning_text(item, where);
     } else {
-      bad("input", "{} has type '{}'; this server accepts message, function_call and function_call_output items", where, type);
+      bad("input", "{} has type '{}'; this server accepts message, function_call, function_call_output and reasoning items",
+          where, type);
     }
   }
+  flush_thoughts();
   return messages;
 }
 
@@ -143,6 +183,21 @@ json chat_response_format(const json& text) {
   return {{"type", "json_schema"}, {"json_schema", std::move(spec)}};
 }
 
+// `reasoning`: {effort, summary}. The effort picks thinking on or off (responses_to_chat); no
+// summary is written (the thoughts come whole, as reasoning_text), so `summary` is only checked.
+void check_reasoning(const json& reasoning) {
+  if (!reasoning.is_object()) bad("reasoning", "'reasoning' must be an object");
+  if (const json* effort = field(reasoning, "effort")) {
+    static const std::set<std::string> efforts = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
+    if (!effort->is_string() || !efforts.count(effort->get<std::string>()))
+      bad("reasoning.effort", "reasoning.effort must be one of none, minimal, low, medium, high, xhigh, max, got {}", effort->dump());
+  }
+  for (const char* key : {"summary", "generate_summary"})
+    if (const json* summary = field(reasoning, key);
+        summary && *summary != "auto" && *summary != "concise" && *summary != "detailed")
+      bad("reasoning.summary", "reasoning.{} must be one of auto, concise, detailed, got {}", key, summary->dump());
+}
+
 // What the chat parser names, said as the Responses field it came from.
 std::string responses_param(const std::string& chat_param) {
   if (chat_param == "messages") return "input";
@@ -164,7 +219,7 @@ json responses_to_chat(const json& body, const StoredLookup& lookup, json& conve
   if (const json* include = field(body, "include")) {
     if (!include->is_array()) bad("include", "'include' must be an array");
     for (const json& what : *include)
-      if (what != "reasoning.encrypted_content")  // there are no reasoning items to include it in
+      if (what != "reasoning.encrypted_content")  // reasoning items carry their thoughts in plain text, none encrypted
         bad("include", "include {} is not supported", what.dump());
   }
   if (const json* metadata = field(body, "metadata")) {
@@ -175,8 +230,8 @@ json responses_to_chat(const json& body, const StoredLookup& lookup, json& conve
   }
   for (const char* name : {"store", "stream", "parallel_tool_calls"})
     if (const json* v = field(body, name); v && !v->is_boolean()) bad(name, "'{}' must be a boolean", name);
-  if (const json* reasoning = field(body, "reasoning"); reasoning && !reasoning->is_object())
-    bad("reasoning", "'reasoning' must be an object");
+  const json* reasoning = field(body, "reasoning");
+  if (reasoning) check_reasoning(*reasoning);
 
   std::string instructions;
   if (const json* v = field(body, "instructions")) {
@@ -215,6 +270,11 @@ json responses_to_chat(const json& body, const StoredLookup& lookup, json& conve
   if (const json* v = field(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(*v);
   if (const json* v = field(body, "text"))
     if (json format = chat_response_format(*v); !format.is_null()) chat["response_format"] = std::move(format);
+  // A thinking template has one switch: effort none (and minimal, the least OpenAI has that still
+  // may think) turns it off; the other efforts leave the template's default, which thinks.
+  if (const json* effort = reasoning ? field(*reasoning, "effort") : nullptr; effort && (*effort == "none" || *effort == "minimal"))
+    chat["chat_template_kwargs"] = {{"enable_thinking", false}};
+  if (const json* v = field(body, "test_forced_output")) chat["test_forced_output"] = *v;  // --test-hooks
   return chat;
 }
 
@@ -232,6 +292,9 @@ ResponsesRequest parse_responses_request(const json& body, const ModelContext& m
     const json* v = field(body, name);
     return v ? *v : fallback;
   };
+  json reasoning_echo = {{"effort", nullptr}, {"summary", nullptr}};  // as asked, over OpenAI's defaults
+  if (const json* reasoning = field(body, "reasoning"))
+    for (const auto& [key, value] : reasoning->items()) reasoning_echo[key] = value;
   out.echo = {
       {"instructions", given("instructions", nullptr)},
       {"tools", given("tools", json::array())},
@@ -243,7 +306,7 @@ ResponsesRequest parse_responses_request(const json& body, const ModelContext& m
       {"previous_response_id", given("previous_response_id", nullptr)},
       {"metadata", given("metadata", json::object())},
       {"max_output_tokens", given("max_output_tokens", nullptr)},
-      {"reasoning", given("reasoning", {{"effort", nullptr}, {"summary", nullptr}})},
+      {"reasoning", reasoning_echo},
       {"truncation", "disabled"},
       {"store", out.store},
       {"background", false},

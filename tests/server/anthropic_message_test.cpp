@@ -1,10 +1,12 @@
 // Anthropic's message writer (responses/anthropic_message.cpp) over a Completion fed by hand (the
-// real Qwen tokenizer, no model): the whole body and the named events for a text answer and for a
-// Hermes tool call, stop_reason from the shared finish, and an error event.
+// real Qwen tokenizer, no model): the whole body and the named events for a text answer, a
+// thinking model's thoughts and a Hermes tool call, stop_reason from the shared finish, and an error event.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "server/completion.h"
 #include "server/response_writer.h"
@@ -140,6 +142,39 @@ TEST(AnthropicMessage, ToolCallIsAToolUseBlockWithItsInputAsJsonDeltas) {
   EXPECT_EQ(body["content"][1]["id"].get<std::string>().rfind("toolu_", 0), 0u);
   EXPECT_EQ(body["content"][1]["input"], json({{"city", "Paris"}}));
   EXPECT_EQ(body["stop_reason"], "tool_use");
+}
+
+TEST(AnthropicMessage, ThoughtsAreAThinkingBlockBeforeTheText) {
+  auto completion = completion_of({}, false);
+  auto request = std::make_shared<api::ParsedRequest>(completion->request());
+  request->reasoning = api::ReasoningMarkers{};
+  request->reasoning_start = api::ReasoningStart::may_open;
+  request->separate_reasoning = true;
+  completion = std::make_shared<api::Completion>(request, qwen_text(), 600, /*timings=*/false);
+  completion->add_choice(0, std::make_shared<inferlab::RequestStream>());
+  auto writer = api::anthropic_message_writer("demo");
+  const auto events = stream(*completion, *writer, "<think>\nTwo and two.\n</think>\n\nFour.", inferlab::FinishReason::stop);
+  std::string thinking, text;
+  std::vector<std::string> order;  // block starts, the signature and stops, by index
+  for (const auto& e : events) {
+    if (e.event == "content_block_start")
+      order.push_back(fmt::format("start {} {}", e.data["index"].get<int>(), e.data["content_block"]["type"].get<std::string>()));
+    if (e.event == "content_block_stop") order.push_back(fmt::format("stop {}", e.data["index"].get<int>()));
+    if (e.event != "content_block_delta") continue;
+    const json& delta = e.data["delta"];
+    if (delta["type"] == "thinking_delta") thinking += delta["thinking"].get<std::string>();
+    if (delta["type"] == "text_delta") text += delta["text"].get<std::string>();
+    if (delta["type"] == "signature_delta") order.push_back(fmt::format("signature {}", e.data["index"].get<int>()));
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"start 0 thinking", "signature 0", "stop 0", "start 1 text", "stop 1"}));
+  EXPECT_EQ(thinking, "Two and two.");
+  EXPECT_EQ(text, "Four.");
+  const json body = writer->body(*completion);
+  EXPECT_EQ(body["content"], json::parse(R"([{"type": "thinking", "thinking": "Two and two.", "signature": ""},
+                                             {"type": "text", "text": "Four."}])"));
+  const int thought_tokens = static_cast<int>(qwen_text().tokenize("<think>\nTwo and two.\n</think>", false).size());
+  EXPECT_EQ(body["usage"]["output_tokens_details"], json({{"thinking_tokens", thought_tokens}}));
+  EXPECT_EQ(events[events.size() - 2].data["usage"], body["usage"]);
 }
 
 TEST(AnthropicMessage, AnErrorAfterTheHeadersIsAnErrorEvent) {

@@ -161,8 +161,8 @@ TEST(AnthropicRequest, RefusalsNameWhatIsRefused) {
   e = refused(request({{{"role", "developer"}, {"content", "x"}}}));
   EXPECT_NE(e.message.find("'developer'"), std::string::npos);
   json body = request({{{"role", "user"}, {"content", "Hi"}}});
-  body["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
-  EXPECT_EQ(refused(body).param, "thinking");
+  body["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};  // not less than max_tokens (16)
+  EXPECT_NE(refused(body).message.find("less than max_tokens"), std::string::npos);
   body["thinking"] = {{"type", json::array()}};  // not a string: still a 400, never a JSON type error
   EXPECT_EQ(refused(body).param, "thinking");
   body.erase("thinking");
@@ -192,6 +192,47 @@ TEST(AnthropicRequest, ErrorBodyIsAnthropicsShapeWithTheTypeOfTheStatus) {
     const json body = api::anthropic_error_body(ApiError(status, "why"));
     EXPECT_EQ(body, json({{"type", "error"}, {"error", {{"type", type}, {"message", "why"}}}})) << status;
   }
+}
+
+ApiError refused(const json& body) {
+  return error_of([&] { api::parse_messages_request(body, context()); });
+}
+
+TEST(AnthropicRequest, ThinkingSwitchesTheTemplateAndItsBudgetFollowsAnthropicsRules) {
+  json body = request({{{"role", "user"}, {"content", "Hi"}}});
+  body["max_tokens"] = 1500;
+  auto prompt_of = [&](const json& b) { return api::parse_messages_request(b, context()).prompt_texts.front(); };
+  const std::string by_default = prompt_of(body);
+  body["thinking"] = {{"type", "disabled"}};
+  const std::string disabled = prompt_of(body);
+  body["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
+  const std::string enabled = prompt_of(body);
+  // Qwen3's template: thinking off writes an empty span for the model to go on after.
+  EXPECT_TRUE(disabled.ends_with("<think>\n\n</think>\n\n")) << disabled;
+  EXPECT_EQ(enabled, by_default);
+  EXPECT_FALSE(enabled.ends_with("</think>\n\n")) << enabled;
+  for (const json& thinking : {json{{"type", "enabled"}, {"budget_tokens", 1023}}, json{{"type", "enabled"}},
+                               json{{"type", "enabled"}, {"budget_tokens", 2048}}, json{{"type", "sometimes"}},
+                               json{{"type", "enabled"}, {"budget_tokens", 1024}, {"display", "omitted"}}}) {
+    body["thinking"] = thinking;
+    EXPECT_EQ(refused(body).param, "thinking") << thinking;
+  }
+}
+
+TEST(AnthropicRequest, ThinkingBlocksGoBackAsTheTurnsReasoning) {
+  // After the last user query (a tool round), Qwen3's template renders an assistant's reasoning.
+  json turn = {{"role", "assistant"}, {"content", {{{"type", "thinking"}, {"thinking", "Look it up."}, {"signature", ""}},
+                                                   {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "w"}, {"input", {{"city", "Paris"}}}}}}};
+  json body = request({{{"role", "user"}, {"content", "Weather?"}}, turn,
+                       {{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "sunny"}}}}}});
+  body["tools"] = {{{"name", "w"}, {"input_schema", kWeather}}};
+  const std::string prompt = api::parse_messages_request(body, context()).prompt_texts.front();
+  EXPECT_NE(prompt.find("<think>\nLook it up.\n</think>"), std::string::npos) << prompt;
+  turn["content"][0]["thinking"] = 7;
+  body["messages"][1] = turn;
+  EXPECT_EQ(refused(body).param, "messages");
+  body["messages"][1]["content"][0] = {{"type", "redacted_thinking"}, {"data", "x"}};
+  EXPECT_NE(refused(body).message.find("redacted_thinking"), std::string::npos);
 }
 
 }  // namespace

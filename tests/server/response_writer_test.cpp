@@ -114,6 +114,57 @@ TEST(ResponseWriter, TextCompletionEchoesThePromptAndWritesLegacyLogprobs) {
   }
 }
 
+// /v1/responses on a thinking model: a reasoning item (reasoning_text) before the message, whole
+// and streamed, with the stream's items, parts and sequence numbers in order.
+TEST(ResponseWriter, ResponsesThoughtsAreAReasoningItemBeforeTheMessage) {
+  auto request = std::make_shared<api::ParsedRequest>();
+  request->prompts = {qwen_text().tokenize("Hello", false)};
+  request->reasoning = api::ReasoningMarkers{};
+  request->reasoning_start = api::ReasoningStart::may_open;
+  request->separate_reasoning = true;
+  auto completion = std::make_shared<api::Completion>(request, qwen_text(), 600, /*timings=*/false);
+  completion->add_choice(0, std::make_shared<inferlab::RequestStream>());
+  auto writer = api::openai_response_writer("demo", json::object(), json::array(), nullptr);
+  const std::vector<json> events = stream_events(*completion, *writer, "<think>\nTwo and two.\n</think>\n\nFour.");
+  std::vector<std::string> kinds;
+  std::string thoughts;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i]["sequence_number"], i);
+    const std::string type = events[i]["type"];
+    if (type == "response.reasoning_text.delta") {
+      thoughts += events[i]["delta"].get<std::string>();
+      EXPECT_EQ(events[i]["output_index"], 0);
+      if (kinds.back() == type) continue;
+    }
+    if (type == "response.output_text.delta" && kinds.back() == type) continue;
+    std::string kind = type;
+    if (events[i].contains("item")) kind += " " + events[i]["item"]["type"].get<std::string>();
+    if (events[i].contains("part")) kind += " " + events[i]["part"]["type"].get<std::string>();
+    kinds.push_back(kind);
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{
+                       "response.created", "response.in_progress", "response.output_item.added reasoning",
+                       "response.content_part.added reasoning_text", "response.reasoning_text.delta", "response.reasoning_text.done",
+                       "response.content_part.done reasoning_text", "response.output_item.done reasoning",
+                       "response.output_item.added message", "response.content_part.added output_text", "response.output_text.delta",
+                       "response.output_text.done", "response.content_part.done output_text", "response.output_item.done message",
+                       "response.incomplete"}));  // stream_events ends on a length finish
+  EXPECT_EQ(thoughts, "Two and two.");
+  const json& final_output = events.back()["response"]["output"];
+  ASSERT_EQ(final_output.size(), 2u);
+  EXPECT_EQ(final_output[0]["content"], json::parse(R"([{"type": "reasoning_text", "text": "Two and two."}])"));
+  EXPECT_EQ(final_output[0]["summary"], json::array());
+  EXPECT_EQ(final_output[1]["content"][0]["text"], "Four.");
+  const json body = writer->body(*completion);
+  ASSERT_EQ(body["output"].size(), 2u);
+  EXPECT_EQ(body["output"][0]["type"], "reasoning");
+  EXPECT_EQ(body["output"][0]["id"].get<std::string>().rfind("rs_", 0), 0u);
+  EXPECT_EQ(body["output"][0]["content"], final_output[0]["content"]);
+  EXPECT_EQ(body["output"][1]["content"][0]["text"], "Four.");
+  const int thought_tokens = static_cast<int>(qwen_text().tokenize("<think>\nTwo and two.\n</think>", false).size());
+  EXPECT_EQ(body["usage"]["output_tokens_details"]["reasoning_tokens"], thought_tokens);
+}
+
 TEST(ResponseWriter, AStreamErrorIsAnOpenAIErrorEventThenDone) {
   auto writer = api::chat_completion_writer("demo", "fp_test");
   std::string out;

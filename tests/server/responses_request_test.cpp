@@ -164,6 +164,52 @@ TEST(ResponsesRequest, PreviousResponseIdPrependsTheStoredConversation) {
   EXPECT_FALSE(api::parse_responses_request({{"input", "x"}, {"store", false}}, model, lookup).store);
 }
 
+TEST(ResponsesRequest, ReasoningItemsAreTheNextAssistantTurnsReasoningContent) {
+  json input = json::parse(R"([
+    {"role": "user", "content": "Weather?"},
+    {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "Call it."}], "status": "completed"},
+    {"type": "function_call", "call_id": "call_1", "name": "w", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+    {"type": "reasoning", "id": "rs_2", "summary": [], "content": [{"type": "reasoning_text", "text": "Say it."}]},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]},
+    {"type": "reasoning", "id": "rs_3", "summary": [], "content": [{"type": "reasoning_text", "text": "Nothing said."}]},
+    {"role": "user", "content": "Thanks"}
+  ])");
+  json messages = to_chat({{"input", input}})["messages"];
+  ASSERT_EQ(messages.size(), 6u) << messages;
+  EXPECT_EQ(messages[1]["reasoning_content"], "Call it.");
+  EXPECT_EQ(messages[1]["tool_calls"][0]["id"], "call_1");
+  EXPECT_EQ(messages[3], json({{"role", "assistant"}, {"content", "Sunny."}, {"reasoning_content", "Say it."}}));
+  EXPECT_EQ(messages[4], json({{"role", "assistant"}, {"content", ""}, {"reasoning_content", "Nothing said."}}));
+  EXPECT_EQ(messages[5]["role"], "user");
+
+  // Rendered: the thoughts of the turn after the last query are in the prompt (Qwen3's template).
+  const api::ModelContext model = context();
+  json round = json::array({input[0], input[1], input[2], input[3]});
+  const std::string prompt = api::parse_responses_request({{"input", round}}, model, {}).parsed.prompt_texts.front();
+  EXPECT_NE(prompt.find("<think>\nCall it.\n</think>"), std::string::npos) << prompt;
+
+  for (const char* bad : {R"({"type": "reasoning", "summary": [], "content": [{"type": "output_text", "text": "x"}]})",
+                          R"({"type": "reasoning", "summary": [], "content": "x"})", R"({"type": "reasoning", "summary": "x"})"})
+    EXPECT_EQ(error_of([&] { to_chat({{"input", json::array({json::parse(bad)})}}); }).param, "input") << bad;
+}
+
+TEST(ResponsesRequest, ReasoningEffortIsEchoedAndNoneOrMinimalTurnsThinkingOff) {
+  EXPECT_FALSE(to_chat({{"input", "x"}, {"reasoning", {{"effort", "high"}}}}).contains("chat_template_kwargs"));
+  for (const char* effort : {"none", "minimal"})
+    EXPECT_EQ(to_chat({{"input", "x"}, {"reasoning", {{"effort", effort}}}})["chat_template_kwargs"],
+              json({{"enable_thinking", false}}));
+  const api::ModelContext model = context();
+  const auto off = api::parse_responses_request({{"input", "x"}, {"reasoning", {{"effort", "none"}}}}, model, {});
+  EXPECT_TRUE(off.parsed.prompt_texts.front().ends_with("<think>\n\n</think>\n\n"));
+  EXPECT_EQ(off.echo["reasoning"], json({{"effort", "none"}, {"summary", nullptr}}));
+  const auto low = api::parse_responses_request({{"input", "x"}, {"reasoning", {{"effort", "low"}, {"summary", "auto"}}}}, model, {});
+  EXPECT_EQ(low.echo["reasoning"], json({{"effort", "low"}, {"summary", "auto"}}));
+  EXPECT_FALSE(low.parsed.prompt_texts.front().ends_with("</think>\n\n"));
+  EXPECT_EQ(error_of([&] { to_chat({{"input", "x"}, {"reasoning", {{"effort", "huge"}}}}); }).param, "reasoning.effort");
+  EXPECT_EQ(error_of([&] { to_chat({{"input", "x"}, {"reasoning", {{"summary", "long"}}}}); }).param, "reasoning.summary");
+}
+
 TEST(ResponseStore, EvictsTheLeastRecentlyUsed) {
   ResponseStore store(2);
   store.put("a", {json(1), json::array()});

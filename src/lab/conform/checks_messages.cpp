@@ -51,7 +51,10 @@ void require_message(const json& m, int max_tokens) {
   for (const json& block : m["content"]) {
     const std::string type = block.is_object() ? block.value("type", "") : "";
     if (type == "text") require(block.contains("text") && block["text"].is_string(), "a text block without a string text");
-    else if (type != "tool_use") fail_check(fmt::format("a content block of type {} (text or tool_use expected)", block.dump()));
+    else if (type == "thinking")  // a thinking model's thoughts: Anthropic's SDKs read both fields
+      require(block.contains("thinking") && block["thinking"].is_string() && block.contains("signature") && block["signature"].is_string(),
+              "a thinking block without a string thinking and signature");
+    else if (type != "tool_use") fail_check(fmt::format("a content block of type {} (text, thinking or tool_use expected)", block.dump()));
   }
   const std::string reason = m.contains("stop_reason") && m["stop_reason"].is_string() ? m["stop_reason"].get<std::string>() : "";
   require(reason == "end_turn" || reason == "max_tokens" || reason == "stop_sequence" || reason == "tool_use",
@@ -144,6 +147,16 @@ std::string stream_events(Probe& p) {
   return fmt::format("{} events in order, {} blocks", events.size(), next);
 }
 
+// thinking {"type": "disabled"} is Anthropic's way to say no thinking: accepted, and no thinking block.
+std::string thinking_disabled(Probe& p) {
+  Answer a = post_messages(p, message_body(p, {{"max_tokens", 8}, {"thinking", {{"type", "disabled"}}}}));
+  require(a.status == 200, fmt::format("status {} for thinking {{\"type\": \"disabled\"}}", a.status));
+  require_message(a.parsed, 8);
+  for (const json& block : a.parsed["content"])
+    require(block.value("type", "") != "thinking", "a thinking block although thinking was disabled");
+  return fmt::format("{} block(s), none thinking", a.parsed["content"].size());
+}
+
 std::string missing_max_tokens(Probe& p) {
   json body = message_body(p);
   body.erase("max_tokens");
@@ -193,6 +206,7 @@ std::string x_api_key(Probe& p) {
 void add_messages_checks(std::vector<Check>& checks) {
   checks.push_back({"messages.plain", "POST /v1/messages: a message (content blocks, stop_reason, usage) within max_tokens", plain});
   checks.push_back({"messages.stream_events", "a streamed message: named events in Anthropic's order, block indices, the text of the whole answer", stream_events});
+  checks.push_back({"messages.thinking_disabled", "thinking {\"type\": \"disabled\"}: a message with no thinking block", thinking_disabled});
   checks.push_back({"messages.missing_max_tokens", "no max_tokens: 400 invalid_request_error in Anthropic's error shape", missing_max_tokens});
   checks.push_back({"messages.unknown_model", "an unknown model: 404 not_found_error in Anthropic's error shape", unknown_model});
   checks.push_back({"messages.count_tokens", "POST /v1/messages/count_tokens: input_tokens equal to the message's usage", count_tokens});

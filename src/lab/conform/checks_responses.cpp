@@ -96,6 +96,32 @@ std::string stream(Probe& p) {
   return fmt::format("{} events in order, sequence_number 0..{}", types.size(), types.size() - 1);
 }
 
+// reasoning {"effort"}: accepted and echoed; a reasoning item (a thinking model's) comes before the
+// message, with a summary list and its thoughts as reasoning_text parts (the SDKs' types).
+std::string reasoning(Probe& p) {
+  Answer a = p.post("/v1/responses", responses_body(p, {{"reasoning", {{"effort", "low"}}}}));
+  skip_when_not_served(a);
+  require(a.status == 200, fmt::format("status {} with reasoning {{\"effort\": \"low\"}}", a.status));
+  require_response_object(a.parsed, "the body");
+  const json echoed = a.parsed.value("reasoning", json());
+  require(echoed.is_object() && echoed.value("effort", json()) == "low", "reasoning.effort is not echoed as \"low\": " + cut(echoed.dump()));
+  int items = 0;
+  bool message_seen = false;
+  for (const json& item : a.parsed["output"]) {
+    const std::string type = item.is_object() ? item.value("type", "") : "";
+    message_seen = message_seen || type == "message";
+    if (type != "reasoning") continue;
+    ++items;
+    require(!message_seen, "a reasoning item after the message it reasons for");
+    require(item.contains("id") && item["id"].is_string() && item.contains("summary") && item["summary"].is_array(),
+            "a reasoning item without a string id and a summary list", cut(item.dump()));
+    for (const json& part : item.value("content", json::array()))
+      require(part.is_object() && part.value("type", "") == "reasoning_text" && part.contains("text") && part["text"].is_string(),
+              "a reasoning item's content part is not {type: reasoning_text, text}", cut(part.dump()));
+  }
+  return fmt::format("effort echoed, {} reasoning item(s)", items);
+}
+
 std::string retrieve(Probe& p) {
   Answer a = p.post("/v1/responses", responses_body(p, {{"max_output_tokens", 4}, {"store", true}}));
   skip_when_not_served(a);
@@ -128,6 +154,7 @@ std::string bad_tool(Probe& p) {
 void add_responses_checks(std::vector<Check>& checks) {
   checks.push_back({"responses.create", "POST /v1/responses: a response object with output_text, status and usage", create});
   checks.push_back({"responses.stream", "stream: response.created, in_progress, a message's events in order, completed; sequence_number 0, 1, ...; deltas = the final text", stream});
+  checks.push_back({"responses.reasoning", "reasoning.effort accepted and echoed; reasoning items before the message, reasoning_text parts", reasoning});
   checks.push_back({"responses.retrieve", "GET /v1/responses/{id} answers a stored response", retrieve});
   checks.push_back({"responses.unknown_previous", "an unknown previous_response_id: 404 in OpenAI's error shape", unknown_previous});
   checks.push_back({"responses.bad_tool", "an unknown tool type: 400 in OpenAI's error shape", bad_tool});

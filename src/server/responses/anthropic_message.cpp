@@ -1,7 +1,8 @@
-// POST /v1/messages' answer in Anthropic's shape: a `message` with text and tool_use content
-// blocks, stop_reason / stop_sequence and usage; streamed as Anthropic's named events
-// (message_start, ping, content_block_start / _delta / _stop, message_delta, message_stop; an
-// error past the headers as `event: error`). One choice: the Messages API has no n.
+// POST /v1/messages' answer in Anthropic's shape: a `message` with thinking (a thinking model's
+// thoughts), text and tool_use content blocks, stop_reason / stop_sequence and usage; streamed as
+// Anthropic's named events (message_start, ping, content_block_start / _delta / _stop,
+// message_delta, message_stop; an error past the headers as `event: error`). One choice: the
+// Messages API has no n.
 #include <fmt/format.h>
 
 #include <random>
@@ -40,6 +41,19 @@ json stop_sequence(const Choice& choice) {
   return choice.finish_reason == "stop" && choice.stop.hit() ? json(choice.stop.matched()) : json(nullptr);
 }
 
+// Anthropic signs its thinking blocks so that it can check them when they come back; this server
+// has nothing to sign and checks nothing, so the signature is empty (a thinking block still carries
+// one, and a stream still sends the signature_delta before the block stops, as clients expect).
+constexpr const char* kThinkingSignature = "";
+
+json usage_json(const Completion& completion) {
+  const TokenUsage usage = completion.usage();
+  json out = {{"input_tokens", usage.prompt_tokens}, {"output_tokens", usage.completion_tokens}};
+  // output_tokens counts the thoughts too (as Anthropic bills them); the details say how many.
+  if (completion.request().reasoning) out["output_tokens_details"] = {{"thinking_tokens", usage.reasoning_tokens}};
+  return out;
+}
+
 std::string error_type(int status) {
   switch (status) {
     case 401: return "authentication_error";
@@ -60,12 +74,13 @@ class AnthropicMessageWriter final : public ResponseWriter {
   json body(const Completion& completion) const override {
     const Choice& choice = *completion.choices().front();
     json content = json::array();
+    if (!choice.reasoning.empty())
+      content.push_back({{"type", "thinking"}, {"thinking", choice.reasoning}, {"signature", kThinkingSignature}});
     if (!choice.text.empty()) content.push_back({{"type", "text"}, {"text", choice.text}});
     for (const ToolCall& call : choice.tool_calls)
       content.push_back({{"type", "tool_use"}, {"id", tool_use_id(call.id)}, {"name", call.name}, {"input", tool_input(call.arguments)}});
-    const TokenUsage usage = completion.usage();
     json out = envelope(std::move(content), stop_reason(choice), stop_sequence(choice));
-    out["usage"] = {{"input_tokens", usage.prompt_tokens}, {"output_tokens", usage.completion_tokens}};
+    out["usage"] = usage_json(completion);
     if (completion.timings() && choice.timings) out["timings"] = timings_json(*choice.timings);
     return out;
   }
@@ -78,6 +93,11 @@ class AnthropicMessageWriter final : public ResponseWriter {
   }
 
   void stream_delta(const Completion&, const Choice&, const Delta& delta, std::string& out) override {
+    if (!delta.reasoning.empty()) {
+      if (open_ != Block::thinking)
+        start_block(Block::thinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}, out);
+      block_delta({{"type", "thinking_delta"}, {"thinking", delta.reasoning}}, out);
+    }
     if (!delta.text.empty()) {
       if (open_ != Block::text) start_block(Block::text, {{"type", "text"}, {"text", ""}}, out);
       block_delta({{"type", "text_delta"}, {"text", delta.text}}, out);
@@ -97,10 +117,9 @@ class AnthropicMessageWriter final : public ResponseWriter {
 
   void stream_finish(const Completion& completion, const Choice& choice, std::string& out) override {
     stop_block(out);
-    const TokenUsage usage = completion.usage();
     json event = {{"type", "message_delta"},
                   {"delta", {{"stop_reason", stop_reason(choice)}, {"stop_sequence", stop_sequence(choice)}}},
-                  {"usage", {{"input_tokens", usage.prompt_tokens}, {"output_tokens", usage.completion_tokens}}}};
+                  {"usage", usage_json(completion)}};
     if (completion.timings() && choice.timings) event["timings"] = timings_json(*choice.timings);
     out += sse_event("message_delta", event);
   }
@@ -110,7 +129,7 @@ class AnthropicMessageWriter final : public ResponseWriter {
   void stream_error(const ApiError& error, std::string& out) override { out += sse_event("error", anthropic_error_body(error)); }
 
  private:
-  enum class Block { none, text, tool_use };
+  enum class Block { none, thinking, text, tool_use };
 
   json envelope(json content, json stop_reason, json stop_sequence) const {
     return {{"id", id_},           {"type", "message"},          {"role", "assistant"},          {"model", model_name_},
@@ -127,6 +146,7 @@ class AnthropicMessageWriter final : public ResponseWriter {
   }
   void stop_block(std::string& out) {
     if (open_ == Block::none) return;
+    if (open_ == Block::thinking) block_delta({{"type", "signature_delta"}, {"signature", kThinkingSignature}}, out);
     out += sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", next_index_}});
     open_ = Block::none;
     ++next_index_;

@@ -1,10 +1,10 @@
 // POST /v1/responses' answer (OpenAI's Responses API): a `response` object whose output is a
-// message item (output_text) and function_call items, and the stream as named events
-// (`event: <type>` + `data:`), each with its sequence_number: response.created, .in_progress,
-// per item output_item.added, content_part.added, output_text.delta / function_call_arguments.delta,
-// their .done events and output_item.done, then response.completed or response.incomplete
-// (error + response.failed when it fails past the headers). A finished response goes into the
-// store when the request asked for that.
+// reasoning item (a thinking model's thoughts as reasoning_text), a message item (output_text) and
+// function_call items, and the stream as named events (`event: <type>` + `data:`), each with its
+// sequence_number: response.created, .in_progress, per item output_item.added, content_part.added,
+// reasoning_text.delta / output_text.delta / function_call_arguments.delta, their .done events and
+// output_item.done, then response.completed or response.incomplete (error + response.failed when
+// it fails past the headers). A finished response goes into the store when the request asked for that.
 #include <fmt/format.h>
 
 #include <ctime>
@@ -28,6 +28,12 @@ json message_item(const std::string& id, const std::string& text, const std::str
           {"content", json::array({{{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}}})}};
 }
 
+// The thoughts whole, as reasoning_text (vLLM's layout; OpenAI's own models return only a summary).
+json reasoning_item(const std::string& id, const std::string& text, const std::string& status) {
+  return {{"type", "reasoning"}, {"id", id}, {"summary", json::array()},
+          {"content", json::array({{{"type", "reasoning_text"}, {"text", text}}})}, {"status", status}};
+}
+
 json function_call_item(const std::string& id, const ToolCall& call, const std::string& status) {
   return {{"type", "function_call"}, {"id", id}, {"call_id", call.id}, {"name", call.name}, {"arguments", call.arguments},
           {"status", status}};
@@ -47,8 +53,11 @@ class OpenAiResponseWriter final : public ResponseWriter {
     const Choice& choice = *completion.choices().front();
     const bool cut = choice.finish_reason == "length";
     json output = json::array();
-    // With calls, whitespace around them is not a message of its own.
-    if (choice.tool_calls.empty() || !blank(choice.text))
+    const bool thought = !choice.reasoning.empty();
+    // Cut short while thinking (no answer after the thoughts): the reasoning item is what was cut.
+    if (thought) output.push_back(reasoning_item(new_id("rs_"), choice.reasoning, cut && blank(choice.text) ? "incomplete" : "completed"));
+    // With calls or thoughts, whitespace beside them is not a message of its own.
+    if ((choice.tool_calls.empty() && !thought) || !blank(choice.text))
       output.push_back(message_item(new_id("msg_"), choice.text, cut ? "incomplete" : "completed"));
     for (const ToolCall& call : choice.tool_calls) output.push_back(function_call_item(new_id("fc_"), call, "completed"));
     return finished(completion, std::move(output));
@@ -61,6 +70,7 @@ class OpenAiResponseWriter final : public ResponseWriter {
   }
 
   void stream_delta(const Completion&, const Choice&, const Delta& delta, std::string& out) override {
+    if (!delta.reasoning.empty()) add_reasoning(delta.reasoning, out);
     if (!delta.text.empty()) add_text(delta.text, out);
     for (const json& entry : delta.tool_calls) {
       if (entry.contains("id")) {  // a call's header: a new function_call item
@@ -81,7 +91,7 @@ class OpenAiResponseWriter final : public ResponseWriter {
   }
 
   void stream_finish(const Completion&, const Choice& choice, std::string& out) override {
-    // An answer of nothing but whitespace is still a message; whitespace beside calls is not.
+    // An answer of nothing but whitespace is still a message; whitespace beside calls or thoughts is not.
     if (output_.empty() && open_ == Open::none) open_message(out);
     if (open_ == Open::message && !held_text_.empty()) text_delta(held_text_, out);
     held_text_.clear();
@@ -104,7 +114,7 @@ class OpenAiResponseWriter final : public ResponseWriter {
   }
 
  private:
-  enum class Open { none, message, call };
+  enum class Open { none, reasoning, message, call };
 
   // The response object around `output` (usage and the outcome are added once it is finished).
   json envelope(const std::string& status, json output) const {
@@ -124,7 +134,7 @@ class OpenAiResponseWriter final : public ResponseWriter {
     response["usage"] = {{"input_tokens", usage.prompt_tokens},
                          {"input_tokens_details", {{"cached_tokens", usage.cached_prompt_tokens}}},
                          {"output_tokens", usage.completion_tokens},
-                         {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                         {"output_tokens_details", {{"reasoning_tokens", usage.reasoning_tokens}}},
                          {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
     if (completion.timings() && choice.timings) response["timings"] = timings_json(*choice.timings);
     if (store_) {
@@ -153,6 +163,23 @@ class OpenAiResponseWriter final : public ResponseWriter {
     text_delta(held, out);
   }
 
+  // Thoughts come first: the first opens the reasoning item, which the answer or a call closes.
+  void add_reasoning(const std::string& text, std::string& out) {
+    if (open_ != Open::reasoning) {
+      close_item(out, "completed");
+      open_ = Open::reasoning;
+      open_item_ = reasoning_item(new_id("rs_"), "", "in_progress");
+      open_item_["content"] = json::array();
+      event(out, {{"type", "response.output_item.added"}, {"output_index", output_.size()}, {"item", open_item_}});
+      event(out, {{"type", "response.content_part.added"}, {"item_id", open_item_["id"]}, {"output_index", output_.size()},
+                  {"content_index", 0}, {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
+      open_text_.clear();
+    }
+    open_text_ += text;
+    event(out, {{"type", "response.reasoning_text.delta"}, {"item_id", open_item_["id"]}, {"output_index", output_.size()},
+                {"content_index", 0}, {"delta", text}});
+  }
+
   void open_message(std::string& out) {
     open_ = Open::message;
     open_item_ = message_item(new_id("msg_"), "", "in_progress");
@@ -174,7 +201,13 @@ class OpenAiResponseWriter final : public ResponseWriter {
     const json item_id = open_item_["id"];
     const std::size_t index = output_.size();
     json item;
-    if (open_ == Open::message) {
+    if (open_ == Open::reasoning) {
+      item = reasoning_item(item_id.get<std::string>(), open_text_, status);
+      event(out, {{"type", "response.reasoning_text.done"}, {"item_id", item_id}, {"output_index", index}, {"content_index", 0},
+                  {"text", open_text_}});
+      event(out, {{"type", "response.content_part.done"}, {"item_id", item_id}, {"output_index", index}, {"content_index", 0},
+                  {"part", item["content"][0]}});
+    } else if (open_ == Open::message) {
       item = message_item(item_id.get<std::string>(), open_text_, status);
       const json& part = item["content"][0];
       event(out, {{"type", "response.output_text.done"}, {"item_id", item_id}, {"output_index", index}, {"content_index", 0},
