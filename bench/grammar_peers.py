@@ -20,8 +20,8 @@ mask (before every token and after the last) over one valid document per corpus 
 compile. Ours is timed in C++ by `inferlab bench grammar --cases`; the peers through their Python
 bindings (each mask call timed alone, single compile thread for xgrammar unless --threads).
 
---check (the CTest): exit 1 when ours gives a wrong verdict on an instance where both peers compiled
-the schema and both gave the suite's verdict.
+--check (the CTest): exit 1 when ours accepts an invalid instance, or gives a wrong verdict on an
+instance where both peers compiled the schema and both gave the suite's verdict.
 """
 import argparse
 import json
