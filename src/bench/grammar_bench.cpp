@@ -158,6 +158,66 @@ GrammarBench run_grammar_bench(const GrammarBenchOptions& options) {
   return b;
 }
 
+json run_grammar_cases(const std::string& model, const std::string& cases_file) {
+  std::ifstream in(cases_file);
+  if (!in) fail("cannot read the cases file {}", cases_file);
+  const json cases = json::parse(in, nullptr, false);
+  if (cases.is_discarded() || !cases.is_array()) fail("{} is not a JSON array of cases", cases_file);
+
+  auto tokenizer = Tokenizer::load(model);
+  std::vector<std::string> bytes(tokenizer->vocab_size());
+  for (int32_t id = 0; id < tokenizer->vocab_size(); ++id)
+    if (!tokenizer->is_special(id)) bytes[id] = tokenizer->decode_bytes(std::span<const int32_t>(&id, 1), false);
+  auto vocab = std::make_shared<TokenVocabulary>(std::move(bytes));
+
+  json out = json::array();
+  TokenMask mask;
+  for (const json& c : cases) {
+    json result = {{"id", c.value("id", json())}, {"compiled", false}, {"keyword", nullptr}, {"error", nullptr}};
+    std::shared_ptr<CompiledGrammar> grammar;
+    auto t0 = Clock::now();
+    try {
+      grammar = std::make_shared<CompiledGrammar>(parse_gbnf(json_schema_to_gbnf(c.at("schema"))), vocab);
+      result["compile_ms"] = ms_since(t0);
+      result["compiled"] = true;
+    } catch (const UnsupportedSchemaError& e) {
+      result["keyword"] = e.keyword();
+      result["error"] = e.what();
+    } catch (const std::exception& e) {
+      result["error"] = e.what();
+    }
+    json documents = json::array();
+    const bool time_masks = c.value("time_masks", false);
+    if (grammar)
+      for (const json& document : c.value("documents", json::array())) {
+        GrammarMatcher matcher(grammar);
+        bool accepted = true;
+        std::vector<double> mask_us;
+        auto timed_mask = [&] {
+          auto m0 = Clock::now();
+          matcher.fill_mask(mask);
+          mask_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - m0).count());
+        };
+        for (const json& token : document) {
+          if (time_masks) timed_mask();
+          const int32_t id = token.get<int32_t>();
+          if (id < 0 || id >= vocab->size() || !matcher.accept_token(id)) {
+            accepted = false;
+            break;
+          }
+        }
+        accepted = accepted && matcher.can_finish();
+        if (time_masks && accepted) timed_mask();
+        json d = {{"accepted", accepted}};
+        if (time_masks) d["mask_us"] = mask_us;
+        documents.push_back(std::move(d));
+      }
+    result["documents"] = std::move(documents);
+    out.push_back(std::move(result));
+  }
+  return out;
+}
+
 std::string grammar_bench_text(const GrammarBench& b) {
   auto row = [](const char* name, const MaskTimes& t) {
     return fmt::format("  {:<6} {:>7} tokens  median {:>8.2f} us  p90 {:>8.2f} us  p99 {:>9.2f} us  mean {:>8.2f} us\n", name, t.tokens,

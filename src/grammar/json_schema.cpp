@@ -40,7 +40,7 @@ const std::set<std::string> kAnnotations = {"title", "description", "$schema", "
                                             "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
 // The keywords that constrain one type of value; a value of another type ignores them.
 const std::map<std::string, std::set<std::string>> kKeywordsOfType = {
-    {"object", {"properties", "required", "additionalProperties", "propertyNames"}},
+    {"object", {"properties", "required", "additionalProperties", "propertyNames", "minProperties", "maxProperties"}},
     {"array", {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}},
     {"string", {"pattern", "format", "minLength", "maxLength"}},
     {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
@@ -179,7 +179,7 @@ std::string natural_range(int64_t lo, int64_t hi) {
 const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "properties", "required",
                                          "additionalProperties", "propertyNames", "items", "prefixItems", "uniqueItems", "minItems",
                                          "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
-                                         "format", "minLength", "maxLength"};
+                                         "format", "minLength", "maxLength", "minProperties", "maxProperties"};
 
 class SchemaConverter {
  public:
@@ -344,7 +344,7 @@ class SchemaConverter {
     };
     if (type.empty()) return "json-value";
     if (type == "object") {
-      only({"properties", "required", "additionalProperties", "propertyNames"});
+      only({"properties", "required", "additionalProperties", "propertyNames", "minProperties", "maxProperties"});
       return object(schema, hint, depth);
     }
     if (type == "array") {
@@ -538,15 +538,38 @@ class SchemaConverter {
     // One order for all: the sorted order of a parsed request body's keys (what 'properties' has).
     std::sort(props.begin(), props.end(), [](const Property& a, const Property& b) { return a.name < b.name; });
 
+    // minProperties / maxProperties: on a map, the count of its key-value pairs; but the grammar
+    // cannot keep a map's keys distinct, so of minimums only 1 (a non-empty map) is exact. With
+    // listed properties, only bounds the schema already implies (the required ones at least, the
+    // listed ones at most, since unlisted ones are never written) are taken.
+    const int min_properties = bound(schema, "minProperties", 0), max_properties = bound(schema, "maxProperties", -1);
+    if (max_properties >= 0 && max_properties < min_properties)
+      unsupported("maxProperties", "'maxProperties' below 'minProperties'");
+    if (!props.empty()) {
+      const int required_count = static_cast<int>(std::count_if(props.begin(), props.end(), [](const Property& p) { return p.required; }));
+      if (min_properties > required_count)
+        unsupported("minProperties", fmt::format("'minProperties' {} above the {} required properties (the grammar cannot count "
+                                                 "optional ones)", min_properties, required_count));
+      if (max_properties >= 0 && max_properties < static_cast<int>(props.size()))
+        unsupported("maxProperties", fmt::format("'maxProperties' {} below the {} properties the object may have (the grammar "
+                                                 "cannot count optional ones)", max_properties, props.size()));
+    }
+
     if (schema.contains("propertyNames") && !props.empty())
       unsupported("propertyNames", "'propertyNames' beside 'properties' or 'required' (only for a map of any keys)");
     if (props.empty()) {
-      if (additional.is_boolean() && !additional.get<bool>()) return rule(hint, "\"{\" ws \"}\"");
+      if (min_properties > 1)
+        unsupported("minProperties", fmt::format("'minProperties' {} on a map (the grammar cannot keep its keys distinct; "
+                                                 "0 or 1 can be enforced)", min_properties));
+      const bool empty_only = (additional.is_boolean() && !additional.get<bool>()) || max_properties == 0 ||
+                              schema.value("propertyNames", json(true)) == json(false);
+      if (empty_only && min_properties > 0)
+        unsupported("minProperties", "'minProperties' on an object that can have no property");
+      if (empty_only) return rule(hint, "\"{\" ws \"}\"");
       // A map: any keys (propertyNames: keys of that string schema), each value by additionalProperties.
       std::string key = "json-string";
       if (schema.contains("propertyNames")) {
         const json& names = schema["propertyNames"];
-        if (names == json(false)) return rule(hint, "\"{\" ws \"}\"");
         if (names.is_object()) {
           for (const char* fixed : {"const", "enum"})
             if (names.contains(fixed))
@@ -559,7 +582,9 @@ class SchemaConverter {
       }
       std::string value = additional.is_object() ? visit(additional, hint + "-value", depth + 1) : "json-value";
       std::string kv = key + " ws \":\" ws " + value + " ws";
-      return rule(hint, "\"{\" ws ( " + kv + " ( \",\" ws " + kv + " )* )? \"}\"");
+      const std::string pairs =
+          max_properties == 1 ? kv : kv + " ( \",\" ws " + kv + " )" + repeat(0, max_properties < 0 ? -1 : max_properties - 1);
+      return rule(hint, "\"{\" ws " + (min_properties > 0 ? pairs : "( " + pairs + " )?") + " \"}\"");
     }
     if (!additional.is_boolean() && !(additional.is_object() && additional.empty()))
       unsupported("additionalProperties", "'additionalProperties' as a schema beside 'properties'");

@@ -96,6 +96,49 @@ TEST(JsonSchema, IntegerRangesAcceptExactlyTheirIntegers) {
   }
 }
 
+// minProperties / maxProperties: a map's pairs are counted (at most maxProperties; at least one
+// under minProperties 1); with listed properties, bounds the required and listed ones already
+// imply are taken, others are refused by name, as is a map minimum above 1 (keys may repeat).
+TEST(JsonSchema, PropertyCountBounds) {
+  std::vector<std::string> bytes(256);
+  for (int b = 0; b < 256; ++b) bytes[b] = std::string(1, static_cast<char>(b));
+  auto vocabulary = std::make_shared<const TokenVocabulary>(std::move(bytes));
+  struct Case {
+    const char* schema;
+    const char* document;
+    bool accepted;
+  };
+  const Case cases[] = {
+      {R"({"type":"object","maxProperties":2})", "{}", true},
+      {R"({"type":"object","maxProperties":2})", R"({"a":1,"b":[2]})", true},
+      {R"({"type":"object","maxProperties":2})", R"({"a":1,"b":2,"c":3})", false},
+      {R"({"type":"object","maxProperties":1})", R"({"a":1})", true},
+      {R"({"type":"object","maxProperties":1})", R"({"a":1,"b":2})", false},
+      {R"({"type":"object","maxProperties":0})", "{}", true},
+      {R"({"type":"object","maxProperties":0})", R"({"a":1})", false},
+      {R"({"type":"object","minProperties":1})", "{}", false},
+      {R"({"type":"object","minProperties":1})", R"({"a":null})", true},
+      {R"({"type":"object","minProperties":1,"maxProperties":3,"additionalProperties":{"type":"integer"}})", R"({"a":1,"b":2,"c":3})", true},
+      {R"({"type":"object","minProperties":1,"maxProperties":3,"additionalProperties":{"type":"integer"}})", R"({"a":1,"b":2,"c":3,"d":4})", false},
+      {R"({"type":"object","minProperties":1,"maxProperties":3,"additionalProperties":{"type":"integer"}})", R"({"a":"x"})", false},
+      {R"({"maxProperties":1})", "12", true},  // no type: a number ignores it
+      {R"({"maxProperties":1})", R"({"a":1,"b":2})", false},
+      {R"({"type":"object","properties":{"a":{},"b":{}},"required":["a"],"minProperties":1,"maxProperties":2})", R"({"a":1,"b":2})", true},
+      {R"({"type":"object","properties":{"a":{},"b":{}},"required":["a"],"minProperties":1,"maxProperties":2})", R"({"b":2})", false},
+  };
+  for (const Case& c : cases) {
+    auto grammar = std::make_shared<CompiledGrammar>(parse_gbnf(json_schema_to_gbnf(json::parse(c.schema))), vocabulary);
+    GrammarMatcher m(grammar);
+    EXPECT_EQ(m.accept_bytes(c.document) && m.can_finish(), c.accepted) << c.schema << " and " << c.document;
+  }
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","minProperties":2})")), "minProperties");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","minProperties":1,"additionalProperties":false})")), "minProperties");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","minProperties":3,"maxProperties":2})")), "maxProperties");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","properties":{"a":{},"b":{}},"minProperties":1})")), "minProperties");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","properties":{"a":{},"b":{}},"maxProperties":1})")), "maxProperties");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","maxProperties":1.5})")), "maxProperties");
+}
+
 TEST(JsonSchema, DepthAndSizeLimits) {
   json deep = {{"type", "string"}};
   for (int i = 0; i < 50; ++i) deep = {{"type", "array"}, {"items", deep}};

@@ -84,7 +84,16 @@ Registrar reg_speed([](CLI::App& app) {
   g->add_option("-t,--threads", grammar->threads, "Threads (0: all cores)")->capture_default_str();
   g->add_option("--seed", grammar->seed, "Sampling seed")->capture_default_str();
   g->add_flag("--json", *grammar_json, "Print one JSON object");
-  g->callback([grammar, grammar_json] {
+  auto grammar_cases = std::make_shared<std::string>();
+  g->add_option("--cases", *grammar_cases,
+                "Replay mode (bench/grammar_peers.sh): a JSON array of {id, schema, documents: [[token ids]], time_masks}; "
+                "prints per case whether it compiled, compile ms, each document's verdict and mask times, as JSON")
+      ->check(CLI::ExistingFile);
+  g->callback([grammar, grammar_json, grammar_cases] {
+    if (!grammar_cases->empty()) {
+      std::printf("%s\n", run_grammar_cases(grammar->model, *grammar_cases).dump().c_str());
+      return;
+    }
     const GrammarBench result = run_grammar_bench(*grammar);
     print_or_json(*grammar_json, grammar_bench_json(result), grammar_bench_text(result));
   });

@@ -41,6 +41,16 @@ struct GrammarBench {
 };
 
 GrammarBench run_grammar_bench(const GrammarBenchOptions& options);
+
+// `inferlab bench grammar MODEL --cases FILE.json`: the machine-readable side of the comparison with
+// xgrammar and llguidance (bench/grammar_peers.sh). FILE is a JSON array of cases
+//   {"id": ..., "schema": {...}, "documents": [[token ids], ...], "time_masks": bool}
+// and the answer one object per case, in order:
+//   {"id", "compiled", "keyword" (the refused keyword, or null), "error", "compile_ms" (schema ->
+//    GBNF -> automaton, the vocabulary excluded), "documents": [{"accepted", "mask_us": [...]}]}
+// A document is accepted when every token is and the grammar can end there. With time_masks, the
+// mask before each token and the one after the last are timed (on a fresh grammar: cold caches).
+nlohmann::json run_grammar_cases(const std::string& model, const std::string& cases_file);
 std::string grammar_bench_text(const GrammarBench& bench);
 nlohmann::json grammar_bench_json(const GrammarBench& bench);
 

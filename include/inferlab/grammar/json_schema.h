@@ -3,7 +3,9 @@
 // keyword constrains only values of its own type), properties / required (written in sorted key
 // order, the order a parsed request body has; optional ones may be left out), additionalProperties
 // false or a schema (unlisted properties are never generated unless additionalProperties says
-// so: xgrammar's strict mode), propertyNames of a map, enum, const (2.0 written as 2), items /
+// so: xgrammar's strict mode), propertyNames of a map, minProperties / maxProperties (on a map: at
+// most max pairs and, of minimums, 1; beside properties: bounds the required and listed ones
+// imply), enum, const (2.0 written as 2), items /
 // prefixItems / minItems / maxItems, uniqueItems false,
 // minLength / maxLength, minimum / maximum / exclusive* (any on integers; on numbers a lower
 // bound of 0), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
