@@ -228,11 +228,13 @@ Tools parse_tools(const json& body) {
       invalid("tools", fmt::format("tools[{}].input_schema must have type 'object', got {}", i, type->dump()));
     def.parameters = *schema;
     def.strict = boolean(tool, "strict", false);
-    json function = {{"name", def.name}, {"parameters", *schema}};
+    // OpenAI's order (name, description, parameters): the template prints the keys as given.
+    json function = {{"name", def.name}};
     if (const json* description = field(tool, "description")) {
       if (!description->is_string()) invalid("tools", fmt::format("tools[{}].description must be a string", i));
       function["description"] = *description;
     }
+    function["parameters"] = *schema;
     out.for_template.push_back({{"type", "function"}, {"function", std::move(function)}});
     out.definitions.push_back(std::move(def));
   }

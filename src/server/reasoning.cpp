@@ -60,7 +60,8 @@ std::optional<GenerationRequest::ReasoningSpan> engine_reasoning_span(ReasoningS
 
 ReasoningSplitter::ReasoningSplitter(ReasoningMarkers markers, ReasoningStart start)
     : markers_(std::move(markers)),
-      state_(start == ReasoningStart::open ? State::inside : start == ReasoningStart::closed ? State::after : State::before) {}
+      state_(start == ReasoningStart::open ? State::inside : start == ReasoningStart::closed ? State::after : State::before),
+      content_started_(start == ReasoningStart::closed) {}  // the prompt closed the thoughts: the answer is as written
 
 std::string ReasoningSplitter::feed(std::string_view text, std::string& reasoning) {
   held_ += text;

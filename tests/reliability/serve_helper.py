@@ -1,5 +1,6 @@
 """Starts `inferlab serve` on a free port (port 0: the OS picks; the port is read from the
 server's "listening on" line) and always stops it. Shared by the reliability end-to-end tests."""
+import contextlib
 import os
 import re
 import subprocess
@@ -64,3 +65,13 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+@contextlib.contextmanager
+def serve(cli, model, extra_args=()):
+    """A Server as a context manager: yields its base URL, always stops it."""
+    server = Server(cli, model, extra_args)
+    try:
+        yield server.base
+    finally:
+        server.stop()

@@ -181,7 +181,7 @@ TEST(AnthropicMessage, AnErrorAfterTheHeadersIsAnErrorEvent) {
   auto writer = api::anthropic_message_writer("demo");
   std::string out;
   writer->stream_error(api::ApiError(503, "the queue is full", "", "overloaded", "server_error"), out);
-  EXPECT_EQ(out, "event: error\ndata: {\"error\":{\"message\":\"the queue is full\",\"type\":\"overloaded_error\"},\"type\":\"error\"}\n\n");
+  EXPECT_EQ(out, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"the queue is full\"}}\n\n");
 }
 
 }  // namespace

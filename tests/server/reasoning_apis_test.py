@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
 from serve_helper import serve  # noqa: E402
 
 import anthropic  # noqa: E402

@@ -44,6 +44,7 @@ TEST(ReasoningSplitter, ThoughtsAndAnswerApartInEveryChunking) {
   expect_split("<think>cut short by max_tokens  \n", ReasoningStart::may_open, "cut short by max_tokens", "");
   expect_split("thoughts </thi", ReasoningStart::open, "thoughts </thi", "");
   expect_split("<think>x</think>as written", ReasoningStart::closed, "", "<think>x</think>as written");
+  expect_split("\n\nafter a closed span", ReasoningStart::closed, "", "\n\nafter a closed span");
   expect_split("<think></think>\n\nempty thoughts", ReasoningStart::may_open, "", "empty thoughts");
 }
 

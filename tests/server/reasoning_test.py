@@ -17,7 +17,7 @@ import sys
 import tempfile
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
 from serve_helper import serve  # noqa: E402
 
 MODEL_NAME = "thinker"  # inferlab serve --served-model-name
