@@ -183,7 +183,8 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
       }
       if (t.first_content) r.ttft_ms = ms_between(t.start, *t.first_content);
       if (r.ttft_ms && *r.output_tokens > 1)
-        r.tpot_ms = std::round((r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1) * 1000) / 1000;
+        // At least 0: the last piece may arrive with the first (a tiny negative would print as -0).
+        r.tpot_ms = std::max(0.0, std::round((r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1) * 1000) / 1000);
       r.itl_ms = std::move(t.itl_ms);
       r.server = t.server;
     } else {

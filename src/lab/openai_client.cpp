@@ -81,7 +81,11 @@ StreamChunk parse_stream_chunk(std::string_view data) {
     const auto& choice = (*it)[0];
     if (choice.is_object()) {
       if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
-        if (auto c = d->find("content"); c != d->end() && c->is_string()) chunk.content = *c;
+        // A thinking model's thoughts are generated tokens too (llama.cpp's and vLLM's
+        // reasoning_content, vLLM's newer reasoning): they count for TTFT and the gaps, as the
+        // peers' benchmark clients count them.
+        for (const char* key : {"reasoning_content", "reasoning", "content"})
+          if (auto c = d->find(key); c != d->end() && c->is_string()) chunk.content += c->get<std::string>();
       } else if (auto t = choice.find("text"); t != choice.end() && t->is_string()) {
         chunk.content = *t;
       }
@@ -174,7 +178,11 @@ ChatResult chat(const ChatOptions& options, const std::string& message,
   auto j = nlohmann::json::parse(response.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) fail("POST {}: the response is not JSON: {}", url, response.body.substr(0, 200));
   try {
-    result.text = j.at("choices").at(0).at("message").at("content").get<std::string>();
+    const auto& message = j.at("choices").at(0).at("message");
+    for (const char* key : {"reasoning_content", "reasoning"})  // thoughts first, as they were generated
+      if (auto r = message.find(key); r != message.end() && r->is_string()) result.text += r->get<std::string>();
+    const auto& content = message.at("content");
+    if (!content.is_null()) result.text += content.get<std::string>();
   } catch (const nlohmann::json::exception&) {
     fail("POST {}: the response has no choices[0].message.content: {}", url, response.body.substr(0, 200));
   }

@@ -69,15 +69,14 @@ std::string ReasoningSplitter::feed(std::string_view text, std::string& reasonin
   for (;;) {
     switch (state_) {
       case State::before: {
-        const std::size_t first = held_.find_first_not_of(kSpace);
-        if (first == std::string::npos) return content;  // whitespace so far: wait for more
-        const std::string_view rest = std::string_view(held_).substr(first);
-        if (rest.starts_with(markers_.start)) {
-          held_.erase(0, first + markers_.start.size());
+        // Thoughts open only with the marker as the very first text (as the engine sees it: the
+        // first token), so an answer is never held back but for a possible marker's beginning.
+        if (std::string_view(held_).starts_with(markers_.start)) {
+          held_.erase(0, markers_.start.size());
           state_ = State::inside;
           continue;
         }
-        if (std::string_view(markers_.start).starts_with(rest)) return content;  // may still become the marker
+        if (std::string_view(markers_.start).starts_with(held_)) return content;  // may still become the marker
         state_ = State::after;  // an answer with no thoughts: shown as written
         content_started_ = true;
         continue;

@@ -37,7 +37,8 @@ void expect_split(std::string_view text, ReasoningStart start, const std::string
 
 TEST(ReasoningSplitter, ThoughtsAndAnswerApartInEveryChunking) {
   expect_split("<think>\nLet me see.\n2 + 2 = 4\n</think>\n\nIt is 4.", ReasoningStart::may_open, "Let me see.\n2 + 2 = 4", "It is 4.");
-  expect_split("\n<think>a < b </thin k></think>answer", ReasoningStart::may_open, "a < b </thin k>", "answer");
+  expect_split("<think>a < b </thin k></think>answer", ReasoningStart::may_open, "a < b </thin k>", "answer");
+  expect_split("\n<think>not first</think>", ReasoningStart::may_open, "", "\n<think>not first</think>");
   expect_split("Just an answer, <think> inside it.", ReasoningStart::may_open, "", "Just an answer, <think> inside it.");
   expect_split("<thin", ReasoningStart::may_open, "", "<thin");  // a cut marker at the end is the answer's text
   expect_split("still thinking\n</think>\n\nanswer\n", ReasoningStart::open, "still thinking", "answer\n");
