@@ -230,6 +230,14 @@ RopeScaling rope_scaling(int head_dim, double theta, const nlohmann::json& rope_
   fail("{}: rope_scaling type '{}' is not supported (supported: linear, llama3, yarn, dynamic)", where, type);
 }
 
+void load_rope(TransformerWeights& t, const ModelConfig& c, const nlohmann::json& config) {
+  const RopeScaling rope = rope_scaling(c.head_dim, c.rope_theta, rope_scaling_of(config, "config.json"),
+                                        config.value("max_position_embeddings", c.max_position_embeddings), "config.json");
+  t.inv_freq = rope.inv_freq;
+  t.rope_attention_factor = rope.attention_factor;
+  t.rope_position_limit = rope.position_limit;
+}
+
 std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::json& scaling, const std::string& where) {
   return rope_scaling(head_dim, theta, scaling, 0, where).inv_freq;
 }

@@ -104,6 +104,10 @@ RopeScaling rope_scaling(int head_dim, double theta, const nlohmann::json& rope_
 // config.json's rope_scaling, else transformers 5's rope_parameters (null when neither is given);
 // a top-level original_max_position_embeddings is copied in (transformers gives it priority).
 nlohmann::json rope_scaling_of(const nlohmann::json& config, const std::string& where);
+// The RoPE frequencies, YaRN's attention factor and dynamic's position limit of a config.json into
+// `t`, from the config's own max_position_embeddings (c's may be YaRN's longer context). Every
+// RoPE architecture's load calls this, so none drops a part of the scaling.
+void load_rope(TransformerWeights& t, const ModelConfig& c, const nlohmann::json& config);
 // rope_parameters.rope_theta (transformers 5), else rope_theta, else 10000.
 double rope_theta_of(const nlohmann::json& config, const std::string& where);
 

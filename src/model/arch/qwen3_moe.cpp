@@ -109,12 +109,7 @@ TransformerWeights load(const ModelConfig& c, const json& raw, const TensorSourc
   WeightLoader w(source, backend, options);
   const int H = c.hidden_size, I = c.intermediate_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   TransformerWeights t;
-  // YaRN's attention factor and dynamic's position limit too, as load_llama_style applies them.
-  const RopeScaling rope = rope_scaling(c.head_dim, c.rope_theta, rope_scaling_of(j, "config.json"),
-                                        j.value("max_position_embeddings", c.max_position_embeddings), "config.json");
-  t.inv_freq = rope.inv_freq;
-  t.rope_attention_factor = rope.attention_factor;
-  t.rope_position_limit = rope.position_limit;
+  load_rope(t, c, j);
   w.embedding("model.embed_tokens.weight", c.vocab_size, H, t, c.tie_word_embeddings);
   auto bias = [](bool on, const std::string& name) { return on ? name : std::string(); };
   for (int l = 0; l < c.num_layers; ++l) {
