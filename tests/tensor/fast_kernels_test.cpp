@@ -391,13 +391,14 @@ TEST(Dispatch, PrefetchHintIsChosenByNameAndReported) {
   IsaGuard guard;
   EXPECT_EQ(parse_stream_prefetch("t0"), StreamPrefetch::T0);
   EXPECT_EQ(parse_stream_prefetch("nta"), StreamPrefetch::Nta);
+  EXPECT_EQ(parse_stream_prefetch("nta-panels"), StreamPrefetch::NtaPanels);
   try {
     parse_stream_prefetch("t1");
     FAIL() << "t1 accepted";
   } catch (const inferlab::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected t0 or nta"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected t0, nta or nta-panels"), std::string::npos) << e.what();
   }
-  for (StreamPrefetch hint : {StreamPrefetch::T0, StreamPrefetch::Nta}) {
+  for (StreamPrefetch hint : {StreamPrefetch::T0, StreamPrefetch::Nta, StreamPrefetch::NtaPanels}) {
     set_stream_prefetch(hint);
     EXPECT_EQ(active_stream_prefetch(), hint);
     const bool named = cpu_features_line().find(std::string("one-row prefetch ") + stream_prefetch_name(hint)) != std::string::npos;

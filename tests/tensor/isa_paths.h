@@ -19,6 +19,7 @@ inline std::vector<fast::Isa> runnable_isas() {
 
 // The AVX2 / AVX-512 one-row tiles under each weight-prefetch hint (the same arithmetic, so the same bits).
 inline std::vector<fast::StreamPrefetch> prefetch_hints(fast::Isa isa) {
+  if (isa >= fast::Isa::Avx512) return {fast::StreamPrefetch::T0, fast::StreamPrefetch::Nta, fast::StreamPrefetch::NtaPanels};
   if (isa >= fast::Isa::Avx2) return {fast::StreamPrefetch::T0, fast::StreamPrefetch::Nta};
   return {fast::default_stream_prefetch()};
 }

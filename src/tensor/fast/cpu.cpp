@@ -59,6 +59,14 @@ bool amd_cpu() {
   return std::memcmp(vendor, "AuthenticAMD", 12) == 0;
 }
 
+// The CPU family as AMD numbers it: base family 0Fh plus the extended family (19h Zen 3 / 4, 1Ah Zen 5).
+unsigned amd_family() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+  const unsigned base = (eax >> 8) & 0xF, extended = (eax >> 20) & 0xFF;
+  return base == 0xF ? base + extended : base;
+}
+
 StreamPrefetch initial_prefetch() {
   const char* env = std::getenv("INFERLAB_PREFETCH");
   return env && *env ? parse_stream_prefetch(env) : default_stream_prefetch();
@@ -109,16 +117,26 @@ Isa active_isa() {
 
 void set_isa_limit(Isa isa) { limit.store(static_cast<int>(isa), std::memory_order_relaxed); }
 
-const char* stream_prefetch_name(StreamPrefetch hint) { return hint == StreamPrefetch::Nta ? "nta" : "t0"; }
+const char* stream_prefetch_name(StreamPrefetch hint) {
+  switch (hint) {
+    case StreamPrefetch::Nta: return "nta";
+    case StreamPrefetch::NtaPanels: return "nta-panels";
+    case StreamPrefetch::T0: break;
+  }
+  return "t0";
+}
 
 StreamPrefetch parse_stream_prefetch(const std::string& name) {
   if (name == "t0") return StreamPrefetch::T0;
   if (name == "nta") return StreamPrefetch::Nta;
-  fail("unknown prefetch hint '{}' (INFERLAB_PREFETCH): expected t0 or nta", name);
+  if (name == "nta-panels") return StreamPrefetch::NtaPanels;
+  fail("unknown prefetch hint '{}' (INFERLAB_PREFETCH): expected t0, nta or nta-panels", name);
 }
 
 StreamPrefetch default_stream_prefetch() {
-  static const StreamPrefetch hint = amd_cpu() ? StreamPrefetch::Nta : StreamPrefetch::T0;
+  static const StreamPrefetch hint = !amd_cpu()               ? StreamPrefetch::T0
+                                     : amd_family() >= 0x1A   ? StreamPrefetch::NtaPanels
+                                                               : StreamPrefetch::Nta;
   return hint;
 }
 

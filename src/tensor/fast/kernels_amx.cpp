@@ -164,8 +164,14 @@ const KernelTable& amx_kernels() {
     return table;
   };
   // The other kernels (and quant_amx's few rows) are AVX-512's of the active prefetch hint.
-  static const KernelTable t0 = with_amx(avx512_kernels(StreamPrefetch::T0)), nta = with_amx(avx512_kernels(StreamPrefetch::Nta));
-  return active_stream_prefetch() == StreamPrefetch::Nta ? nta : t0;
+  static const KernelTable t0 = with_amx(avx512_kernels(StreamPrefetch::T0)), nta = with_amx(avx512_kernels(StreamPrefetch::Nta)),
+                           nta_panels = with_amx(avx512_kernels(StreamPrefetch::NtaPanels));
+  switch (active_stream_prefetch()) {
+    case StreamPrefetch::Nta: return nta;
+    case StreamPrefetch::NtaPanels: return nta_panels;
+    case StreamPrefetch::T0: break;
+  }
+  return t0;
 }
 
 }  // namespace inferlab::fast::detail

@@ -732,7 +732,7 @@ constexpr KernelTable avx2_table{bf16_avx2<RowFar>,
 }  // namespace
 
 const KernelTable& avx2_kernels(StreamPrefetch hint) {
-  return hint == StreamPrefetch::Nta ? avx2_table<0> : avx2_table<kSingleRowFarBytes>;
+  return hint == StreamPrefetch::T0 ? avx2_table<kSingleRowFarBytes> : avx2_table<0>;  // nta-panels: AVX-512 only
 }
 const KernelTable& avx2_kernels() { return avx2_kernels(active_stream_prefetch()); }
 

@@ -332,14 +332,18 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
-// One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block) on
-// Intel: each panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd
-// chain), one panel at a time, each block asking at its start with prefetcht0 for its lines
-// kSingleRowBytesInFlight ahead, kSingleRowFarBytes ahead into the L2 and its scales
-// kSingleRowScaleBytes ahead (docs/speed.md). (On AMD quant_tile's two-panel nta tiles run instead:
-// quant_avx512.) It adds the same exact int32 sums per block and makes the same fp32 FMAs in block
-// order: the bits of every other tile.
-template <WeightFormat F>
+// How far a one-row tile also asks for its lines into the L2: only under prefetcht0 (Intel).
+template <int Hint>
+constexpr int kRowFar = Hint == _MM_HINT_T0 ? kSingleRowFarBytes : 0;
+
+// One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
+// panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
+// panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead with
+// Hint; under prefetcht0 (Intel) also kSingleRowFarBytes ahead into the L2 and its scales
+// kSingleRowScaleBytes ahead (docs/speed.md). (Under nta-panels, Zen 5, quant_tile's two-panel
+// tiles run instead: quant_avx512.) It adds the same exact int32 sums per block and makes the same
+// fp32 FMAs in block order: the bits of every other tile.
+template <WeightFormat F, int Hint>
 void quant_row_tile(const KernelArgs& a, int panel) {
   static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
   constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5;
@@ -355,7 +359,7 @@ void quant_row_tile(const KernelArgs& a, int panel) {
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = wp + static_cast<std::size_t>(b) * block_bytes;
-    prefetch_block<_MM_HINT_T0, kSingleRowBytesInFlight, kSingleRowFarBytes, block_bytes, scale_bytes>(wb, sp, b);
+    prefetch_block<Hint, kSingleRowBytesInFlight, kRowFar<Hint>, block_bytes, scale_bytes>(wb, sp, b);
     const int8_t* xb = x + b * kBlock;
     __m256i isum[2];
     isum[0] = isum[1] = _mm256_set1_epi32(-offset * xsum[b]);
@@ -426,8 +430,6 @@ void run_single_row(const KernelArgs& a, int panel_begin, int panel_end) {
   if (p < panel_end) One(a, 0, p);
 }
 constexpr int kRowFlight = kSingleRowBytesInFlight;
-template <int Hint>
-constexpr int kRowFar = Hint == _MM_HINT_T0 ? kSingleRowFarBytes : 0;
 
 // Instantiated only for the tiles run_panels uses, whose accumulators fit the 32 vector registers
 // with room for the weights and the broadcast input, or (integer decode batches) nearly so
@@ -474,23 +476,24 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
 // 2 to 8 rows read the activations' *_by_block copies (quant_tile's ByBlock).
-// One row of int8 / q4 / q5_0: on AMD (nta) two 512-bit panels per tile with 5 KiB in flight,
-// prefetchnta, as at 6b6815f; quant_row_tile's one panel in two 256-bit halves, kept on a Zen 5's
-// own A/B at one hour, decoded Q8_0 / Q4_0 at 0.73-0.80x of it at 1 thread and 0.83x at 2 on a
-// Zen 5 at another (bench/ab_binaries.sh, 6 interleaved rounds, issue 46). On Intel (t0)
-// quant_row_tile, whose t0 + t1 prefetch was tuned on a Xeon (docs/speed.md). The K-quants and
+// One row of int8 / q4 / q5_0: quant_row_tile's one panel in two 256-bit halves, with the row
+// hint; under nta-panels (Zen 5) two 512-bit panels per tile with 5 KiB in flight, prefetchnta, as
+// at 6b6815f. Measured in separate processes (bench/ab_binaries.sh, 6 interleaved rounds, issue
+// 46): on a Zen 5 the halves decoded Q8_0 / Q4_0 at 0.73-0.80x of the two panels at 1 thread and
+// 0.83x at 2; on a Zen 4 the two panels decoded at 0.71x / 0.64x of the halves under prefetchnta
+// (docs/speed.md). On Intel (t0) the halves' t0 + t1 prefetch was tuned on a Xeon. The K-quants and
 // q4_1 / q5_1 (more scale bytes and epilogue per block) one panel per 512-bit tile, 6 KiB ahead
 // with prefetcht0, which read faster than two-panel non-temporal tiles (Zen 5: a 1,024-wide Q4_K_M
 // tg64 119-126 -> 129-138 t/s at 1 thread, 213 -> 233-246 at 2; docs/speed.md).
-template <WeightFormat F, int RowHint>
+template <WeightFormat F, int RowHint, bool RowPanels>
 void quant_avx512(const KernelArgs& a, int pb, int pe) {
   constexpr bool offset_codes = F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5;
   if (a.rows == 1) {
-    if constexpr (offset_codes && RowHint == _MM_HINT_NTA)
+    if constexpr (offset_codes && RowPanels)
       return run_single_row<quant_tile<1, 2, F, false, 0, RowHint, kRowFlight>, quant_tile<1, 1, F, false, 0, RowHint, kRowFlight>>(a, pb, pe);
     for (int p = pb; p < pe; ++p) {
       if constexpr (offset_codes)
-        quant_row_tile<F>(a, p);
+        quant_row_tile<F, RowHint>(a, p);
       else
         quant_tile<1, 1, F, false, kRowFar<RowHint>>(a, 0, p);
     }
@@ -587,18 +590,19 @@ void dot16_avx512(const float* w, std::size_t w_stride, int w_rows, const float*
   table[x_rows - 1][w_rows - 1](w, w_stride, x, x_stride, n, acc);
 }
 
-// The kernels whose one-row tiles prefetch with RowHint; only those tiles differ between the two tables.
-template <int RowHint>
+// The kernels whose one-row tiles prefetch with RowHint (RowPanels: int8 / q4 / q5_0's one row in
+// two-panel tiles); only those tiles differ between the tables.
+template <int RowHint, bool RowPanels>
 constexpr KernelTable avx512_table{bf16_avx512<RowHint>,
                                    f16_avx512<RowHint>,
-                                   quant_avx512<WeightFormat::Q8, RowHint>,
-                                   quant_avx512<WeightFormat::Q4, RowHint>,
-                                   quant_avx512<WeightFormat::Q5, RowHint>,
-                                   quant_avx512<WeightFormat::Q4_1, RowHint>,
-                                   quant_avx512<WeightFormat::Q5_1, RowHint>,
-                                   quant_avx512<WeightFormat::Q4K, RowHint>,
-                                   quant_avx512<WeightFormat::Q5K, RowHint>,
-                                   quant_avx512<WeightFormat::Q6K, RowHint>,
+                                   quant_avx512<WeightFormat::Q8, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::Q4, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::Q5, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::Q4_1, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::Q5_1, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::Q4K, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::Q5K, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::Q6K, RowHint, RowPanels>,
                                    bf16_row_avx512,
                                    q8_row_avx512,
                                    false,
@@ -608,7 +612,12 @@ constexpr KernelTable avx512_table{bf16_avx512<RowHint>,
 }  // namespace
 
 const KernelTable& avx512_kernels(StreamPrefetch hint) {
-  return hint == StreamPrefetch::Nta ? avx512_table<_MM_HINT_NTA> : avx512_table<_MM_HINT_T0>;
+  switch (hint) {
+    case StreamPrefetch::Nta: return avx512_table<_MM_HINT_NTA, false>;
+    case StreamPrefetch::NtaPanels: return avx512_table<_MM_HINT_NTA, true>;
+    case StreamPrefetch::T0: break;
+  }
+  return avx512_table<_MM_HINT_T0, false>;
 }
 const KernelTable& avx512_kernels() { return avx512_kernels(active_stream_prefetch()); }
 

@@ -30,12 +30,16 @@ void set_isa_limit(Isa limit);
 // prefetchnta reads less than half as much (it fills the L1 only and holds one of its few fill
 // buffers until the line arrives; the L2 streamer never sees the stream: 6-9 GB/s of 17), and t0
 // read 84 -> 91 % of the bandwidth on AVX-512 (Q4_0) and 70-80 -> 85-96 % on AVX2 (docs/speed.md).
-// So the default is nta on AMD CPUs and t0 on the others; INFERLAB_PREFETCH=t0|nta or
-// set_stream_prefetch chooses (the arithmetic is the same either way).
-enum class StreamPrefetch { T0 = 0, Nta = 1 };
+// nta-panels: as nta, but AVX-512's one int8 / q4 / q5_0 row runs two 512-bit panels per tile (as
+// at 6b6815f) instead of one panel in two 256-bit halves: on a Zen 5 the halves decoded at
+// 0.73-0.80x of it, on a Zen 4 it decoded at 0.64-0.71x of the halves (issue 46, docs/speed.md).
+// So the default is nta-panels on AMD family 1Ah and later (Zen 5), nta on earlier AMD CPUs (Zen 4,
+// and the AVX2-only Zen 1-3, whose AVX2 tiles take nta and nta-panels alike), t0 on the others;
+// INFERLAB_PREFETCH=t0|nta|nta-panels or set_stream_prefetch chooses (the arithmetic is the same).
+enum class StreamPrefetch { T0 = 0, Nta = 1, NtaPanels = 2 };
 const char* stream_prefetch_name(StreamPrefetch hint);
 StreamPrefetch parse_stream_prefetch(const std::string& name);  // throws Error naming the accepted values
-StreamPrefetch default_stream_prefetch();                       // by CPU vendor, as above
+StreamPrefetch default_stream_prefetch();                       // by CPU vendor and family, as above
 StreamPrefetch active_stream_prefetch();                        // INFERLAB_PREFETCH, else the default
 void set_stream_prefetch(StreamPrefetch hint);
 
