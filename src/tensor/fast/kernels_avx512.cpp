@@ -480,7 +480,7 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // hint; under nta-panels (Zen 5) two 512-bit panels per tile with 5 KiB in flight, prefetchnta, as
 // at 6b6815f. Measured in separate processes (bench/ab_binaries.sh, 6 interleaved rounds, issue
 // 46): on a Zen 5 the halves decoded Q8_0 / Q4_0 at 0.73-0.80x of the two panels at 1 thread and
-// 0.83x at 2; on a Zen 4 the two panels decoded at 0.71x / 0.64x of the halves under prefetchnta
+// 0.83x at 2; on a Zen 4 the two panels decoded at 0.71x / 0.62x of the halves under prefetchnta
 // (docs/speed.md). On Intel (t0) the halves' t0 + t1 prefetch was tuned on a Xeon. The K-quants and
 // q4_1 / q5_1 (more scale bytes and epilogue per block) one panel per 512-bit tile, 6 KiB ahead
 // with prefetcht0, which read faster than two-panel non-temporal tiles (Zen 5: a 1,024-wide Q4_K_M

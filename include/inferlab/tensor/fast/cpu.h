@@ -32,7 +32,7 @@ void set_isa_limit(Isa limit);
 // read 84 -> 91 % of the bandwidth on AVX-512 (Q4_0) and 70-80 -> 85-96 % on AVX2 (docs/speed.md).
 // nta-panels: as nta, but AVX-512's one int8 / q4 / q5_0 row runs two 512-bit panels per tile (as
 // at 6b6815f) instead of one panel in two 256-bit halves: on a Zen 5 the halves decoded at
-// 0.73-0.80x of it, on a Zen 4 it decoded at 0.64-0.71x of the halves (issue 46, docs/speed.md).
+// 0.73-0.80x of it, on a Zen 4 it decoded at 0.62-0.71x of the halves (issue 46, docs/speed.md).
 // So the default is nta-panels on AMD family 1Ah and later (Zen 5), nta on earlier AMD CPUs (Zen 4,
 // and the AVX2-only Zen 1-3, whose AVX2 tiles take nta and nta-panels alike), t0 on the others;
 // INFERLAB_PREFETCH=t0|nta|nta-panels or set_stream_prefetch chooses (the arithmetic is the same).
