@@ -10,6 +10,7 @@
 #include <set>
 
 #include "inferlab/grammar/regex.h"
+#include "grammar/number_ranges.h"
 
 namespace inferlab {
 namespace {
@@ -128,52 +129,6 @@ bool disjoint(const json& a, const json& b) {
     if (fa && fb && !share_a_value(*fa, *fb)) return true;
   }
   return false;
-}
-
-// Decimal naturals with digits [lo, hi] of the same length, as a GBNF sequence: the shared leading
-// digit, then the ranges below it (llama.cpp's schema converter builds integer ranges the same way).
-std::string same_length_range(const std::string& lo, const std::string& hi) {
-  if (lo.empty()) return "";
-  const std::size_t rest = lo.size() - 1;
-  auto any_digits = [](std::size_t n) { return n == 0 ? std::string() : fmt::format(" [0-9]{{{}}}", n); };
-  auto digit_class = [](char a, char b) { return a == b ? fmt::format("\"{}\"", a) : fmt::format("[{}-{}]", a, b); };
-  if (lo[0] == hi[0]) {
-    const std::string tail = same_length_range(lo.substr(1), hi.substr(1));
-    return fmt::format("\"{}\"", lo[0]) + (tail.empty() ? "" : " " + tail);
-  }
-  const std::string lo_rest = lo.substr(1), hi_rest = hi.substr(1);
-  const bool lo_full = lo_rest.find_first_not_of('0') == std::string::npos;
-  const bool hi_full = hi_rest.find_first_not_of('9') == std::string::npos;
-  std::vector<std::string> options;
-  char first = lo[0], last = hi[0];
-  if (!lo_full) {
-    options.push_back(fmt::format("\"{}\" ( {} )", lo[0], same_length_range(lo_rest, std::string(rest, '9'))));
-    ++first;
-  }
-  if (!hi_full) --last;
-  if (first <= last) options.push_back(digit_class(first, last) + any_digits(rest));
-  if (!hi_full) options.push_back(fmt::format("\"{}\" ( {} )", hi[0], same_length_range(std::string(rest, '0'), hi_rest)));
-  std::string out;
-  for (const std::string& o : options) out += (out.empty() ? "" : " | ") + o;
-  return options.size() == 1 ? out : "( " + out + " )";
-}
-
-// Naturals (no leading zeros) in [lo, hi], both within the grammar's 15 digits.
-std::string natural_range(int64_t lo, int64_t hi) {
-  std::vector<std::string> options;
-  if (lo == 0) {
-    options.push_back("\"0\"");
-    lo = 1;
-  }
-  for (int64_t length_end = 10; lo <= hi; length_end *= 10) {
-    if (lo >= length_end) continue;
-    const int64_t top = std::min(hi, length_end - 1);
-    options.push_back(same_length_range(std::to_string(lo), std::to_string(top)));
-    lo = top + 1;
-  }
-  std::string out;
-  for (const std::string& o : options) out += (out.empty() ? "" : " | ") + o;
-  return "( " + out + " )";
 }
 
 const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "properties", "required",
@@ -425,9 +380,8 @@ class SchemaConverter {
   }
 
   // Numbers have at most 15 integer digits (below 2^53), so bounds at or beyond +-(10^15 - 1) hold
-  // already (zod's safe-integer bounds). An integer's bounds are any: its range is written digit
-  // by digit. A number's: only a lower bound of 0 (the grammar without the minus sign); others
-  // are refused, since a fraction's digits cannot be bounded that way.
+  // already (zod's safe-integer bounds). An integer's range is written digit by digit; a bounded
+  // number's too, on both sides of the point (number_ranges.h), and without an exponent.
   std::string number(const json& schema, bool integer) {
     constexpr double kReach = 999999999999999.0;
     auto value = [&](const char* key) -> std::optional<double> {
@@ -455,19 +409,28 @@ class SchemaConverter {
       for (const std::string& o : options) body += (body.empty() ? "" : " | ") + o;
       return rule("integer", body);
     }
-    if (max && *max < kReach) unsupported("maximum", fmt::format("'maximum' {} on a number (integers take any bounds; numbers only a lower bound of 0 or bounds beyond +-10^15)", *max));
-    if (exclusive_max && *exclusive_max < kReach)
-      unsupported("exclusiveMaximum", fmt::format("'exclusiveMaximum' {} on a number (integers take any bounds)", *exclusive_max));
-    bool non_negative = false;
-    if (min && *min > -kReach) {
-      if (*min == 0) non_negative = true;
-      else unsupported("minimum", fmt::format("'minimum' {} on a number (integers take any bounds; numbers only 0 or bounds beyond +-10^15)", *min));
+    if (!max && !min && !exclusive_min && !exclusive_max) return "json-number";
+    // Of an inclusive and an exclusive bound on one side, the tighter (the exclusive one at a tie).
+    auto tighter = [&](const char* inclusive, const std::optional<double>& a, const char* exclusive,
+                       const std::optional<double>& b, bool lower) -> std::optional<DecimalBound> {
+      if (!a && !b) return std::nullopt;
+      const bool use_exclusive = b && (!a || (lower ? *b >= *a : *b <= *a));
+      return DecimalBound{schema[use_exclusive ? exclusive : inclusive].dump(), use_exclusive};
+    };
+    const auto lower = tighter("minimum", min, "exclusiveMinimum", exclusive_min, true);
+    const auto upper = tighter("maximum", max, "exclusiveMaximum", exclusive_max, false);
+    std::optional<std::string> body;
+    try {
+      body = decimal_range(lower, upper);
+    } catch (const std::invalid_argument& e) {  // a bound JSON cannot write as digits (infinity)
+      unsupported(lower ? (lower->exclusive ? "exclusiveMinimum" : "minimum") : (upper->exclusive ? "exclusiveMaximum" : "maximum"),
+                  fmt::format("a bound that is not a finite number ({})", e.what()));
     }
-    if (exclusive_min && *exclusive_min > -kReach)
-      unsupported("exclusiveMinimum", fmt::format("'exclusiveMinimum' {} on a number (integers take any bounds)", *exclusive_min));
-    const bool bounded = max || min || exclusive_min || exclusive_max;  // no exponent: the value stays within the digits
-    if (!bounded) return "json-number";
-    return rule("number", std::string(non_negative ? "json-natural" : "\"-\"? json-natural") + " json-fraction?");
+    if (!body)
+      unsupported(min ? "minimum" : exclusive_min ? "exclusiveMinimum" : max ? "maximum" : "exclusiveMaximum",
+                  "no number with at most 15 digits on each side of the point lies within 'minimum' / 'maximum' (and "
+                  "their exclusive forms)");
+    return rule("number", *body);
   }
 
   // Items in order: the prefixItems' schemas one by one, then `items` for the rest (false: no

@@ -21,12 +21,13 @@ std::string refused_keyword(const json& schema) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreRefusedByName) {
-  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","minimum":3})")), "minimum");
-  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","exclusiveMaximum":3})")), "exclusiveMaximum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","minimum":3.5,"maximum":3.25})")), "minimum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1})")), "exclusiveMinimum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","minimum":1e16})")), "minimum");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","minimum":5,"maximum":4})")), "minimum");
   EXPECT_EQ(refused_keyword(json::parse(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})")), "oneOf");
   EXPECT_EQ(refused_keyword(json::parse(R"({"$ref":"#","maxItems":2})")), "$ref");
-  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","maximum":10})")), "maximum");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"type":"number","maximum":-1e16})")), "maximum");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"integer","multipleOf":2})")), "multipleOf");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})")), "uniqueItems");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","properties":{"a":{"type":"string","format":"hostname"}}})")), "format");
@@ -93,6 +94,53 @@ TEST(JsonSchema, IntegerRangesAcceptExactlyTheirIntegers) {
     }
     GrammarMatcher leading_zero(grammar);
     EXPECT_FALSE(leading_zero.accept_bytes("007") && leading_zero.can_finish()) << r.schema;
+  }
+}
+
+// A number's bounds are enforced digit by digit on both sides of the point: every number from -3
+// to 3 in steps of 0.001, written with as few fraction digits as it needs, with three, and with a
+// trailing zero more, is accepted exactly when it lies within the bounds (z.number().min(0.5).max(1)).
+TEST(JsonSchema, DecimalRangesAcceptExactlyTheirNumbers) {
+  std::vector<std::string> bytes(256);
+  for (int b = 0; b < 256; ++b) bytes[b] = std::string(1, static_cast<char>(b));
+  auto vocabulary = std::make_shared<const TokenVocabulary>(std::move(bytes));
+  struct Range {
+    const char* schema;
+    bool (*holds)(int64_t thousandths);
+  };
+  const Range ranges[] = {
+      {R"({"type":"number","minimum":0.5,"maximum":1})", [](int64_t v) { return v >= 500 && v <= 1000; }},
+      {R"({"type":"number","exclusiveMinimum":-1.25,"exclusiveMaximum":2.5})", [](int64_t v) { return v > -1250 && v < 2500; }},
+      {R"({"type":"number","minimum":-2.05})", [](int64_t v) { return v >= -2050; }},
+      {R"({"type":"number","exclusiveMaximum":-0.001})", [](int64_t v) { return v < -1; }},
+      {R"({"type":"number","minimum":0.1,"maximum":0.1})", [](int64_t v) { return v == 100; }},
+      {R"({"type":"number","exclusiveMinimum":0})", [](int64_t v) { return v > 0; }},
+      {R"({"type":"number","minimum":1.999,"exclusiveMaximum":2.001})", [](int64_t v) { return v >= 1999 && v < 2001; }},
+      {R"({"type":"number","minimum":-1,"exclusiveMinimum":-1,"maximum":1e-3})", [](int64_t v) { return v > -1000 && v <= 1; }},
+      {R"({"type":"number","maximum":1e20,"minimum":-2.5e0})", [](int64_t v) { return v >= -2500; }},
+  };
+  for (const Range& r : ranges) {
+    auto grammar = std::make_shared<CompiledGrammar>(parse_gbnf(json_schema_to_gbnf(json::parse(r.schema))), vocabulary);
+    auto accepts = [&](const std::string& text) {
+      GrammarMatcher m(grammar);
+      return m.accept_bytes(text) && m.can_finish();
+    };
+    for (int64_t v = -3000; v <= 3000; ++v) {
+      const int64_t magnitude = v < 0 ? -v : v;
+      const std::string sign = v < 0 ? "-" : "", integer = std::to_string(magnitude / 1000);
+      std::string three = std::to_string(magnitude % 1000);
+      three = std::string(3 - three.size(), '0') + three;
+      std::string shortest = three;
+      shortest.erase(shortest.find_last_not_of('0') + 1);
+      std::vector<std::string> texts = {sign + integer + "." + three, sign + integer + "." + three + "0"};
+      texts.push_back(shortest.empty() ? sign + integer : sign + integer + "." + shortest);
+      for (const std::string& text : texts) {
+        if (text == "-0" || text.rfind("-0.000", 0) == 0) continue;  // -0: the grammar writes 0 without the sign
+        EXPECT_EQ(accepts(text), r.holds(v)) << r.schema << " and " << text;
+      }
+    }
+    EXPECT_FALSE(accepts("01.5")) << r.schema;
+    EXPECT_FALSE(accepts("1e0")) << r.schema;  // bounded numbers are written without an exponent
   }
 }
 
