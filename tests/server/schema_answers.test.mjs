@@ -1,5 +1,5 @@
 // JSON Schema through the server on the real model (SmolLM2-135M-Instruct), sampled: 100 answers for
-// each of 10 schemas that use the keywords the compiler enforces (integer ranges, string lengths,
+// each of 11 schemas that use the keywords the compiler enforces (integer and number ranges, string lengths,
 // pattern, formats, prefixItems, item counts, const and enum, oneOf of tagged objects, $defs /
 // $ref, optional properties), each answer validated
 // by ajv (draft 2020-12 with ajv-formats), not by our own code.
@@ -21,6 +21,12 @@ addFormats(ajv);
 const shortText = { type: 'string', minLength: 1, maxLength: 12 };
 const schemas = {
   digit: { type: 'object', properties: { digit: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['digit'], additionalProperties: false },
+  // zod's z.number().min(0.5).max(5) and an exclusive fractional range.
+  rating: {
+    type: 'object',
+    properties: { stars: { type: 'number', minimum: 0.5, maximum: 5 }, offset: { type: 'number', exclusiveMinimum: -1.25, exclusiveMaximum: 0.75 } },
+    required: ['stars', 'offset'], additionalProperties: false,
+  },
   ranges: {
     type: 'object',
     properties: { year: { type: 'integer', minimum: 1900, maximum: 2030 }, delta: { type: 'integer', exclusiveMinimum: -50, exclusiveMaximum: 50 } },
