@@ -15,7 +15,8 @@
 namespace inferlab {
 namespace {
 
-using json = nlohmann::json;
+// Ordered: properties are written in the order the schema lists them.
+using json = nlohmann::ordered_json;
 
 // Whitespace between tokens: none, a space, or a newline and indentation (pretty printing).
 constexpr const char* kPrimitives = R"(ws ::= "" | " " | "\n" [ \t]{0,20}
@@ -99,7 +100,7 @@ std::optional<std::vector<json>> fixed_values(const json& schema) {
 bool share_a_value(const std::vector<json>& a, const std::vector<json>& b) {
   for (const json& x : a)
     for (const json& y : b)
-      if (x == y) return true;
+      if (nlohmann::json(x) == nlohmann::json(y)) return true;  // objects equal whatever their key order
   return false;
 }
 
@@ -498,8 +499,8 @@ class SchemaConverter {
           unsupported("required", fmt::format("'{}' is required but not in 'properties' and additionalProperties is false", name));
         props.push_back({name, additional.is_object() ? additional : json::object(), true});
       }
-    // One order for all: the sorted order of a parsed request body's keys (what 'properties' has).
-    std::sort(props.begin(), props.end(), [](const Property& a, const Property& b) { return a.name < b.name; });
+    // The schema's order: 'properties' as listed (a model answers in that order, so a schema can put
+    // "reasoning" before "answer"), then required names that 'properties' does not list.
 
     // minProperties / maxProperties: on a map, the count of its key-value pairs; but the grammar
     // cannot keep a map's keys distinct, so of minimums only 1 (a non-empty map) is exact. With

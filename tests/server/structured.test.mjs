@@ -28,7 +28,7 @@ const Person = z.object({
   tags: z.array(z.string().max(5)).max(2),
 });
 
-test('chat.completions.parse with zodResponseFormat: every answer parses and validates', async () => {
+test('chat.completions.parse with zodResponseFormat: every answer parses, validates and keeps the schema\'s key order', async () => {
   for (const seed of [1, 2, 3]) {
     const completion = await client.chat.completions.parse({
       model: 'model', messages, seed, max_tokens: 400, response_format: zodResponseFormat(Person, 'person'),
@@ -37,6 +37,8 @@ test('chat.completions.parse with zodResponseFormat: every answer parses and val
     assert.equal(choice.finish_reason, 'stop', JSON.stringify(choice));
     assert.ok(choice.message.parsed, choice.message.content);
     Person.parse(choice.message.parsed);
+    // In the schema's order, as OpenAI writes them (sorted would put age first).
+    assert.deepEqual(Object.keys(JSON.parse(choice.message.content)), ['name', 'age', 'role', 'tags']);
   }
 });
 

@@ -1,14 +1,15 @@
 // JSON Schema -> GBNF, for response_format json_schema and strict tools. Supported: type (one or
 // a list, each type under the keywords that apply to it; no type: the union of all six, as a
-// keyword constrains only values of its own type), properties / required (written in sorted key
-// order, the order a parsed request body has; optional ones may be left out), additionalProperties
+// keyword constrains only values of its own type), properties / required (written in the order
+// 'properties' lists them, as OpenAI, xgrammar and llguidance do; a schema read into a sorted
+// nlohmann::json has lost that order and gets sorted keys; optional ones may be left out), additionalProperties
 // false or a schema (unlisted properties are never generated unless additionalProperties says
 // so: xgrammar's strict mode), propertyNames of a map, minProperties / maxProperties (on a map: at
 // most max pairs and, of minimums, 1; beside properties: bounds the required and listed ones
 // imply), enum, const (2.0 written as 2), items /
 // prefixItems / minItems / maxItems, uniqueItems false,
-// minLength / maxLength, minimum / maximum / exclusive* (any on integers; on numbers a lower
-// bound of 0), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
+// minLength / maxLength, minimum / maximum / exclusive* (any, on integers and numbers;
+// bounded numbers are written without an exponent), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
 // as every grammar engine does), anyOf, oneOf whose options no value can match together
 // (different types, different const values, or a required property with different const values),
 // allOf of one schema, $ref to #, #/$defs/... and #/definitions/..., and the annotations (title,
@@ -24,11 +25,11 @@
 
 namespace inferlab {
 
-std::string json_schema_to_gbnf(const nlohmann::json& schema, const GrammarLimits& limits = {});
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const GrammarLimits& limits = {});
 
 // The rules of one schema inside a larger grammar: its top rule is `name`, its helper rules are
 // prefixed with it, and it uses the shared primitives of json_primitives_gbnf() (add those once).
-std::string json_schema_rules(const nlohmann::json& schema, const std::string& name, const GrammarLimits& limits = {});
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& name, const GrammarLimits& limits = {});
 std::string json_primitives_gbnf();
 
 // Any JSON value whose top level is an object (response_format json_object).
