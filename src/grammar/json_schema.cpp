@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -39,7 +40,9 @@ email ::= [a-z0-9]{1,16} ( "." [a-z0-9]{1,16} )? "@" [a-z0-9]{1,16} ( "." [a-z]{
 )";
 
 const std::set<std::string> kAnnotations = {"title", "description", "$schema", "$id", "default", "examples", "$comment",
-                                            "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
+                                            "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "$anchor",
+                                            // draft 2020-12 makes these annotations: a string's content is not asserted
+                                            "contentMediaType", "contentEncoding", "contentSchema"};
 // The keywords that constrain one type of value; a value of another type ignores them.
 const std::map<std::string, std::set<std::string>> kKeywordsOfType = {
     {"object", {"properties", "required", "additionalProperties", "propertyNames", "minProperties", "maxProperties"}},
@@ -226,8 +229,10 @@ class SchemaConverter {
           unsupported(keyword, fmt::format("'{}' beside '{}' (both would apply; move '{}' inside)", keyword, key, key));
     };
     if (schema.contains("$ref")) {
-      alone("$ref");
-      return reference(schema["$ref"], depth);
+      bool siblings = false;
+      for (const auto& [key, value] : schema.items()) siblings = siblings || (key != "$ref" && !kAnnotations.count(key));
+      if (!siblings) return reference(schema["$ref"], depth);
+      return visit(merged_all_of(json::array({schema})), hint, depth + 1);  // $ref and its siblings both apply
     }
     if (schema.contains("const")) return literal(schema["const"]);
     if (schema.contains("enum")) {
@@ -258,10 +263,12 @@ class SchemaConverter {
         return rule(hint, body);
       }
     if (schema.contains("allOf")) {
-      alone("allOf");
       const json& parts = schema["allOf"];
-      if (!parts.is_array() || parts.size() != 1) unsupported("allOf", "'allOf' with more than one schema");
-      return visit(parts[0], hint, depth + 1);
+      if (!parts.is_array() || parts.empty()) unsupported("allOf", "'allOf' must be a non-empty array");
+      bool siblings = false;
+      for (const auto& [key, value] : schema.items()) siblings = siblings || (key != "allOf" && !kAnnotations.count(key));
+      if (parts.size() == 1 && !siblings) return visit(parts[0], hint, depth + 1);
+      return visit(merged_all_of(json::array({schema})), hint, depth + 1);
     }
 
     if (schema.contains("type") && schema["type"].is_array()) {
@@ -321,32 +328,210 @@ class SchemaConverter {
     unsupported("type", fmt::format("unknown type '{}'", type));
   }
 
-  std::string reference(const json& ref, int depth) {
+  // A JSON pointer's target in this schema ("#/$defs/a~1b/0": ~1 is '/', ~0 '~', %XX a byte), or
+  // nullptr when it names nothing.
+  const json* pointer_target(const std::string& pointer) const {
+    const json* at = &root_;
+    std::size_t i = 1;  // after '#'
+    while (i < pointer.size()) {
+      if (pointer[i] != '/') return nullptr;
+      const std::size_t end = std::min(pointer.find('/', i + 1), pointer.size());
+      std::string token;
+      for (std::size_t j = i + 1; j < end; ++j) {
+        if (pointer[j] == '%' && j + 2 < end && std::isxdigit(static_cast<unsigned char>(pointer[j + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(pointer[j + 2]))) {
+          token += static_cast<char>(std::stoi(pointer.substr(j + 1, 2), nullptr, 16));
+          j += 2;
+        } else if (pointer[j] == '~' && j + 1 < end && (pointer[j + 1] == '0' || pointer[j + 1] == '1')) {
+          token += pointer[j + 1] == '1' ? '/' : '~';
+          ++j;
+        } else {
+          token += pointer[j];
+        }
+      }
+      if (at->is_object()) {
+        auto it = at->find(token);
+        if (it == at->end()) return nullptr;
+        at = &*it;
+      } else if (at->is_array()) {
+        if (token.empty() || token.size() > 9 || token.find_first_not_of("0123456789") != std::string::npos) return nullptr;
+        const std::size_t index = std::stoul(token);
+        if (index >= at->size()) return nullptr;
+        at = &(*at)[index];
+      } else {
+        return nullptr;
+      }
+      i = end;
+    }
+    return at;
+  }
+
+  // The subschemas that declare "$anchor": name, anywhere in the schema.
+  static void find_anchor(const json& node, const std::string& name, std::vector<const json*>& found) {
+    if (node.is_object()) {
+      if (auto it = node.find("$anchor"); it != node.end() && *it == name) found.push_back(&node);
+      for (const auto& [key, value] : node.items())
+        if (key != "const" && key != "enum" && key != "default" && key != "examples") find_anchor(value, name, found);
+    } else if (node.is_array()) {
+      for (const json& item : node) find_anchor(item, name, found);
+    }
+  }
+
+  // The subschema a $ref names: a JSON pointer into this schema or an '#anchor'; refused otherwise.
+  const json& ref_target(const json& ref) const {
     if (!ref.is_string()) unsupported("$ref", "'$ref' must be a string");
     const std::string target = ref.get<std::string>();
-    if (auto it = refs_.find(target); it != refs_.end()) return it->second;
     const json* resolved = nullptr;
-    std::string name;
-    if (target == "#") {
-      resolved = &root_;
-      name = prefix_ + "-ref";
-    } else {
-      for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
-        std::string p = prefix;
-        if (target.rfind(p, 0) != 0) continue;
-        std::string key = target.substr(p.size());
-        auto defs = root_.find(p.substr(2, p.size() - 3));
-        if (defs != root_.end() && defs->is_object() && defs->contains(key)) resolved = &(*defs)[key];
-        name = prefix_ + "-def-" + key;
-      }
+    if (target.rfind("#/", 0) == 0 || target == "#") {
+      resolved = pointer_target(target);
+    } else if (target.size() > 1 && target[0] == '#') {  // a plain-name fragment: the subschema with that $anchor
+      std::vector<const json*> found;
+      find_anchor(root_, target.substr(1), found);
+      if (found.size() > 1)
+        unsupported("$ref", fmt::format("'$ref' {}: {} subschemas declare that $anchor (their $id scopes are not resolved)",
+                                        ref.dump(), found.size()));
+      if (!found.empty()) resolved = found[0];
     }
-    if (!resolved) unsupported("$ref", fmt::format("'$ref' {} does not point into this schema's $defs / definitions", ref.dump()));
+    if (!resolved)
+      unsupported("$ref", fmt::format("'$ref' {} does not point into this schema (a JSON pointer '#/...' or an '#anchor'; "
+                                      "URIs of other documents are not fetched)", ref.dump()));
+    return *resolved;
+  }
+
+  std::string reference(const json& ref, int depth) {
+    const json& resolved = ref_target(ref);
+    const std::string target = ref.get<std::string>();
+    if (auto it = refs_.find(target); it != refs_.end()) return it->second;
+    const std::string name = prefix_ + "-ref" + target.substr(1);
     std::string rule_name = reserve(name);
     refs_[target] = rule_name;  // before visiting: recursive schemas refer to the rule by name
-    std::string body = visit(*resolved, name + "-body", depth + 1);
+    std::string body = visit(resolved, name + "-body", depth + 1);
     reserved_.erase(rule_name);
     rules_[rule_name] = body;
     return rule_name;
+  }
+
+  // allOf (and $ref beside other keywords, which draft 2020-12 reads the same way) as one schema:
+  // the parts' keywords together where each is constrained by one part, or by several in a way
+  // that combines exactly: types intersect, required names unite, a property in two parts takes
+  // both schemas, items both schemas, bounds the tighter one, equal values stay. $ref and nested
+  // allOf parts are read through. Anything else is refused: a grammar enforcing one part only would
+  // accept values another part forbids.
+  json merged_all_of(const json& parts) const {
+    static const std::set<std::string> kLower = {"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"};
+    static const std::set<std::string> kUpper = {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"};
+    auto refuse = [](const std::string& why) { unsupported("allOf", "'allOf' " + why); };
+    json out = json::object();
+    struct Closed {  // a part's additionalProperties (not true) and the properties it lists
+      json additional;
+      std::set<std::string> listed;
+    };
+    std::vector<Closed> closed;
+    std::deque<json> pending(parts.begin(), parts.end());
+    int expansions = 0, part_index = 0;
+    std::map<std::string, int> origin;  // the part each keyword came from first
+    while (!pending.empty()) {
+      json part = std::move(pending.front());
+      pending.pop_front();
+      if (part.is_boolean()) {
+        if (!part.get<bool>()) unsupported("false", "the schema 'false' matches nothing");
+        continue;
+      }
+      if (!part.is_object()) throw GrammarError(fmt::format("JSON Schema: an allOf part must be an object or a boolean, got {}", part.dump()));
+      if (part.contains("$ref") || part.contains("allOf")) {
+        // Read through, in order (the order properties are written in): this part's own keywords, then
+        // what $ref names, then the allOf parts.
+        if (++expansions > 64)
+          unsupported("$ref", "'$ref' beside other keywords or in 'allOf' that refers to itself (more than 64 parts read through)");
+        std::vector<json> inner;
+        if (part.contains("$ref")) inner.push_back(ref_target(part["$ref"]));
+        if (part.contains("allOf")) {
+          if (!part["allOf"].is_array() || part["allOf"].empty()) refuse("must be a non-empty array");
+          for (const json& p : part["allOf"]) inner.push_back(p);
+        }
+        part.erase("$ref");
+        part.erase("allOf");
+        for (auto it = inner.rbegin(); it != inner.rend(); ++it) pending.push_front(*it);
+        pending.push_front(std::move(part));
+        continue;
+      }
+      if (part.contains("additionalProperties") && part["additionalProperties"] != json(true)) {
+        Closed c{part["additionalProperties"], {}};
+        if (part.contains("properties") && part["properties"].is_object())
+          for (const auto& [name, unused] : part["properties"].items()) c.listed.insert(name);
+        closed.push_back(std::move(c));
+      }
+      ++part_index;
+      for (const auto& [key, value] : part.items()) {
+        if (kAnnotations.count(key)) continue;
+        // items applies to what prefixItems leaves, in its own schema only: from two parts, items
+        // would apply to every item.
+        for (const auto& [a, b] : {std::pair{"items", "prefixItems"}, std::pair{"prefixItems", "items"}})
+          if (key == a && origin.count(b) && origin[b] != part_index)
+            refuse(fmt::format("with '{}' in one part and '{}' in another", b, a));
+        if (!out.contains(key)) {
+          out[key] = value;
+          origin[key] = part_index;
+          continue;
+        }
+        json& have = out[key];
+        if (nlohmann::json(have) == nlohmann::json(value)) continue;
+        if (key == "type") {
+          auto types_of = [&](const json& t) {
+            std::set<std::string> set;
+            for (const json& one : t.is_array() ? t : json::array({t}))
+              if (one.is_string()) set.insert(one.get<std::string>());
+            return set;
+          };
+          const std::set<std::string> a = types_of(have), b = types_of(value);
+          auto allows = [](const std::set<std::string>& types, const std::string& t) {
+            return types.count(t) || (t == "integer" && types.count("number"));
+          };
+          json both = json::array();
+          for (const std::string t : {"object", "array", "string", "number", "integer", "boolean", "null"}) {
+            if (t == "integer" && a.count("number") && b.count("number")) continue;  // within "number" already
+            if (allows(a, t) && allows(b, t)) both.push_back(t);
+          }
+          if (both.empty()) refuse(fmt::format("parts with no type in common ({} and {})", have.dump(), value.dump()));
+          have = both.size() == 1 ? both[0] : both;
+        } else if (key == "required") {
+          if (!have.is_array() || !value.is_array()) unsupported("required", "'required' must be an array of names");
+          for (const json& name : value)
+            if (std::find(have.begin(), have.end(), name) == have.end()) have.push_back(name);
+        } else if (key == "properties") {
+          if (!have.is_object() || !value.is_object()) unsupported("properties", "'properties' must be an object");
+          for (const auto& [name, sub] : value.items())
+            have[name] = have.contains(name) ? json{{"allOf", json::array({have[name], sub})}} : sub;
+        } else if (key == "items" && have.is_object() && value.is_object()) {
+          have = json{{"allOf", json::array({have, value})}};
+        } else if ((kLower.count(key) || kUpper.count(key)) && have.is_number() && value.is_number()) {
+          const bool tighter = kLower.count(key) ? value.get<double>() > have.get<double>() : value.get<double>() < have.get<double>();
+          if (tighter) have = value;
+        } else {
+          refuse(fmt::format("with '{}' in two parts ({} and {}): the grammar cannot enforce both", key, have.dump(), value.dump()));
+        }
+      }
+    }
+    // A part closed by additionalProperties forbids (false) or constrains (a schema) every property it
+    // does not list, whichever part lists it.
+    for (const Closed& c : closed) {
+      std::set<std::string> names;
+      if (out.contains("properties"))
+        for (const auto& [name, unused] : out["properties"].items()) names.insert(name);
+      if (out.contains("required") && out["required"].is_array())
+        for (const json& name : out["required"])
+          if (name.is_string()) names.insert(name.get<std::string>());
+      for (const std::string& name : names) {
+        if (c.listed.count(name)) continue;
+        if (c.additional == json(false))
+          refuse(fmt::format("with additionalProperties false in one part and '{}' listed only in another", name));
+        json& props = out["properties"];
+        props[name] = props.contains(name) ? json{{"allOf", json::array({props[name], c.additional})}} : c.additional;
+      }
+    }
+    if ((out.contains("const") || out.contains("enum")) && out.size() > 1)
+      refuse("with 'const' / 'enum' in one part and other keywords in another");
+    return out;
   }
 
   std::string string(const json& schema, const std::string& hint) {

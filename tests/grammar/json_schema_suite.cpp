@@ -96,6 +96,11 @@ nlohmann::ordered_json in_schema_order(const json& instance, const json& schema)
         out[key] = in_schema_order(instance[key], properties.contains(key) ? properties[key] : json(true));
     };
     for (const auto& [key, unused] : properties.items()) put(key);
+    // allOf parts' properties follow the schema's own, as the compiler merges them.
+    if (object_schema && schema.contains("allOf") && schema["allOf"].is_array())
+      for (const json& part : schema["allOf"])
+        if (part.is_object() && part.contains("properties") && part["properties"].is_object())
+          for (const auto& [key, unused] : part["properties"].items()) put(key);
     if (object_schema && schema.contains("required") && schema["required"].is_array())
       for (const json& name : schema["required"])
         if (name.is_string()) put(name.get<std::string>());

@@ -33,7 +33,6 @@ TEST(JsonSchema, UnsupportedKeywordsAreRefusedByName) {
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","properties":{"a":{"type":"string","format":"hostname"}}})")), "format");
   EXPECT_EQ(refused_keyword(json::parse(R"({"not":{"type":"string"}})")), "not");
   EXPECT_EQ(refused_keyword(json::parse(R"({"$ref":"https://example.com/schema.json"})")), "$ref");
-  EXPECT_EQ(refused_keyword(json::parse(R"({"allOf":[{"type":"string"},{"maxLength":3}]})")), "allOf");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"object","patternProperties":{"^a":{}}})")), "patternProperties");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"string","pattern":"(a)\\1"})")), "pattern");
   EXPECT_EQ(refused_keyword(json::parse(R"({"type":"string","minimum":1})")), "minimum");
@@ -47,7 +46,8 @@ TEST(JsonSchema, SupportedSchemasCompile) {
                            R"({"enum":[1,"a",null,{"b":[true]}]})", R"({"const":{"x":1}})",
                            R"({"type":"object","properties":{"a":{"type":"string","description":"d","title":"t"}},"required":["a"],"additionalProperties":false})",
                            R"({"$defs":{"n":{"type":"object","properties":{"next":{"anyOf":[{"$ref":"#/$defs/n"},{"type":"null"}]}}}},"$ref":"#/$defs/n"})",
-                           R"({"definitions":{"a":{"type":"integer"}},"type":"array","items":{"$ref":"#/definitions/a"},"minItems":1,"maxItems":3})"}) {
+                           R"({"definitions":{"a":{"type":"integer"}},"type":"array","items":{"$ref":"#/definitions/a"},"minItems":1,"maxItems":3})",
+                           R"({"allOf":[{"type":"string"},{"maxLength":3}]})"}) {
     EXPECT_NO_THROW({
       std::string g = json_schema_to_gbnf(json::parse(text));
       parse_gbnf(g);
@@ -142,6 +142,51 @@ TEST(JsonSchema, DecimalRangesAcceptExactlyTheirNumbers) {
     EXPECT_FALSE(accepts("01.5")) << r.schema;
     EXPECT_FALSE(accepts("1e0")) << r.schema;  // bounded numbers are written without an exponent
   }
+}
+
+// allOf parts (and $ref beside other keywords) merge into one schema where they combine exactly;
+// $ref takes any JSON pointer into the schema (~1, ~0, %XX) or an #anchor.
+TEST(JsonSchema, AllOfMergesAndRefsResolve) {
+  std::vector<std::string> bytes(256);
+  for (int b = 0; b < 256; ++b) bytes[b] = std::string(1, static_cast<char>(b));
+  auto vocabulary = std::make_shared<const TokenVocabulary>(std::move(bytes));
+  auto accepts = [&](const char* schema, const std::string& text) {
+    auto grammar = std::make_shared<CompiledGrammar>(parse_gbnf(json_schema_to_gbnf(nlohmann::ordered_json::parse(schema))), vocabulary);
+    GrammarMatcher m(grammar);
+    return m.accept_bytes(text) && m.can_finish();
+  };
+  const char* inherited = R"({"$defs":{"Base":{"type":"object","properties":{"id":{"type":"integer","minimum":1}},"required":["id"]}},
+    "allOf":[{"$ref":"#/$defs/Base"},{"properties":{"name":{"type":"string","maxLength":3}},"required":["name"]}]})";
+  EXPECT_TRUE(accepts(inherited, R"({"id":1,"name":"abc"})"));
+  EXPECT_FALSE(accepts(inherited, R"({"id":0,"name":"abc"})"));
+  EXPECT_FALSE(accepts(inherited, R"({"id":1,"name":"abcd"})"));
+  EXPECT_FALSE(accepts(inherited, R"({"id":1})"));
+  EXPECT_FALSE(accepts(inherited, R"({"name":"abc","id":1})"));  // written in the parts' order
+  const char* sibling = R"({"$defs":{"n":{"type":"integer","minimum":0}},"$ref":"#/$defs/n","maximum":9})";
+  EXPECT_TRUE(accepts(sibling, "9"));
+  EXPECT_FALSE(accepts(sibling, "10"));
+  EXPECT_FALSE(accepts(sibling, "-1"));
+  const char* both = R"({"properties":{"a":{"type":"integer","minimum":2}},"allOf":[{"properties":{"a":{"maximum":4}}}],"required":["a"]})";
+  EXPECT_TRUE(accepts(both, R"({"a":3})"));
+  EXPECT_FALSE(accepts(both, R"({"a":5})"));
+  EXPECT_FALSE(accepts(both, R"({"a":1})"));
+  EXPECT_TRUE(accepts(R"({"allOf":[{"type":["integer","string"]},{"type":"number"}]})", "7"));
+  EXPECT_FALSE(accepts(R"({"allOf":[{"type":["integer","string"]},{"type":"number"}]})", "7.5"));
+  EXPECT_TRUE(accepts(R"({"$defs":{"a/b~c":{"type":"integer"}},"$ref":"#/$defs/a~1b~0c"})", "5"));
+  EXPECT_TRUE(accepts(R"({"$defs":{"a%b":{"type":"integer"}},"$ref":"#/$defs/a%25b"})", "5"));
+  EXPECT_FALSE(accepts(R"({"$defs":{"A":{"$anchor":"num","type":"integer"}},"$ref":"#num"})", R"("x")"));
+  EXPECT_TRUE(accepts(R"({"$defs":{"A":{"$anchor":"num","type":"integer"}},"$ref":"#num"})", "12"));
+  EXPECT_TRUE(accepts(R"({"$defs":{"list":[{"type":"string"},{"type":"integer"}]},"$ref":"#/$defs/list/1"})", "3"));
+
+  EXPECT_EQ(refused_keyword(json::parse(R"({"allOf":[{"type":"string","pattern":"a"},{"pattern":"b"}]})")), "allOf");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"allOf":[{"type":"string"},{"type":"integer"}]})")), "allOf");
+  EXPECT_EQ(refused_keyword(json::parse(
+                R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}},"required":["b"]}]})")),
+            "allOf");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"allOf":[{"prefixItems":[{"minimum":3}]}],"items":{"minimum":5}})")), "allOf");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"$defs":{"r":{"allOf":[{"$ref":"#/$defs/r"}],"type":"object"}},"$ref":"#/$defs/r"})")), "$ref");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"$ref":"#/$defs/missing"})")), "$ref");
+  EXPECT_EQ(refused_keyword(json::parse(R"({"$ref":"other.json#/a"})")), "$ref");
 }
 
 // minProperties / maxProperties: a map's pairs are counted (at most maxProperties; at least one

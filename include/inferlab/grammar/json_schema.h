@@ -12,8 +12,9 @@
 // bounded numbers are written without an exponent), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
 // as every grammar engine does), anyOf, oneOf whose options no value can match together
 // (different types, different const values, or a required property with different const values),
-// allOf of one schema, $ref to #, #/$defs/... and #/definitions/..., and the annotations (title,
-// description, default, examples, ...). $ref, allOf, anyOf and oneOf must stand alone beside
+// $ref to a JSON pointer in the schema or an #anchor, allOf (and $ref beside other keywords)
+// merged into one schema where the parts combine exactly, and the annotations (title,
+// description, default, examples, content*, ...). anyOf and oneOf must stand alone beside
 // annotations. Any other keyword is refused with an UnsupportedSchemaError naming it: never a
 // grammar that silently enforces less than the schema (the official test suite checks it:
 // tests/grammar/json_schema_suite.cpp).
