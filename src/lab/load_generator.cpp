@@ -7,6 +7,7 @@
 #include <random>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "lab/http_client.h"
 #include "lab/interrupt.h"
@@ -31,16 +32,25 @@ std::vector<double> arrival_offsets(int count, double rate, double burstiness, u
   return offsets;
 }
 
-std::string request_body(const ServeOptions& options, const BenchPrompt& prompt) {
+std::string request_body(const ServeOptions& options, const BenchPrompt& prompt,
+                         const std::vector<ChatExchange>& history) {
   nlohmann::json body = {{"model", options.model},
                          {"max_tokens", prompt.output_len},
                          {"temperature", options.temperature},
                          {"stream", true},
                          {"stream_options", {{"include_usage", true}}}};
-  if (options.endpoint == "chat")
-    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt.text}}});
-  else
+  if (options.endpoint == "chat") {
+    nlohmann::json messages = nlohmann::json::array();
+    for (const ChatExchange& e : history) {
+      messages.push_back({{"role", "user"}, {"content", e.user}});
+      messages.push_back({{"role", "assistant"}, {"content", e.assistant}});
+    }
+    messages.push_back({{"role", "user"}, {"content", prompt.text}});
+    body["messages"] = std::move(messages);
+  } else {
+    if (!history.empty()) fail("a multi-turn conversation needs --endpoint chat (a history is a list of messages)");
     body["prompt"] = prompt.text;
+  }
   if (options.ignore_eos) body["ignore_eos"] = true;
   return body.dump();
 }
@@ -55,6 +65,7 @@ struct StreamTiming {
   std::optional<Clock::time_point> first_content, last_content, done_at;
   std::vector<double> itl_ms;
   std::string text;
+  std::string answer;  // the content alone (no thoughts): the next turn's history
   int64_t content_chunks = 0;
   std::optional<int64_t> prompt_tokens, completion_tokens;
   ServerTimings server;
@@ -94,6 +105,7 @@ struct StreamTiming {
       text += chunk.content;
       ++content_chunks;
     }
+    answer += chunk.answer;
     if (chunk.prompt_tokens) prompt_tokens = chunk.prompt_tokens;
     if (chunk.completion_tokens) completion_tokens = chunk.completion_tokens;
     server.merge(chunk.server);
@@ -114,6 +126,29 @@ void print_progress(std::size_t finished, std::size_t total, std::size_t failed,
   std::fflush(stderr);
 }
 
+// What the run schedules: a single request, or the consecutive turns of one conversation (a turn 1
+// starts a new one). Arrivals and --concurrency count these.
+struct Unit {
+  std::size_t first = 0, count = 1;
+};
+
+std::vector<Unit> units_of(const std::vector<BenchPrompt>& prompts) {
+  std::vector<Unit> units;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const BenchPrompt& p = prompts[i];
+    if (p.conversation && p.turn != 1) {
+      const BenchPrompt* before = i ? &prompts[i - 1] : nullptr;
+      if (!before || before->conversation != p.conversation || before->turn + 1 != p.turn)
+        fail("conversation {}: turn {} does not follow its turn {} (a conversation's turns must be consecutive, in order)",
+             *p.conversation, p.turn, p.turn - 1);
+      ++units.back().count;
+      continue;
+    }
+    units.push_back({i, 1});
+  }
+  return units;
+}
+
 }  // namespace
 
 ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<BenchPrompt>& prompts) {
@@ -122,11 +157,19 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   if (options.concurrency < 0) fail("--concurrency must be positive, got {}", options.concurrency);
   if (!(options.timeout_s > 0)) fail("--timeout must be positive, got {}", options.timeout_s);
   const std::size_t total = prompts.size();
+  const std::vector<Unit> units = units_of(prompts);
+  const bool multi_turn = std::any_of(prompts.begin(), prompts.end(), [](const BenchPrompt& p) { return p.conversation.has_value(); });
+  if (multi_turn && options.endpoint != "chat")
+    fail("multi-turn conversations need --endpoint chat (a history is a list of messages)");
+  std::vector<std::size_t> unit_of(total);
+  for (std::size_t u = 0; u < units.size(); ++u)
+    for (std::size_t k = 0; k < units[u].count; ++k) unit_of[units[u].first + k] = u;
   const std::string url = api_root(options.base_url) + (options.endpoint == "chat" ? "/chat/completions" : "/completions");
-  const std::vector<double> arrivals = arrival_offsets(static_cast<int>(total), options.request_rate,
+  // Arrivals start units (a conversation's first turn); its later turns follow their answers.
+  const std::vector<double> arrivals = arrival_offsets(static_cast<int>(units.size()), options.request_rate,
                                                        options.burstiness, options.seed);
-  const std::size_t cap = options.concurrency > 0 ? static_cast<std::size_t>(options.concurrency) : total;
-  StreamPool pool(std::min(cap, total));
+  const std::size_t cap = options.concurrency > 0 ? static_cast<std::size_t>(options.concurrency) : units.size();
+  StreamPool pool(std::min(cap, units.size()));
 
   // Ctrl-C or SIGTERM ends the run early but keeps what it measured: in-flight requests become
   // "cancelled" rows, requests not yet sent are left out, and the CSV and report are still written.
@@ -136,15 +179,28 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   run.records.resize(total);
   std::set<std::string> token_sources;
   const Clock::time_point run_start = Clock::now();
-  std::size_t next = 0, finished = 0, failed = 0;
+  std::size_t next_unit = 0, active = 0, finished = 0, failed = 0;
+  std::vector<std::vector<ChatExchange>> histories(units.size());
+  std::vector<std::size_t> ready;  // later turns whose previous answer has arrived: sent next
   auto last_progress = run_start - std::chrono::seconds(1);
   const auto in_flight = [&] { return static_cast<int>(pool.in_flight()); };
+  const std::size_t id_width = std::max<std::size_t>(2, std::to_string(total).size());
+  const std::size_t conversation_width = std::max<std::size_t>(2, std::to_string(units.size()).size());
+
+  auto name_row = [&](std::size_t i) {
+    RequestRecord& r = run.records[i];
+    r.request_id = fmt::format("r{:0{}}", i + 1, id_width);
+    if (prompts[i].conversation) {
+      r.conversation_id = fmt::format("c{:0{}}", *prompts[i].conversation + 1, conversation_width);
+      r.turn = prompts[i].turn;
+    }
+  };
 
   auto record = [&](std::size_t i, StreamTiming& t, const TransferOutcome& outcome) {
     using End = TransferOutcome::End;
     Clock::time_point end = t.done_at.value_or(Clock::now());
     RequestRecord& r = run.records[i];
-    r.request_id = fmt::format("r{:0{}}", i + 1, std::max<std::size_t>(2, std::to_string(total).size()));
+    name_row(i);
     r.start_ms = ms_between(run_start, t.start);
     r.end_ms = ms_between(run_start, end);
     r.input_tokens = t.prompt_tokens ? t.prompt_tokens : prompts[i].input_tokens;
@@ -192,6 +248,27 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
     }
     r.has_itl = true;
     ++finished;
+    // The conversation goes on with this answer in its history, or ends here.
+    const std::size_t u = unit_of[i];
+    const std::size_t last = units[u].first + units[u].count - 1;
+    if (i < last && r.status == "ok") {
+      histories[u].push_back({prompts[i].text, std::move(t.answer)});
+      ready.push_back(i + 1);
+      return;
+    }
+    --active;
+    histories[u].clear();
+    if (r.status == "cancelled") return;  // interrupted: the turns not sent are left out, as other unsent requests
+    for (std::size_t k = i + 1; k <= last; ++k) {  // a failed turn ends its conversation: its later turns are rows too
+      RequestRecord& skipped = run.records[k];
+      name_row(k);
+      skipped.status = "skipped";
+      skipped.start_ms = skipped.end_ms = r.end_ms;
+      skipped.error = fmt::format("not sent: turn {} of this conversation ended with {}", prompts[i].turn, r.status);
+      skipped.has_itl = true;
+      ++failed;
+      ++finished;
+    }
   };
 
   auto start_request = [&](std::size_t i) {
@@ -199,7 +276,7 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
     HttpRequest request{.url = url,
                         .api_key = options.api_key,
                         .timeout_ms = static_cast<long>(std::ceil(options.timeout_s * 1000)),
-                        .body = request_body(options, prompts[i]),
+                        .body = request_body(options, prompts[i], histories[unit_of[i]]),
                         .connect_timeout_ms = static_cast<long>(std::ceil(std::min(options.timeout_s, 30.0) * 1000)),
                         .accept_event_stream = true,
                         .http_1_1 = true};
@@ -215,20 +292,24 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
       pool.cancel_all();
       break;
     }
+    // Next turns first: their conversations already hold a slot.
+    for (std::size_t i : std::exchange(ready, {})) start_request(i);
     Clock::time_point now = Clock::now();
-    while (next < total && pool.in_flight() < cap &&
-           run_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[next])) <= now)
-      start_request(next++);
+    while (next_unit < units.size() && active < cap &&
+           run_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[next_unit])) <= now) {
+      ++active;
+      start_request(units[next_unit++].first);
+    }
     const bool any_done = pool.perform() > 0;
     if (options.progress && (Clock::now() - last_progress > std::chrono::milliseconds(100) || finished == total)) {
       last_progress = Clock::now();
       print_progress(finished, total, failed, in_flight(), ms_between(run_start, last_progress) / 1000);
     }
     if (finished == total) break;
-    if (any_done) continue;  // a slot may have opened: start the next request before waiting
+    if (any_done || !ready.empty()) continue;  // a slot may have opened, or a turn is due: start it before waiting
     long wait_ms = 1000;
-    if (next < total && pool.in_flight() < cap) {
-      double until = arrivals[next] * 1000 - ms_between(run_start, Clock::now());
+    if (next_unit < units.size() && active < cap) {
+      double until = arrivals[next_unit] * 1000 - ms_between(run_start, Clock::now());
       wait_ms = std::clamp<long>(static_cast<long>(std::ceil(until)), 0, 1000);
     }
     pool.wait(wait_ms);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 #include <type_traits>
 #include <nlohmann/json.hpp>
@@ -140,6 +141,8 @@ std::vector<RequestRecord> parse_requests_csv(const std::string& text, const std
       server.cached_tokens = parse_int(get(column("cached_tokens"), "cached_tokens"));
       server.preemptions = parse_int(get(column("preemptions"), "preemptions"));
       rec.run = parse_int(get(column("run"), "run"));
+      rec.conversation_id = std::string(trim(get(column("conversation_id"), "conversation_id")));
+      rec.turn = parse_int(get(column("turn"), "turn"));
     } catch (const std::invalid_argument&) {
       fail("{} line {}: {} is not a number: '{}'", source, row.line, current, row.fields[column(current)]);
     }
@@ -161,7 +164,9 @@ std::vector<RequestRecord> read_requests_csv(const std::filesystem::path& path) 
 
 std::string requests_csv(const std::vector<RequestRecord>& records) {
   const bool with_run = std::any_of(records.begin(), records.end(), [](const RequestRecord& r) { return r.run.has_value(); });
+  const bool with_turns = std::any_of(records.begin(), records.end(), [](const RequestRecord& r) { return r.turn.has_value(); });
   std::vector<std::string> columns = kRequestColumns;
+  if (with_turns) columns.insert(columns.end(), {"conversation_id", "turn"});
   if (with_run) columns.push_back("run");
   std::string out = csv_line(columns);
   auto opt_int = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
@@ -175,6 +180,7 @@ std::string requests_csv(const std::vector<RequestRecord>& records) {
                                       opt_num(r.server.prefill_ms), opt_num(r.server.decode_ms),
                                       opt_num(r.server.ttft_ms), opt_int(r.server.cached_tokens),
                                       opt_int(r.server.preemptions)};
+    if (with_turns) cells.insert(cells.end(), {r.conversation_id, opt_int(r.turn)});
     if (with_run) cells.push_back(opt_int(r.run));
     out += csv_line(cells);
   }
@@ -237,6 +243,44 @@ std::optional<double> request_tpot(const RequestRecord& r, bool* derived) {
   return (r.end_ms - r.start_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1);
 }
 
+namespace {
+
+// Multi-turn runs: the figures of each turn index, over every conversation.
+void summarize_turns(const std::vector<RequestRecord>& records, PercentileMethod percentiles, Summary& s) {
+  std::map<int64_t, std::vector<const RequestRecord*>> by_turn;
+  std::set<std::string> conversations;
+  for (const auto& r : records)
+    if (r.turn) {
+      by_turn[*r.turn].push_back(&r);
+      conversations.insert(r.conversation_id);
+    }
+  s.conversations = conversations.size();
+  for (const auto& [turn, rows] : by_turn) {
+    TurnSummary t;
+    t.turn = turn;
+    t.requests = rows.size();
+    std::vector<double> ttft;
+    double input = 0;
+    std::size_t with_input = 0;
+    for (const RequestRecord* r : rows) {
+      if (r->status != "ok") continue;
+      ++t.successful;
+      if (r->ttft_ms) ttft.push_back(*r->ttft_ms);
+      if (r->input_tokens) input += static_cast<double>(*r->input_tokens), ++with_input;
+      if (r->server.cached_tokens) {
+        ++t.cache_reported;
+        t.cached_tokens += *r->server.cached_tokens;
+        t.cache_reported_input += r->input_tokens.value_or(0);
+      }
+    }
+    t.ttft = distribution(std::move(ttft), percentiles);
+    t.mean_input_tokens = with_input ? input / static_cast<double>(with_input) : 0;
+    s.turns.push_back(std::move(t));
+  }
+}
+
+}  // namespace
+
 Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo, PercentileMethod percentiles) {
   if (records.empty()) throw Error("No requests recorded.");
   Summary s;
@@ -284,6 +328,7 @@ Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo, Per
       if (met) ++s.slo_met;
     }
   }
+  summarize_turns(records, percentiles, s);
   s.output_throughput = static_cast<double>(s.output_tokens) / s.window_s;
   s.request_throughput = static_cast<double>(s.successful) / s.window_s;
   s.goodput = static_cast<double>(s.slo_met) / s.window_s;
@@ -353,6 +398,19 @@ std::string format_report(const Summary& s) {
     out += fmt::format("Prefix cache: {} of {} prompt tokens ({:.1f}%) were cached ({} requests reported cached_tokens)\n",
                        s.cached_tokens, s.cache_reported_input,
                        s.cache_reported_input ? 100.0 * s.cached_tokens / s.cache_reported_input : 0.0, s.cache_reported);
+  if (!s.turns.empty()) {
+    out += fmt::format("Multi-turn: {} conversations; per turn (TTFT by the same percentiles):\n", s.conversations);
+    out += fmt::format("{:<6}{:>6}{:>6}{:>12}{:>12}{:>14}{:>10}\n", "Turn", "n", "ok", "TTFT p50", "TTFT p95",
+                       "mean input", "cached");
+    for (const TurnSummary& t : s.turns) {
+      auto ms = [&](double v) { return t.ttft.n ? fmt::format("{:.2f}", v) : std::string("-"); };
+      const std::string cached = t.cache_reported && t.cache_reported_input
+                                     ? fmt::format("{:.1f}%", 100.0 * t.cached_tokens / t.cache_reported_input)
+                                     : std::string("-");
+      out += fmt::format("{:<6}{:>6}{:>6}{:>12}{:>12}{:>14.1f}{:>10}\n", t.turn, t.requests, t.successful,
+                         ms(t.ttft.p50), ms(t.ttft.p95), t.mean_input_tokens, cached);
+    }
+  }
   if (!s.slo.empty()) {
     std::string terms;
     auto term = [&](const char* name, const std::optional<double>& v) {
@@ -397,7 +455,25 @@ nlohmann::json summary_json(const Summary& s) {
                           {"transport", dist(s.transport)}};
   if (s.cache_reported)
     j["prefix_cache"] = {{"requests", s.cache_reported}, {"cached_tokens", s.cached_tokens},
-                         {"prompt_tokens", s.cache_reported_input}};
+                         {"prompt_tokens", s.cache_reported_input},
+                         {"hit_rate", s.cache_reported_input ? static_cast<double>(s.cached_tokens) / static_cast<double>(s.cache_reported_input)
+                                                             : 0.0}};
+  if (!s.turns.empty()) {
+    nlohmann::json turns = nlohmann::json::array();
+    for (const TurnSummary& t : s.turns) {
+      nlohmann::json row = {{"turn", t.turn},
+                            {"requests", t.requests},
+                            {"successful", t.successful},
+                            {"ttft_ms", dist(t.ttft)},
+                            {"mean_input_tokens", t.mean_input_tokens}};
+      if (t.cache_reported)
+        row["prefix_cache"] = {{"requests", t.cache_reported}, {"cached_tokens", t.cached_tokens},
+                               {"prompt_tokens", t.cache_reported_input},
+                               {"hit_rate", t.cache_reported_input ? static_cast<double>(t.cached_tokens) / static_cast<double>(t.cache_reported_input) : 0.0}};
+      turns.push_back(std::move(row));
+    }
+    j["multi_turn"] = {{"conversations", s.conversations}, {"turns", std::move(turns)}};
+  }
   if (!s.slo.empty()) {
     nlohmann::json slo = nlohmann::json::object();
     if (s.slo.ttft_ms) slo["ttft_ms"] = *s.slo.ttft_ms;

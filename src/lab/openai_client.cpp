@@ -86,8 +86,10 @@ StreamChunk parse_stream_chunk(std::string_view data) {
         // peers' benchmark clients count them.
         for (const char* key : {"reasoning_content", "reasoning", "content"})
           if (auto c = d->find(key); c != d->end() && c->is_string()) chunk.content += c->get<std::string>();
+        if (auto c = d->find("content"); c != d->end() && c->is_string()) chunk.answer = c->get<std::string>();
       } else if (auto t = choice.find("text"); t != choice.end() && t->is_string()) {
         chunk.content = *t;
+        chunk.answer = *t;
       }
       if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) chunk.finish_reason = *f;
     }

@@ -365,7 +365,7 @@ SoakReport run_soak(const SoakOptions& o) {
   const std::string api = api_root(o.base_url);
   const std::string url = api + "/chat/completions";
   report.model = o.model.empty() ? first_model_id(o.base_url, o.api_key, 30) : o.model;
-  const auto& prompts = soak_prompts();
+  const std::vector<std::string>& prompts = o.prompts.empty() ? soak_prompts() : o.prompts;
   report.prompts = static_cast<int>(prompts.size());
   const std::string metrics_url = server_root(o.base_url) + "/metrics";
   RssReader rss{o, metrics_url, ""};

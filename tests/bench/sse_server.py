@@ -11,6 +11,11 @@ repeated runs differ), /mix (cycles through ok, hang, close, drop, http500, http
 /queue-S (a single-server FIFO queue with a fixed service time of S ms, for `bench capacity`:
 each request waits for those before it, is served for S ms, and its whole answer is written when
 its service ends; the queue runs on the loop clock, so a late wake-up does not slow the queue).
+/prefixcache (a server with a prefix cache, for multi-turn runs: a prompt's tokens are the
+whitespace-separated words of all its messages, and usage.prompt_tokens_details.cached_tokens is the
+words of the longest run of leading messages that equals the start of an earlier request's messages
+followed by the answer this server gave it, so a history that carries the real answers is cached
+up to its last answer, and one that does not is cached only up to the answer it changed).
 GET .../props answers a small JSON (as llama.cpp's /props does), .../server_info 404.
 GET /stats returns the request bodies received, the most streams open at once, and per timings
 request the CSV cells its figures must become (server_csv).
@@ -33,7 +38,28 @@ MIX = ["ok", "hang", "close", "drop", "http500", "http400", "errorevent"]
 # timelines: per streamed request (in arrival order), [before, after] the write of each content
 # event and of [DONE] (ms after t0), so a test can tell server lateness from client error.
 state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0, "grow_counter": 0, "server_csv": [],
-         "queue_free_at": 0.0, "queue_served": 0}
+         "queue_free_at": 0.0, "queue_served": 0, "cached_sequences": []}
+
+
+def words(text):
+    return len(text.split())
+
+
+def prefix_cache_usage(messages, answer):
+    """/prefixcache: (prompt_tokens, cached_tokens) of this request's messages, counted in words, and
+    remember them with the answer this server gives, for the requests after it."""
+    def same(a, b):
+        return a.get("role") == b.get("role") and a.get("content") == b.get("content")
+    cached_messages = 0
+    for seen in state["cached_sequences"]:
+        n = 0
+        while n < min(len(seen), len(messages)) and same(seen[n], messages[n]):
+            n += 1
+        cached_messages = max(cached_messages, n)
+    state["cached_sequences"].append(list(messages) + [{"role": "assistant", "content": answer}])
+    prompt = sum(words(m.get("content", "")) for m in messages)
+    cached = sum(words(m.get("content", "")) for m in messages[:cached_messages])
+    return prompt, min(cached, prompt)
 
 
 def cell(value):
@@ -161,6 +187,10 @@ async def scripted_stream(writer, t0, mode, request):
         return
     timings, details = scripted_timings(mode) if mode in ("timings", "llamacpp") else (None, None)
     content = CONTENT
+    prompt_tokens = PROMPT_TOKENS
+    if mode == "prefixcache":
+        prompt_tokens, cached = prefix_cache_usage(request.get("messages", []), "".join(p for _, p in CONTENT))
+        details = {"cached_tokens": cached}
     if mode == "slow":  # ten pieces 100 ms apart: ~1 s per stream
         content = [(100.0 * (i + 1), f" p{i}") for i in range(10)]
     for i, (ms, piece) in enumerate(content):
@@ -187,7 +217,7 @@ async def scripted_stream(writer, t0, mode, request):
     end = content[-1][0]
     if include_usage:
         await s.at(end + USAGE_AT - CONTENT[-1][0])
-        usage = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": len(content), "total_tokens": PROMPT_TOKENS + len(content)}
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(content), "total_tokens": prompt_tokens + len(content)}
         if details:
             usage["prompt_tokens_details"] = details
         payload = chunk_json(usage=usage)

@@ -51,7 +51,6 @@ TEST(LoadGenerator, RequestBodiesAskForUsage) {
 // dataset without its --dataset-path are errors naming the fix, and `random` gives random_prompts'
 // prompts (its own default of 64 tokens when --output-len is not given).
 TEST(Datasets, TheRegistryNamesChecksAndMakes) {
-  EXPECT_EQ(dataset_names(), (std::vector<std::string>{"random", "sharegpt-json"}));
   auto error_of = [](const std::string& name, const DatasetRequest& request) {
     try {
       dataset_prompts(name, request);
@@ -60,7 +59,7 @@ TEST(Datasets, TheRegistryNamesChecksAndMakes) {
     }
     return std::string();
   };
-  EXPECT_NE(error_of("sonnet", {.count = 1}).find("--dataset \"sonnet\" is not a dataset (known: random, sharegpt-json)"),
+  EXPECT_NE(error_of("burstgpt", {.count = 1}).find("--dataset \"burstgpt\" is not a dataset (known: random, sharegpt-json, "),
             std::string::npos);
   EXPECT_NE(error_of("sharegpt-json", {.count = 1}).find("--dataset sharegpt-json needs --dataset-path FILE"), std::string::npos);
   const auto made = dataset_prompts("random", {.count = 3, .input_len = 12, .seed = 42});
@@ -68,4 +67,43 @@ TEST(Datasets, TheRegistryNamesChecksAndMakes) {
   EXPECT_EQ(made[2].text, random_prompts(3, 12, 64, 42, nullptr)[2].text);
   EXPECT_EQ(made[0].output_len, 64);
   EXPECT_EQ(dataset_prompts("random", {.count = 1, .input_len = 4, .output_len = 7, .seed = 1})[0].output_len, 7);
+}
+
+// A later turn of a conversation carries the exchanges before it, the answers as received.
+TEST(LoadGenerator, LaterTurnsCarryTheHistory) {
+  ServeOptions options;
+  options.model = "m";
+  BenchPrompt third{"and then?", std::nullopt, 8, 0, 3};
+  const std::vector<ChatExchange> history{{"hello", "hi there"}, {"what is a KV cache?", "stored keys and values"}};
+  auto body = nlohmann::json::parse(request_body(options, third, history));
+  const nlohmann::json expected = nlohmann::json::parse(R"([
+    {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"},
+    {"role": "user", "content": "what is a KV cache?"}, {"role": "assistant", "content": "stored keys and values"},
+    {"role": "user", "content": "and then?"}])");
+  EXPECT_EQ(body["messages"], expected);
+  options.endpoint = "completions";
+  EXPECT_THROW(request_body(options, third, history), inferlab::Error);
+}
+
+// The run refuses, before it sends anything, turns that are not consecutive and in order, and a
+// conversation on the completions endpoint.
+TEST(LoadGenerator, ConversationsMustBeInOrder) {
+  ServeOptions options;
+  options.base_url = "http://127.0.0.1:9";
+  options.model = "m";
+  auto error_of = [&](const std::vector<BenchPrompt>& prompts) {
+    try {
+      run_serve_benchmark(options, prompts);
+    } catch (const inferlab::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of({{"a", std::nullopt, 4, 0, 1}, {"c", std::nullopt, 4, 0, 3}}).find("conversation 0: turn 3 does not follow its turn 2"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"b", std::nullopt, 4, 0, 2}}).find("conversation 0: turn 2 does not follow"), std::string::npos);
+  EXPECT_NE(error_of({{"a", std::nullopt, 4, 0, 1}, {"x", std::nullopt, 4, 1, 2}}).find("conversation 1: turn 2"),
+            std::string::npos);
+  options.endpoint = "completions";
+  EXPECT_NE(error_of({{"a", std::nullopt, 4, 0, 1}}).find("multi-turn conversations need --endpoint chat"), std::string::npos);
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "inferlab/lab/metrics.h"
 #include "inferlab/util/error.h"
@@ -188,4 +189,45 @@ TEST(Report, TtftSplitAndPrefixCache) {
       "request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms\na,ok,0,100,20,5,30\n", "x")));
   EXPECT_EQ(old.find("queue"), std::string::npos);
   EXPECT_EQ(old.find("Prefix cache"), std::string::npos);
+}
+
+// Multi-turn runs: conversation_id and turn columns (only when some row has them), and per turn the
+// TTFT, the mean prompt and the share of it the server's prefix cache held.
+TEST(Report, MultiTurnColumnsAndPerTurnFigures) {
+  const std::string csv =
+      "request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms,cached_tokens,conversation_id,turn\n"
+      "r1,ok,0,100,10,3,20,0,c1,1\n"
+      "r2,ok,0,110,10,3,40,0,c2,1\n"
+      "r3,ok,100,200,23,3,10,13,c1,2\n"
+      "r4,http_500,110,120,,,,,c2,2\n"
+      "r5,skipped,120,120,,,,,c2,3\n"
+      "r6,ok,200,300,36,3,12,26,c1,3\n";
+  const auto records = parse_requests_csv(csv, "x");
+  EXPECT_EQ(records[2].conversation_id, "c1");
+  EXPECT_EQ(records[2].turn.value_or(0), 2);
+  const std::string written = requests_csv(records);
+  EXPECT_NE(written.find("preemptions,conversation_id,turn\n"), std::string::npos) << written;
+  EXPECT_NE(written.find(",c2,3\n"), std::string::npos) << written;
+  Summary s = summarize(records);
+  EXPECT_EQ(s.conversations, 2u);
+  ASSERT_EQ(s.turns.size(), 3u);
+  EXPECT_EQ(s.turns[0].requests, 2u);
+  EXPECT_EQ(s.turns[0].ttft.p50, 20);
+  EXPECT_EQ(s.turns[0].ttft.p95, 40);
+  EXPECT_EQ(s.turns[1].successful, 1u);
+  EXPECT_EQ(s.turns[1].cached_tokens, 13);
+  EXPECT_EQ(s.turns[1].cache_reported_input, 23);
+  EXPECT_DOUBLE_EQ(s.turns[2].mean_input_tokens, 36);
+  EXPECT_EQ(s.failures.at("skipped"), 1u);
+  const std::string report = format_report(s);
+  EXPECT_NE(report.find("Multi-turn: 2 conversations"), std::string::npos) << report;
+  EXPECT_NE(report.find("1          2     2       20.00       40.00          10.0      0.0%"), std::string::npos) << report;
+  EXPECT_NE(report.find("2          2     1       10.00       10.00          23.0     56.5%"), std::string::npos) << report;
+  EXPECT_NE(report.find("Prefix cache: 39 of 79 prompt tokens (49.4%)"), std::string::npos) << report;
+  const nlohmann::json j = summary_json(s);
+  EXPECT_EQ(j["multi_turn"]["conversations"], 2);
+  EXPECT_EQ(j["multi_turn"]["turns"][1]["prefix_cache"]["cached_tokens"], 13);
+  EXPECT_DOUBLE_EQ(j["prefix_cache"]["hit_rate"].get<double>(), 39.0 / 79.0);
+  // A CSV of single requests keeps its columns.
+  EXPECT_EQ(requests_csv(parse_requests_csv(kCourseCsv, "x")).find("conversation_id"), std::string::npos);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -236,14 +237,114 @@ nlohmann::json run_environment(const std::optional<nlohmann::json>& load_before,
   return env;
 }
 
+// The dataset flags bench serve and bench capacity share: --dataset (vLLM's --dataset-name),
+// --dataset-path, the lengths (with vLLM's per-dataset spellings as aliases) and each dataset's own
+// shape flags. A shape flag given with a dataset it does not shape is an error, not ignored.
+struct DatasetArgs {
+  std::string name = "random";
+  DatasetRequest request;
+  CLI::Option *input_len = nullptr, *output_len = nullptr;
+  std::vector<std::pair<CLI::Option*, std::vector<std::string>>> shaping;  // flag -> the datasets it applies to
+};
+
+void add_dataset_options(CLI::App* cmd, DatasetArgs& d) {
+  std::string help = "where the prompts come from:";
+  for (const Dataset& dataset : datasets()) help += fmt::format("\n  {}: {}", dataset.name, dataset.summary);
+  cmd->add_option("--dataset,--dataset-name", d.name, help)->check(CLI::IsMember(dataset_names()));
+  cmd->add_option("--dataset-path", d.request.path,
+                  "the dataset's file (sharegpt-json, custom, sonnet, multi-turn); never fetched");
+  d.input_len = cmd->add_option("--input-len,--random-input-len,--sonnet-input-len", d.request.input_len,
+                                "prompt tokens (random 128, sonnet 550; user turns of random-multi-turn 64)")
+                    ->check(CLI::PositiveNumber);
+  d.output_len = cmd->add_option("--output-len,--random-output-len,--sonnet-output-len,--sharegpt-output-len,"
+                                 "--custom-output-len,--prefix-repetition-output-len,--gsp-output-len",
+                                 d.request.output_len,
+                                 "max_tokens of each request (default: the dataset's: random 64, sonnet 150, "
+                                 "prefix_repetition 128, generated-shared-prefix 256, random-multi-turn 64; "
+                                 "sharegpt, custom and multi-turn: the file's)")
+                     ->check(CLI::PositiveNumber);
+  auto shape = [&](CLI::Option* option, std::vector<std::string> applies_to) {
+    d.shaping.emplace_back(option, std::move(applies_to));
+  };
+  shape(cmd->add_option("--random-range-ratio", d.request.range_ratio,
+                        "random: each request's input and output lengths uniform in [L(1-R), L(1+R)] (vLLM's; 0..1)")
+            ->check(CLI::Range(0.0, 0.999)),
+        {"random"});
+  shape(cmd->add_option("--sonnet-prefix-len", d.request.prefix_len, "sonnet: tokens of the shared first lines (200)")
+            ->check(CLI::NonNegativeNumber),
+        {"sonnet"});
+  shape(cmd->add_option("--prefix-repetition-prefix-len", d.request.prefix_len,
+                        "prefix_repetition: tokens of each shared prefix (256)")
+            ->check(CLI::NonNegativeNumber),
+        {"prefix_repetition"});
+  shape(cmd->add_option("--prefix-repetition-suffix-len", d.request.suffix_len,
+                        "prefix_repetition: tokens of each request's own suffix (256)")
+            ->check(CLI::PositiveNumber),
+        {"prefix_repetition"});
+  shape(cmd->add_option("--prefix-repetition-num-prefixes", d.request.num_prefixes,
+                        "prefix_repetition: how many prefixes (10)")
+            ->check(CLI::PositiveNumber),
+        {"prefix_repetition"});
+  shape(cmd->add_option("--gsp-num-groups", d.request.gsp_num_groups, "generated-shared-prefix: system prompts (64)")
+            ->check(CLI::PositiveNumber),
+        {"generated-shared-prefix"});
+  shape(cmd->add_option("--gsp-prompts-per-group", d.request.gsp_prompts_per_group,
+                        "generated-shared-prefix: questions per system prompt (16)")
+            ->check(CLI::PositiveNumber),
+        {"generated-shared-prefix"});
+  shape(cmd->add_option("--gsp-system-prompt-len", d.request.gsp_system_prompt_len,
+                        "generated-shared-prefix: tokens of each system prompt (2048)")
+            ->check(CLI::PositiveNumber),
+        {"generated-shared-prefix"});
+  shape(cmd->add_option("--gsp-question-len", d.request.gsp_question_len,
+                        "generated-shared-prefix: tokens of each question (128)")
+            ->check(CLI::PositiveNumber),
+        {"generated-shared-prefix"});
+  shape(cmd->add_option("--num-turns", d.request.num_turns,
+                        "random-multi-turn: user turns per conversation (3); multi-turn: at most this many")
+            ->check(CLI::PositiveNumber),
+        {"random-multi-turn", "multi-turn"});
+}
+
+// The dataset's prompts for `count` requests (conversations for multi-turn datasets); lengths not
+// given are left to the dataset's defaults.
+std::vector<BenchPrompt> dataset_prompts_for(const DatasetArgs& d, int count, uint64_t seed, const TextTokenizer* tokenizer) {
+  for (const auto& [option, applies_to] : d.shaping)
+    if (option->count() && std::find(applies_to.begin(), applies_to.end(), d.name) == applies_to.end())
+      fail("{} shapes --dataset {}, not {}", option->get_name(), applies_to.front(), d.name);
+  if (!find_dataset(d.name).needs_path && !d.request.path.empty())
+    fail("--dataset {} reads no file; --dataset-path {} would be ignored", d.name, d.request.path);
+  DatasetRequest request = d.request;
+  request.count = count;
+  request.seed = seed;
+  request.tokenizer = tokenizer;
+  if (!d.input_len->count()) request.input_len = 0;
+  if (!d.output_len->count()) request.output_len = 0;
+  return dataset_prompts(d.name, request);
+}
+
+nlohmann::json dataset_json(const DatasetArgs& d) {
+  nlohmann::json j = {{"dataset", d.name},
+                      {"input_len", d.input_len->count() ? nlohmann::json(d.request.input_len) : nlohmann::json(nullptr)},
+                      {"output_len", d.output_len->count() ? nlohmann::json(d.request.output_len) : nlohmann::json(nullptr)}};
+  if (!d.request.path.empty()) j["dataset_path"] = d.request.path;
+  for (const auto& [option, applies_to] : d.shaping)
+    if (option->count()) {  // --num-turns 3 -> "num_turns": 3 (every shape flag takes a number)
+      std::string key = option->get_name().substr(2);
+      std::replace(key.begin(), key.end(), '-', '_');
+      j[key] = nlohmann::json::parse(option->as<std::string>());
+    }
+  return j;
+}
+
 void add_bench_serve(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("serve", "Load-test an OpenAI-compatible server with streaming requests and "
                                             "write per-request timings (requests.csv) and a summary");
   struct Args {
     ServeOptions serve;
     int num_requests = 0;
-    std::string dataset = "random", dataset_path, tokenizer, output = "requests.csv", summary, slo, percentiles, html;
-    int input_len = 128, output_len = 64;
+    std::string tokenizer, output = "requests.csv", summary, slo, percentiles, html;
+    DatasetArgs dataset;
     int warmup = 0, repeat = 1;
     bool no_progress = false;
     std::vector<std::string> replicas;
@@ -255,8 +356,11 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--tokenizer", a->tokenizer,
                   "tokenizer (model folder, tokenizer.json, .gguf) for exact prompt lengths and for counting output "
                   "tokens when the server sends no usage (default: --model when it is a local or cached model)");
-  cmd->add_option("--num-requests", a->num_requests, "how many requests")->required()->check(CLI::PositiveNumber);
-  auto* conc = cmd->add_option("--concurrency", a->serve.concurrency, "requests in flight at most")
+  cmd->add_option("--num-requests", a->num_requests, "how many requests (multi-turn datasets: conversations)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  auto* conc = cmd->add_option("--concurrency", a->serve.concurrency,
+                               "requests in flight at most (multi-turn datasets: conversations in flight)")
                    ->check(CLI::PositiveNumber);
   auto* rate = cmd->add_option("--request-rate", a->serve.request_rate,
                                "Poisson arrivals, requests/s (with --concurrency: a cap on those in flight)")
@@ -264,14 +368,7 @@ void add_bench_serve(CLI::App& bench) {
   cmd->add_option("--burstiness", a->serve.burstiness, "gamma shape of the arrival gaps: 1 Poisson, <1 burstier")
       ->check(CLI::PositiveNumber)
       ->needs(rate);
-  std::string dataset_help = "where the prompts come from:";
-  for (const Dataset& d : datasets()) dataset_help += fmt::format("\n  {}: {}", d.name, d.summary);
-  cmd->add_option("--dataset", a->dataset, dataset_help)->check(CLI::IsMember(dataset_names()));
-  cmd->add_option("--dataset-path", a->dataset_path, "the dataset's file (datasets that read one)");
-  cmd->add_option("--input-len", a->input_len, "prompt tokens (random dataset)")->check(CLI::PositiveNumber);
-  auto* output_len = cmd->add_option("--output-len", a->output_len,
-                                     "max_tokens of each request (default: random 64, sharegpt the reply's length)")
-                         ->check(CLI::PositiveNumber);
+  add_dataset_options(cmd, a->dataset);
   cmd->add_flag("--ignore-eos", a->serve.ignore_eos, "ask the server to ignore EOS so every request yields --output-len");
   cmd->add_option("--timeout", a->serve.timeout_s, "seconds per request before it counts as timeout")
       ->default_val(300)
@@ -308,12 +405,8 @@ void add_bench_serve(CLI::App& bench) {
     options.tokenizer = optional_tokenizer(a->tokenizer, options.model);
     if (options.model.empty()) options.model = first_model_id(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
     options.progress = !a->no_progress && isatty(fileno(stderr));
-    std::vector<BenchPrompt> prompts = dataset_prompts(a->dataset, {.count = a->num_requests,
-                                                                    .input_len = a->input_len,
-                                                                    .output_len = output_len->count() ? a->output_len : 0,
-                                                                    .seed = options.seed,
-                                                                    .path = a->dataset_path,
-                                                                    .tokenizer = options.tokenizer.get()});
+    std::vector<BenchPrompt> prompts =
+        dataset_prompts_for(a->dataset, a->num_requests, options.seed, options.tokenizer.get());
     const std::optional<nlohmann::json> load_before = load_average();
     const nlohmann::json target = target_environment(options.base_url, options.api_key, std::min(options.timeout_s, 30.0));
     // Every replica must answer its /metrics before any load is sent: a typo must not cost a run.
@@ -358,9 +451,6 @@ void add_bench_serve(CLI::App& bench) {
                   {"concurrency", options.concurrency},
                   {"request_rate", options.request_rate},
                   {"burstiness", options.burstiness},
-                  {"dataset", a->dataset},
-                  {"input_len", a->input_len},
-                  {"output_len", a->output_len},
                   {"ignore_eos", options.ignore_eos},
                   {"timeout_s", options.timeout_s},
                   {"seed", options.seed},
@@ -371,6 +461,7 @@ void add_bench_serve(CLI::App& bench) {
                   {"tokenizer", options.tokenizer ? (a->tokenizer.empty() ? options.model : a->tokenizer) : ""},
                   {"prompt_lengths", options.tokenizer ? "exact (tokenizer)" : "approximate (random words)"},
                   {"output_tokens_source", run.output_tokens_source}};
+      j["run"].update(dataset_json(a->dataset));
       if (a->warmup > 0) j["warmup"] = {{"requests", a->warmup}, {"successful", warmup.successful}, {"excluded", true}};
       if (!repeated.empty()) j["repeat"] = repeat_json(repeated, per_run.size(), repeat_options);
       if (replicas) j["replicas"] = replica_report_json(*replicas);
@@ -389,9 +480,9 @@ void add_bench_serve(CLI::App& bench) {
                 run.output_tokens_source.find("content chunks") != std::string::npos
                     ? " (the server sent no usage and no --tokenizer was given: one chunk counted as one token)"
                     : "");
-    if (!options.tokenizer && a->dataset == "random")
-      std::printf("Prompt lengths approximate: %d random words each (give --tokenizer for exact token counts)\n",
-                  a->input_len);
+    if (!options.tokenizer && !find_dataset(a->dataset.name).needs_path)
+      std::printf("Prompt lengths approximate: random words, about a token each (give --tokenizer for exact token "
+                  "counts)\n");
     if (!repeated.empty()) {
       std::printf("All %zu runs pooled above; run column in the CSV\n", per_run.size());
       std::fputs(format_repeat(repeated, per_run.size(), repeat_options).c_str(), stdout);
@@ -432,7 +523,8 @@ void add_bench_capacity(CLI::App& bench) {
   struct Args {
     ServeOptions serve;
     std::string slo, rates = "0.5:64", levels, tokenizer, output_dir = "capacity", html;
-    int num_requests = 100, input_len = 128, output_len = 64, warmup = 0;
+    int num_requests = 100, warmup = 0;
+    DatasetArgs dataset;
     CapacityOptions capacity;
     bool json = false, no_files = false;
   };
@@ -457,8 +549,7 @@ void add_bench_capacity(CLI::App& bench) {
                   "concurrency: at adjacent levels");
   cmd->add_option("--model", a->serve.model, "model name sent to the server (default: the first of GET /v1/models)");
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer for exact prompt lengths and token counts (as bench serve)");
-  cmd->add_option("--input-len", a->input_len, "prompt tokens (default 128)")->check(CLI::PositiveNumber);
-  cmd->add_option("--output-len", a->output_len, "max_tokens of each request (default 64)")->check(CLI::PositiveNumber);
+  add_dataset_options(cmd, a->dataset);
   cmd->add_flag("--ignore-eos", a->serve.ignore_eos, "ask the server to ignore EOS so every request yields --output-len");
   cmd->add_option("--burstiness", a->serve.burstiness, "gamma shape of the arrival gaps: 1 Poisson (default)")
       ->check(CLI::PositiveNumber);
@@ -497,7 +588,7 @@ void add_bench_capacity(CLI::App& bench) {
     const std::optional<nlohmann::json> load_before = load_average();
     const nlohmann::json target = target_environment(serve.base_url, serve.api_key, std::min(serve.timeout_s, 30.0));
     const WarmupResult warmup =
-        run_warmup(serve, random_prompts(std::max(a->warmup, 1), a->input_len, a->output_len, serve.seed, serve.tokenizer.get()),
+        run_warmup(serve, dataset_prompts_for(a->dataset, std::max(a->warmup, 1), serve.seed, serve.tokenizer.get()),
                    a->warmup);
     if (!warmup.interrupted_by.empty()) exit_with(fmt::format("interrupted by {} during the warm-up", warmup.interrupted_by));
 
@@ -507,8 +598,7 @@ void add_bench_capacity(CLI::App& bench) {
       o.seed = serve.seed + static_cast<uint64_t>(run);  // each run its own prompts and arrivals
       if (options.kind == LoadKind::Rate) o.request_rate = load;
       else o.concurrency = static_cast<int>(load);
-      ServeRun r = run_serve_benchmark(
-          o, random_prompts(a->num_requests, a->input_len, a->output_len, o.seed, serve.tokenizer.get()));
+      ServeRun r = run_serve_benchmark(o, dataset_prompts_for(a->dataset, a->num_requests, o.seed, serve.tokenizer.get()));
       for (auto& record : r.records) {
         record.run = run;
         all.push_back(record);
@@ -528,9 +618,10 @@ void add_bench_capacity(CLI::App& bench) {
 
     nlohmann::json j = capacity_json(result, options);
     j["run"] = {{"base_url", serve.base_url}, {"model", serve.model},           {"endpoint", serve.endpoint},
-                {"num_requests", a->num_requests}, {"input_len", a->input_len}, {"output_len", a->output_len},
+                {"num_requests", a->num_requests},
                 {"ignore_eos", serve.ignore_eos}, {"burstiness", serve.burstiness}, {"timeout_s", serve.timeout_s},
                 {"warmup", a->warmup}};
+    j["run"].update(dataset_json(a->dataset));
     j["environment"] = run_environment(load_before, target,
                                        all.empty() ? Summary{} : summarize_or_exit(all, {}, PercentileMethod::NearestRank),
                                        warmup);

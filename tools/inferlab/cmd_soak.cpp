@@ -2,7 +2,9 @@
 #include <cstdio>
 
 #include "command.h"
+#include "inferlab/lab/datasets.h"
 #include "inferlab/lab/soak.h"
+#include "inferlab/util/error.h"
 
 namespace {
 
@@ -42,7 +44,28 @@ static Registrar reg([](CLI::App& app) {
   cmd->add_option("--warmup", o->warmup_s, "Seconds of load before the idle RSS is read (default: min(30, duration/10))");
   cmd->add_option("--settle", o->settle_s, "Seconds to wait for the server to go idle after the run")->capture_default_str();
   cmd->add_flag("--progress", o->progress, "Print running counts on stderr");
-  cmd->callback([o] {
+  // Its prompts may come from the load generator's dataset registry (single requests only: every
+  // prompt gets a sequential baseline first, and its answer is checked against it).
+  auto dataset = std::make_shared<std::string>();
+  auto dataset_request = std::make_shared<inferlab::lab::DatasetRequest>();
+  dataset_request->count = 8;
+  auto* dataset_option = cmd->add_option("--dataset,--dataset-name", *dataset,
+                                         "take the prompts from this dataset of bench serve's (its prompts only: "
+                                         "--max-tokens is sent); default: the soak's own eight")
+                             ->check(CLI::IsMember(inferlab::lab::dataset_names()));
+  cmd->add_option("--dataset-path", dataset_request->path, "the dataset's file")->needs(dataset_option);
+  cmd->add_option("--num-prompts", dataset_request->count, "how many prompts to take from --dataset (default 8)")
+      ->check(CLI::PositiveNumber)
+      ->needs(dataset_option);
+  cmd->callback([o, dataset, dataset_request] {
+    if (!dataset->empty()) {
+      if (inferlab::lab::find_dataset(*dataset).multi_turn)
+        inferlab::fail("bench soak sends single requests; --dataset {} is multi-turn", *dataset);
+      inferlab::lab::DatasetRequest request = *dataset_request;
+      request.seed = o->seed;
+      request.output_len = o->max_tokens;
+      for (const auto& p : inferlab::lab::dataset_prompts(*dataset, request)) o->prompts.push_back(p.text);
+    }
     inferlab::lab::SoakReport report = inferlab::lab::run_soak(*o);
     std::fputs(report.text(o->rss_tolerance).c_str(), stdout);
     std::fflush(stdout);

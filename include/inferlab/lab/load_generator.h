@@ -21,6 +21,16 @@ struct BenchPrompt {
   std::string text;
   std::optional<int64_t> input_tokens;  // known when a tokenizer made or measured it
   int output_len = 0;                   // max_tokens
+  // A user turn of a multi-turn conversation (conversation 0, 1, ...; turn 1, 2, ...). The turns of
+  // one conversation are consecutive prompts, in order; each is sent only after the answer to the
+  // one before, with the whole history (the answers as they were received). Absent: a single request.
+  std::optional<int> conversation;
+  int turn = 0;
+};
+
+// One exchange of a conversation so far: the user's turn and the answer the server gave to it.
+struct ChatExchange {
+  std::string user, assistant;
 };
 
 // Where prompts come from: the datasets (inferlab/lab/datasets.h).
@@ -35,8 +45,8 @@ struct ServeOptions {
   std::string model;  // sent as "model"
   std::string endpoint = "chat";  // "chat" -> /chat/completions, "completions" -> /completions
   std::string api_key;
-  int concurrency = 0;      // most requests in flight; 0: no limit
-  double request_rate = 0;  // requests/s; 0: all at once (bounded by concurrency)
+  int concurrency = 0;      // most requests (multi-turn: conversations) in flight; 0: no limit
+  double request_rate = 0;  // requests (multi-turn: conversations started) per s; 0: all at once
   double burstiness = 1.0;
   bool ignore_eos = false;
   double timeout_s = 600;   // per request, connection included
@@ -57,7 +67,9 @@ struct ServeRun {
 
 ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<BenchPrompt>& prompts);
 
-// The request body one prompt becomes (exposed for tests).
-std::string request_body(const ServeOptions& options, const BenchPrompt& prompt);
+// The request body one prompt becomes (exposed for tests); a later turn of a conversation carries
+// the exchanges before it as user / assistant messages.
+std::string request_body(const ServeOptions& options, const BenchPrompt& prompt,
+                         const std::vector<ChatExchange>& history = {});
 
 }  // namespace inferlab::lab

@@ -39,14 +39,18 @@ struct RequestRecord {
   std::size_t line = 0;           // where it came from in a CSV, for messages
   ServerTimings server;           // the server_* and cached_tokens, preemptions columns
   std::optional<int64_t> run;     // which of `bench serve --repeat K` runs (1..K); the optional run column
+  std::string conversation_id;    // a multi-turn dataset's conversation ("c01"); empty for single requests
+  std::optional<int64_t> turn;    // ... and the turn within it (1, 2, ...)
 };
 
-// The columns written, the course's seven first; a last column, run, only when some record has one.
+// The columns written, the course's seven first; then conversation_id and turn only when some record
+// is a conversation's turn, and run only when some record has one.
 extern const std::vector<std::string> kRequestColumns;
 
 // Reads requests.csv: request_id, status, start_ms, end_ms and output_tokens are required columns;
 // input_tokens, ttft_ms, tpot_ms, itl_ms, error and the server's figures (server_queue_ms,
-// server_prefill_ms, server_decode_ms, server_ttft_ms, cached_tokens, preemptions, run) are optional; other columns are ignored. Throws
+// server_prefill_ms, server_decode_ms, server_ttft_ms, cached_tokens, preemptions, conversation_id,
+// turn, run) are optional; other columns are ignored. Throws
 // Error naming the line of a malformed row.
 std::vector<RequestRecord> read_requests_csv(const std::filesystem::path& path);
 std::vector<RequestRecord> parse_requests_csv(const std::string& text, const std::string& source);
@@ -73,6 +77,17 @@ Distribution distribution(std::vector<double> values, PercentileMethod method = 
 // *derived is set); none for a one-token reply without tpot_ms.
 std::optional<double> request_tpot(const RequestRecord& r, bool* derived);
 
+// One turn index of multi-turn conversations (every conversation's turn k): what its requests'
+// prompts were and how much of them the server's prefix cache held.
+struct TurnSummary {
+  int64_t turn = 0;
+  std::size_t requests = 0, successful = 0;
+  Distribution ttft;
+  double mean_input_tokens = 0;  // over successful requests that have input_tokens
+  std::size_t cache_reported = 0;
+  int64_t cached_tokens = 0, cache_reported_input = 0;
+};
+
 struct Summary {
   std::size_t requests = 0, successful = 0;
   std::map<std::string, std::size_t> failures;  // status -> count, every status but "ok"
@@ -89,6 +104,8 @@ struct Summary {
   std::size_t cache_reported = 0;     // successful requests that said how many tokens were cached
   int64_t cached_tokens = 0;          // ... their prompt tokens from a prefix cache
   int64_t cache_reported_input = 0;   // ... their prompt tokens in all
+  std::size_t conversations = 0;  // distinct conversation_id values (multi-turn runs)
+  std::vector<TurnSummary> turns; // by turn index, when the records are conversations' turns
   bool tpot_derived = false;  // some TPOT came from (e2e - ttft) / (output_tokens - 1)
   bool itl_recorded = false;  // the input carried ITL data
   PercentileMethod percentiles = PercentileMethod::NearestRank;

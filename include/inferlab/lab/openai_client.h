@@ -29,6 +29,7 @@ std::string error_message_from_body(std::string_view body);
 struct StreamChunk {
   bool done = false;                  // data: [DONE]
   std::string content;                // delta.content, after a thinking model's reasoning_content (chat), or text (completions); may be empty
+  std::string answer;                 // delta.content alone, without the thoughts: what a chat history keeps
   std::optional<int64_t> prompt_tokens, completion_tokens;  // from "usage"
   std::optional<std::string> error;   // an error event: data: {"error": {...}}
   std::optional<std::string> finish_reason;

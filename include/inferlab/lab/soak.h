@@ -38,6 +38,7 @@ struct SoakOptions {
   double warmup_s = -1;         // full-concurrency load before the idle RSS is read (-1: min(30 s, duration/10))
   double settle_s = 30;         // how long to wait for the server to go idle after the run
   bool progress = false;
+  std::vector<std::string> prompts;  // the user messages sent; empty: soak_prompts() (bench soak --dataset picks others)
 };
 
 struct SoakReport {
