@@ -136,6 +136,7 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   run.records.resize(total);
   std::set<std::string> token_sources;
   const Clock::time_point run_start = Clock::now();
+  run.started = run_start;
   std::size_t next = 0, finished = 0, failed = 0;
   auto last_progress = run_start - std::chrono::seconds(1);
   const auto in_flight = [&] { return static_cast<int>(pool.in_flight()); };
