@@ -200,10 +200,10 @@ json run_sweep(const SweepOptions& options, const std::function<void(const std::
                     {"load", {{"kind", load.kind}, {"value", load.value}}},
                     {"dir", dir_name}};
       const int port = options.dry_run ? 0 : free_local_port();
-      std::vector<std::string> serve_cmd = {options.cli, "serve", options.model, "--host", "127.0.0.1", "--port",
-                                            std::to_string(port)};
+      const std::string port_text = options.dry_run ? "PORT" : std::to_string(port);  // a dry run picks none
+      std::vector<std::string> serve_cmd = {options.cli, "serve", options.model, "--host", "127.0.0.1", "--port", port_text};
       serve_cmd.insert(serve_cmd.end(), variant.args.begin(), variant.args.end());
-      std::vector<std::string> bench_cmd = {options.cli, "bench", "serve", "--base-url", fmt::format("http://127.0.0.1:{}", port),
+      std::vector<std::string> bench_cmd = {options.cli, "bench", "serve", "--base-url", "http://127.0.0.1:" + port_text,
                                             "--no-progress", "--output", (dir / "requests.csv").string(),
                                             "--summary", (dir / "summary.json").string(), "--html",
                                             (dir / "report.html").string(),
