@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "inferlab/lab/sweep.h"
 #include "lab/svg_plot.h"
 
 namespace inferlab::lab {
@@ -266,11 +267,21 @@ HtmlSection itl_histogram_section(const std::vector<RequestRecord>& records) {
   return {"itl", "Inter-token latency", html};
 }
 
-HtmlSection throughput_section(const std::vector<RequestRecord>& records) {
+namespace {
+
+// The client's output tokens/s in about 60 bins of a round number of ms from the first request's
+// start: the throughput chart's curve, and the series chart's time axis.
+struct TokenBins {
+  double t0 = 0, bin_ms = 1;
+  std::vector<double> per_s;
+  double x_max_s() const { return static_cast<double>(per_s.size()) * bin_ms / 1000; }
+};
+
+TokenBins client_token_bins(const std::vector<RequestRecord>& records) {
+  TokenBins b;
   double t0 = records.front().start_ms, t1 = records.front().end_ms;
   for (const auto& r : records) t0 = std::min(t0, r.start_ms), t1 = std::max(t1, r.end_ms);
   const double span = std::max(t1 - t0, 1e-3);
-  // About 60 bins, each a round number of ms.
   double bin = span / 60;
   const double magnitude = std::pow(10, std::floor(std::log10(bin)));
   for (double m : {1.0, 2.0, 5.0, 10.0})
@@ -299,20 +310,36 @@ HtmlSection throughput_section(const std::vector<RequestRecord>& records) {
       for (int k = 0; k < pieces; ++k) add(from + (r->end_ms - from) * (k + 0.5) / pieces, out / pieces);
     }
   }
-  double top = 0;
-  for (double& t : tokens) top = std::max(top, t /= bin / 1000);
-  Chart chart(0, bins * bin / 1000, 0, top * 1.1);
-  const svg::Frame& f = chart.frame;
-  std::string path = fmt::format("M{:.1f},{:.1f}", f.px(0), f.py(tokens[0]));
-  for (int b = 0; b < bins; ++b)
-    path += fmt::format(" H{:.1f}{}", f.px((b + 1) * bin / 1000),
-                        b + 1 < bins ? fmt::format(" V{:.1f}", f.py(tokens[b + 1])) : std::string());
-  chart.marks += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, kDecode);
+  for (double& t : tokens) t /= bin / 1000;
+  b.t0 = t0;
+  b.bin_ms = bin;
+  b.per_s = std::move(tokens);
+  return b;
+}
+
+// The client's tokens/s as a step path on a chart.
+std::string token_bins_path(const TokenBins& b, const svg::Frame& f) {
+  std::string path = fmt::format("M{:.1f},{:.1f}", f.px(0), f.py(b.per_s[0]));
+  const std::size_t bins = b.per_s.size();
+  for (std::size_t i = 0; i < bins; ++i)
+    path += fmt::format(" H{:.1f}{}", f.px((i + 1) * b.bin_ms / 1000),
+                        i + 1 < bins ? fmt::format(" V{:.1f}", f.py(b.per_s[i + 1])) : std::string());
+  return path;
+}
+
+}  // namespace
+
+HtmlSection throughput_section(const std::vector<RequestRecord>& records) {
+  const TokenBins b = client_token_bins(records);
+  const double top = *std::max_element(b.per_s.begin(), b.per_s.end());
+  Chart chart(0, b.x_max_s(), 0, top * 1.1);
+  chart.marks += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", token_bins_path(b, chart.frame),
+                             kDecode);
   std::string html = chart.render("output tokens per second over time", "time since the run's start (s)", "output token/s");
   html += fmt::format("<p class=\"note\">Successful requests' output tokens per {} ms bin, at the arrival time of the "
                       "content chunk that carried them (a request's tokens shared evenly among its chunks; without "
                       "chunk times, spread from its first token to its end).</p>\n",
-                      bin);
+                      b.bin_ms);
   return {"throughput", "Output tokens/s over time", html};
 }
 
@@ -377,11 +404,193 @@ HtmlSection timeline_section(const std::vector<RequestRecord>& records) {
   return {"timeline", "Per-request timeline", html};
 }
 
+namespace {
+
+// A curve of the series on a chart sharing the client's time axis: points outside it are left out.
+std::string series_path(const std::vector<SeriesPoint>& points, const svg::Frame& f, double t0_ms, double scale, bool step) {
+  std::string path;
+  for (const auto& p : points) {
+    const double x = (p.time_ms - t0_ms) / 1000;
+    if (x < f.x_min || x > f.x_max || !std::isfinite(p.value)) continue;
+    const double y = f.py(p.value * scale);
+    if (path.empty()) path = fmt::format("M{:.1f},{:.1f}", f.px(x), y);
+    else if (step) path += fmt::format(" H{:.1f} V{:.1f}", f.px(x), y);
+    else path += fmt::format(" L{:.1f},{:.1f}", f.px(x), y);
+  }
+  return path;
+}
+
+double top_of(const std::vector<SeriesPoint>& points, double scale) {
+  double top = 0;
+  for (const auto& p : points)
+    if (std::isfinite(p.value)) top = std::max(top, p.value * scale);
+  return top;
+}
+
+}  // namespace
+
+HtmlSection series_section(const std::vector<RequestRecord>& records, const std::vector<SeriesSample>& series) {
+  const json j = series_json(series);
+  const TokenBins b = client_token_bins(records);
+  const std::string x_label = "time since the run's start (s)";
+  std::string html;
+  auto cell = [](const std::string& key, const json& value, int decimals) {
+    return number_cell("server_series." + key, value, decimals);
+  };
+  html += "<table id=\"series-scrape\">\n<tr><th>scrape</th><th>value</th></tr>\n";
+  html += fmt::format("<tr><td>/metrics</td><td>{}</td></tr>\n",
+                      j["metrics_url"].is_string() ? esc(j["metrics_url"].get<std::string>()) : "not scraped");
+  html += fmt::format("<tr><td>interval (s)</td>{}</tr>\n", cell("interval_s", j["interval_s"], 3));
+  html += fmt::format("<tr><td>scrapes</td>{}</tr>\n<tr><td>failed scrapes</td>{}</tr>\n</table>\n",
+                      cell("scrapes", j["scrapes"], 0), cell("failed_scrapes", j["failed_scrapes"], 0));
+
+  // 1. Output tokens/s: the client's bins and the server's generation counter as a rate.
+  const std::vector<SeriesPoint> generation = counter_role_rate(series, "generation_tokens");
+  {
+    const double top = std::max(*std::max_element(b.per_s.begin(), b.per_s.end()), top_of(generation, 1));
+    Chart chart(0, b.x_max_s(), 0, top * 1.1);
+    chart.marks += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", token_bins_path(b, chart.frame),
+                               kDecode);
+    const std::string path = series_path(generation, chart.frame, b.t0, 1, false);
+    if (!path.empty())
+      chart.marks += fmt::format("<path class=\"series-generation\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path,
+                                 kPrefill);
+    html += "<h3>Output tokens/s</h3>\n" +
+            legend({{kDecode, "client: successful requests' output tokens (requests.csv)"},
+                    {kPrefill, "server: rate of " + (j["roles"].contains("generation_tokens")
+                                                        ? j["roles"]["generation_tokens"]["metric"].get<std::string>()
+                                                        : std::string("its generated-token counter (none scraped)"))}}) +
+            chart.render("output tokens per second, client and server", x_label, "token/s");
+  }
+  // 2. Running and waiting requests; 3. KV cache use.
+  const std::vector<SeriesPoint> running = gauge_role_curve(series, "running"), waiting = gauge_role_curve(series, "waiting");
+  if (!running.empty() || !waiting.empty()) {
+    Chart chart(0, b.x_max_s(), 0, std::max({top_of(running, 1), top_of(waiting, 1), 1.0}) * 1.1);
+    chart.marks += fmt::format("<path class=\"series-running\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                               series_path(running, chart.frame, b.t0, 1, true), kDecode);
+    chart.marks += fmt::format("<path class=\"series-waiting\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                               series_path(waiting, chart.frame, b.t0, 1, true), kQueue);
+    html += "<h3>Requests running and waiting (server)</h3>\n" +
+            legend({{kDecode, "running"}, {kQueue, "waiting"}}) + chart.render("running and waiting requests", x_label, "requests");
+  }
+  const std::vector<SeriesPoint> kv = gauge_role_curve(series, "kv_cache_usage");
+  if (!kv.empty()) {
+    Chart chart(0, b.x_max_s(), 0, std::max(top_of(kv, 100), 1.0) * 1.1);
+    chart.marks += fmt::format("<path class=\"series-kv\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                               series_path(kv, chart.frame, b.t0, 100, true), kPrefill);
+    html += "<h3>KV cache use (server)</h3>\n" + chart.render("KV cache use", x_label, "% of the KV cache");
+  }
+  // 4. This machine's CPU.
+  const std::vector<SeriesPoint> cpu = host_curve(series, "cpu_utilization_ratio"), mhz = host_curve(series, "cpu_frequency_mhz");
+  if (!cpu.empty()) {
+    Chart chart(0, b.x_max_s(), 0, 100);
+    chart.marks += fmt::format("<path class=\"series-cpu\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                               series_path(cpu, chart.frame, b.t0, 100, false), kFailed);
+    html += "<h3>CPU utilisation (this machine, all CPUs)</h3>\n" + chart.render("CPU utilisation", x_label, "% busy");
+  }
+  if (!mhz.empty()) {
+    Chart chart(0, b.x_max_s(), 0, top_of(mhz, 1) * 1.1);
+    chart.marks += fmt::format("<path class=\"series-mhz\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                               series_path(mhz, chart.frame, b.t0, 1, false), kQueue);
+    html += "<h3>CPU frequency (this machine, mean over CPUs)</h3>\n" + chart.render("CPU frequency", x_label, "MHz");
+  }
+
+  // The numbers: roles, host, histograms.
+  html += "<table id=\"series-roles\">\n<tr><th>during the run</th><th>metric</th><th>min</th><th>mean</th><th>max</th></tr>\n";
+  for (const char* role : {"running", "waiting", "kv_cache_usage"}) {
+    if (!j["roles"].contains(role)) continue;
+    const json& r = j["roles"][role];
+    const std::string key = std::string("roles.") + role;
+    html += fmt::format("<tr><td>{}</td><td>{}</td>{}{}{}</tr>\n", role, esc(r["metric"].get<std::string>()), cell(key + ".min", r["min"], 2),
+                        cell(key + ".mean", r["mean"], 2), cell(key + ".max", r["max"], 2));
+  }
+  html += "</table>\n<table id=\"series-counters\">\n<tr><th>counter</th><th>metric</th><th>increase</th><th>mean /s</th>"
+          "<th>largest /s</th></tr>\n";
+  for (const char* role : {"generation_tokens", "prompt_tokens"}) {
+    if (!j["roles"].contains(role)) continue;
+    const json& r = j["roles"][role];
+    const std::string key = std::string("roles.") + role;
+    html += fmt::format("<tr><td>{}</td><td>{}</td>{}{}{}</tr>\n", role, esc(r["metric"].get<std::string>()),
+                        cell(key + ".increase", r["increase"], 0), cell(key + ".mean_rate_per_s", r["mean_rate_per_s"], 2),
+                        cell(key + ".max_rate_per_s", r["max_rate_per_s"], 2));
+  }
+  html += "</table>\n<table id=\"series-host\">\n<tr><th>this machine</th><th>mean</th><th>min</th><th>max</th></tr>\n";
+  for (const char* what : {"cpu_utilization", "cpu_frequency_mhz"}) {
+    const json& v = j["host"][what];
+    const std::string key = std::string("host.") + what;
+    if (v.is_string()) html += fmt::format("<tr><td>{}</td><td colspan=\"3\" id=\"{}\">{}</td></tr>\n", what, element_id("server_series." + key), esc(v.get<std::string>()));
+    else html += fmt::format("<tr><td>{}</td>{}{}{}</tr>\n", what, cell(key + ".mean", v["mean"], 3), cell(key + ".min", v["min"], 3),
+                             cell(key + ".max", v["max"], 3));
+  }
+  html += fmt::format("</table>\n<p class=\"note\">CPU frequency read from: {}. Utilisation is the busy share of /proc/stat's "
+                      "ticks between samples (0 to 1).</p>\n", esc(j["host"]["cpu_frequency_source"].get<std::string>()));
+  if (!j["histograms"].empty()) {
+    html += "<table id=\"series-histograms\">\n<tr><th>histogram (server)</th><th>labels</th><th>observations</th><th>mean</th>"
+            "<th>p50</th><th>p95</th></tr>\n";
+    for (std::size_t i = 0; i < j["histograms"].size(); ++i) {
+      const json& h = j["histograms"][i];
+      const std::string key = fmt::format("histograms.{}", i);
+      html += fmt::format("<tr><td>{}</td><td>{}</td>{}{}{}{}</tr>\n", esc(h["name"].get<std::string>()), esc(h["labels"].get<std::string>()),
+                          cell(key + ".count_increase", h["count_increase"], 0), cell(key + ".mean", h["mean"], 4),
+                          cell(key + ".p50", h["p50"], 4), cell(key + ".p95", h["p95"], 4));
+    }
+    html += "</table>\n";
+  }
+  html += "<p class=\"note\">The server's /metrics scraped during the run and this machine's CPU, on the time axis of the "
+          "charts above (ms since the run's start). Gauges: min / mean / max over the scrapes. Counters: the increase over "
+          "the run and its rate between scrapes. Histograms: the observations made during the run, their mean, and p50 / "
+          "p95 estimated from the buckets as Prometheus's histogram_quantile does. Every value is in the .series.csv.</p>\n";
+  return {"series", "Server and machine during the run", html};
+}
+
 std::string requests_report_html(const std::vector<RequestRecord>& records, const Summary& summary,
-                                 const std::string& source) {
-  return html_page("inferlab report", source,
-                   {summary_section(summary), latency_cdf_section(records), itl_histogram_section(records),
-                    throughput_section(records), timeline_section(records)});
+                                 const std::string& source, const std::vector<SeriesSample>* series) {
+  std::vector<HtmlSection> sections = {summary_section(summary), latency_cdf_section(records), itl_histogram_section(records),
+                                       throughput_section(records)};
+  if (series && !series->empty()) sections.push_back(series_section(records, *series));
+  sections.push_back(timeline_section(records));
+  return html_page("inferlab report", source, sections);
+}
+
+HtmlSection sweep_section(const json& sweep) {
+  std::string html = pareto_svg(sweep, "output tokens/s against tokens/s per user");
+  html.insert(4, " role=\"img\" aria-label=\"Pareto plot\"");
+  html += "<table id=\"sweep-points\">\n<tr><th>#</th><th>server flags</th><th>load</th><th></th><th>output token/s</th>"
+          "<th>token/s per user</th><th>req/s</th><th>TTFT p50</th><th>TTFT p95</th><th>TPOT p50</th><th>E2E p50</th>"
+          "<th>ok</th><th>failed</th><th>Pareto</th></tr>\n";
+  for (std::size_t i = 0; i < sweep["points"].size(); ++i) {
+    const json& p = sweep["points"][i];
+    const std::string key = fmt::format("points.{}", i);
+    std::string flags;
+    for (const auto& a : p["serve_args"]) flags += (flags.empty() ? "" : " ") + a.get<std::string>();
+    const bool levels = p["load"]["kind"] == "concurrency";
+    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>{}", p["index"].get<int>(), esc(flags.empty() ? "(defaults)" : flags),
+                        levels ? "concurrency" : "req/s", number_cell(key + ".load.value", p["load"]["value"], levels ? 0 : 2));
+    if (!p.contains("figures")) {
+      html += fmt::format("<td colspan=\"10\" class=\"note\">not measured: {}</td></tr>\n",
+                          esc(p.contains("error") && p["error"].is_string() ? p["error"].get<std::string>() : "dry run"));
+      continue;
+    }
+    const json& f = p["figures"];
+    const std::string fk = key + ".figures.";
+    html += number_cell(fk + "output_throughput_token_per_s", f["output_throughput_token_per_s"], 2) +
+            number_cell(fk + "tokens_per_user_per_s", f["tokens_per_user_per_s"], 2) +
+            number_cell(fk + "request_throughput_req_per_s", f["request_throughput_req_per_s"], 2) +
+            number_cell(fk + "ttft_ms.p50", f["ttft_ms"]["p50"], 2) + number_cell(fk + "ttft_ms.p95", f["ttft_ms"]["p95"], 2) +
+            number_cell(fk + "tpot_ms.p50", f["tpot_ms"]["p50"], 2) + number_cell(fk + "e2e_ms.p50", f["e2e_ms"]["p50"], 2) +
+            number_cell(fk + "successful", f["successful"], 0) + number_cell(fk + "failed", f["failed"], 0);
+    html += fmt::format("<td data-key=\"{0}.pareto\" data-value=\"{1}\">{2}</td></tr>\n", key, p["pareto"].get<bool>(),
+                        p["pareto"].get<bool>() ? "frontier" : "");
+  }
+  html += "</table>\n<p class=\"note\">Each point: one start of the server with its flags, one bench serve at its load "
+          "(its folder holds requests.csv, the .series.csv, summary.json, report.html and both logs). Tokens/s per user "
+          "= output throughput / concurrency, as vLLM's plot_pareto (with a request rate: / the most requests in flight). "
+          "The frontier (red): the points no other point beats on both.</p>\n";
+  return {"sweep", "Sweep: throughput against throughput per user", html};
+}
+
+std::string sweep_report_html(const json& sweep, const std::string& subtitle) {
+  return html_page("inferlab bench sweep", subtitle, {sweep_section(sweep)});
 }
 
 HtmlSection latency_sweep_section(const std::vector<LatencySweep>& runs, const std::string& title) {

@@ -179,6 +179,7 @@ ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<Benc
   run.records.resize(total);
   std::set<std::string> token_sources;
   const Clock::time_point run_start = Clock::now();
+  run.started = run_start;
   std::size_t next_unit = 0, active = 0, finished = 0, failed = 0;
   std::vector<std::vector<ChatExchange>> histories(units.size());
   std::vector<std::size_t> ready;  // later turns whose previous answer has arrived: sent next

@@ -4,74 +4,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "lab/http_client.h"
 #include "inferlab/util/error.h"
 
 namespace inferlab::lab {
-
-std::string PrometheusSample::label(const std::string& key) const {
-  for (const auto& [k, v] : labels)
-    if (k == key) return v;
-  return "";
-}
-
-std::vector<PrometheusSample> parse_prometheus(const std::string& text) {
-  std::vector<PrometheusSample> out;
-  std::size_t line_no = 0, pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::size_t i = line.find_first_not_of(" \t");
-    if (i == std::string::npos || line[i] == '#') continue;
-    auto bad = [&](const char* why) { fail("/metrics line {}: {}: {}", line_no, why, line.substr(0, 200)); };
-    PrometheusSample s;
-    const std::size_t name_end = line.find_first_of("{ \t", i);
-    s.name = line.substr(i, name_end - i);
-    if (s.name.empty() || name_end == std::string::npos) bad("expected NAME[{LABELS}] VALUE");
-    i = name_end;
-    if (line[i] == '{') {
-      ++i;
-      while (true) {
-        while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
-        if (i < line.size() && line[i] == '}') {
-          ++i;
-          break;
-        }
-        const std::size_t eq = line.find('=', i);
-        if (eq == std::string::npos || eq + 1 >= line.size() || line[eq + 1] != '"') bad("expected label=\"value\"");
-        std::string key = line.substr(i, eq - i), value;
-        i = eq + 2;
-        while (i < line.size() && line[i] != '"') {
-          if (line[i] == '\\' && i + 1 < line.size()) {
-            ++i;
-            value += line[i] == 'n' ? '\n' : line[i];
-          } else {
-            value += line[i];
-          }
-          ++i;
-        }
-        if (i >= line.size()) bad("unterminated label value");
-        ++i;  // the closing quote
-        s.labels.emplace_back(std::move(key), std::move(value));
-      }
-    }
-    i = line.find_first_not_of(" \t", i);
-    if (i == std::string::npos) bad("no value");
-    const std::string value = line.substr(i, line.find_first_of(" \t", i) - i);
-    char* parsed_end = nullptr;
-    s.value = std::strtod(value.c_str(), &parsed_end);
-    if (parsed_end != value.c_str() + value.size()) bad("the value is not a number");
-    out.push_back(std::move(s));
-  }
-  return out;
-}
 
 std::optional<ReplicaCounters> replica_counters(const std::vector<PrometheusSample>& samples) {
   auto has = [&](const char* name) {

@@ -196,3 +196,101 @@ test('bench capacity --html: the curve and every point figure equal capacity.jso
     server.kill();
   }
 });
+
+// The scripted server of tests/bench/sse_server.py, started for one test; resolves its base URL.
+async function scriptedServer() {
+  const { spawn } = await import('node:child_process');
+  const server = spawn('/usr/bin/python3', [join(import.meta.dirname, 'sse_server.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let text = '';
+    server.stdout.on('data', (d) => {
+      text += d;
+      const m = /^PORT (\d+)\n/.exec(text);
+      if (m) resolve(Number(m[1]));
+    });
+    server.once('exit', () => reject(new Error(`the scripted server did not start: ${text}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, kill: () => server.kill() };
+}
+
+// Every data-key cell equals the JSON: numbers by value and shown digits, null as '—', booleans and strings as written.
+function checkCells(cells, json) {
+  let numbers = 0;
+  for (const { key, value, text } of cells) {
+    const expected = lookup(json, key);
+    assert.notEqual(expected, undefined, `${key} is on the page but not in the JSON`);
+    if (expected === null) assert.equal(text, '—', key);
+    else if (typeof expected !== 'number') assert.equal(value, JSON.stringify(expected).replace(/^"|"$/g, ''), key);
+    else {
+      assert.equal(Number(value), expected, `${key}: data-value ${value} vs JSON ${expected}`);
+      const decimals = text.includes('.') ? text.split('.')[1].length : 0;
+      assert.ok(Math.abs(Number(text) - expected) <= 0.5 * 10 ** -decimals + 1e-9, `${key}: shown '${text}' vs ${expected}`);
+      numbers++;
+    }
+  }
+  return numbers;
+}
+
+test('bench serve --html: the server and machine series drawn over the run, its numbers equal the summary', { skip }, async () => {
+  const server = await scriptedServer();
+  try {
+    const csv = join(dir, 'series.csv'), html = join(dir, 'series.html'), summary = join(dir, 'series.json');
+    execFileSync(CLI, ['bench', 'serve', '--base-url', `${server.url}/sched`, '--num-requests', '4', '--concurrency', '2',
+      '--input-len', '8', '--output-len', '10', '--scrape-interval', '100ms', '--output', csv, '--summary', summary, '--html', html],
+    { stdio: 'pipe' });
+    const json = JSON.parse(readFileSync(summary, 'utf8'));
+    const fromCsv = JSON.parse(execFileSync(CLI, ['report', csv, '--json'], { encoding: 'utf8' }));
+    const { file: _a, ...ours } = json.server_series, { file: _b, ...theirs } = fromCsv.server_series;
+    assert.deepEqual(theirs, ours, 'report --json of the CSV and its series gives the run\'s series summary');
+    const { context, close } = await launchChromium();
+    try {
+      const requests = [];
+      const page = await openPage(context, html, requests);
+      assert.deepEqual(requests.filter((u) => !u.startsWith('file://')), []);
+      const cells = await page.$$eval('#series td[data-key]', (els) => els.map((e) => ({ key: e.dataset.key, value: e.dataset.value, text: e.textContent.trim() })));
+      assert.ok(checkCells(cells, json) >= 15, 'the series numbers shown');
+      const keys = new Set(cells.map((c) => c.key));
+      for (const k of ['server_series.scrapes', 'server_series.roles.running.mean', 'server_series.roles.waiting.max',
+        'server_series.roles.kv_cache_usage.mean', 'server_series.roles.generation_tokens.mean_rate_per_s',
+        'server_series.histograms.0.p95', 'server_series.host.cpu_utilization.mean'])
+        assert.ok(keys.has(k), `${k} not shown`);
+      // Each curve drawn, on charts laid out like the throughput chart above them.
+      for (const cls of ['series-generation', 'series-running', 'series-waiting', 'series-kv', 'series-cpu']) {
+        const d = await page.locator(`#series path.${cls}`).getAttribute('d');
+        assert.ok(d && d.split(/[LHV]/).length > 5, `${cls}: no curve drawn (${d})`);
+      }
+      const box = await page.locator('#series svg').first().boundingBox();
+      assert.ok(box && box.width > 300 && box.height > 150, 'series chart laid out');
+    } finally {
+      await close();
+    }
+  } finally {
+    server.kill();
+  }
+});
+
+test('bench sweep --html: the Pareto plot and every point figure equal bench sweep --json', { skip: skip || (!MODEL && 'no INFERLAB_TEST_MODEL') }, async () => {
+  const out = join(dir, 'sweep'), html = join(dir, 'sweep.html');
+  const json = JSON.parse(execFileSync(CLI, ['bench', 'sweep', MODEL, '--serve-args', '--max-batch 1 --threads 1',
+    '--serve-args', '--max-batch 4 --threads 1', '--concurrency', '1,3', '--bench-args', '--num-requests 3 --input-len 8 --output-len 4 --ignore-eos',
+    '--output-dir', out, '--html', html, '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 }));
+  assert.equal(json.points.length, 4);
+  const { context, close } = await launchChromium();
+  try {
+    const requests = [];
+    const page = await openPage(context, html, requests);
+    assert.deepEqual(requests.filter((u) => !u.startsWith('file://')), []);
+    const cells = await page.$$eval('#sweep td[data-key]', (els) => els.map((e) => ({ key: e.dataset.key, value: e.dataset.value, text: e.textContent.trim() })));
+    assert.ok(checkCells(cells, json) >= 4 * 10, 'every point\'s figures shown');
+    for (let i = 0; i < 4; i++)
+      for (const k of ['figures.output_throughput_token_per_s', 'figures.tokens_per_user_per_s', 'figures.ttft_ms.p50', 'pareto', 'load.value'])
+        assert.ok(cells.some((c) => c.key === `points.${i}.${k}`), `points.${i}.${k} not shown`);
+    const frontier = json.points.filter((p) => p.pareto).length;
+    assert.ok(frontier >= 1, 'a frontier');
+    assert.equal(await page.locator('#sweep svg circle').count(), 4);
+    assert.equal(await page.locator('#sweep svg circle[data-frontier="true"]').count(), frontier);
+    if (frontier > 1) assert.equal(await page.locator('#sweep svg path[stroke="#d62728"]').count(), 1);
+  } finally {
+    await close();
+  }
+});

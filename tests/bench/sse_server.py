@@ -10,12 +10,14 @@ in the finish chunk), /hang, /close, /drop, /http500, /http400, /errorevent,
 repeated runs differ), /mix (cycles through ok, hang, close, drop, http500, http400, errorevent per request), and
 /queue-S (a single-server FIFO queue with a fixed service time of S ms, for `bench capacity`:
 each request waits for those before it, is served for S ms, and its whole answer is written when
-its service ends; the queue runs on the loop clock, so a late wake-up does not slow the queue).
+its service ends; the queue runs on the loop clock, so a late wake-up does not slow the queue),
 /prefixcache (a server with a prefix cache, for multi-turn runs: a prompt's tokens are the
 whitespace-separated words of all its messages, and usage.prompt_tokens_details.cached_tokens is the
 words of the longest run of leading messages that equals the start of an earlier request's messages
 followed by the answer this server gave it, so a history that carries the real answers is cached
-up to its last answer, and one that does not is cached only up to the answer it changed).
+up to its last answer, and one that does not is cached only up to the answer it changed),
+/sched (streams as /slow; GET /sched/metrics answers Prometheus text whose values follow a known
+schedule from the first streamed request, see scripted_metrics; /metrics under any other prefix is 404).
 GET .../props answers a small JSON (as llama.cpp's /props does), .../server_info 404.
 GET /stats returns the request bodies received, the most streams open at once, and per timings
 request the CSV cells its figures must become (server_csv).
@@ -38,7 +40,7 @@ MIX = ["ok", "hang", "close", "drop", "http500", "http400", "errorevent"]
 # timelines: per streamed request (in arrival order), [before, after] the write of each content
 # event and of [DONE] (ms after t0), so a test can tell server lateness from client error.
 state = {"bodies": [], "timelines": [], "open_streams": 0, "max_open_streams": 0, "mix_counter": 0, "grow_counter": 0, "server_csv": [],
-         "queue_free_at": 0.0, "queue_served": 0, "cached_sequences": []}
+         "queue_free_at": 0.0, "queue_served": 0, "cached_sequences": [], "first_stream_at": None}
 
 
 def words(text):
@@ -89,6 +91,34 @@ def scripted_timings(mode):
                      "server_ttft_ms": "", "cached_tokens": cell(2 + k), "preemptions": ""}
     state["server_csv"].append(csv_cells)
     return timings, details
+
+
+def scripted_metrics():
+    """/sched/metrics: every value a function of c, the seconds since the first streamed request
+    (0 before it), which the text also carries (scripted_clock_seconds), so a test can check each
+    scraped value exactly and the scrape's time against c: running 1, 2, 3, 1, ... and waiting 0, 1,
+    0, ... each 0.4 s; KV use 0, 0.25, 0.5, 0.75, 0, ... each 0.4 s; 200 generated tokens a second;
+    a TTFT histogram observing 0.05 s ten times a second; a NaN gauge whose label needs escapes."""
+    first = state["first_stream_at"]
+    c = 0.0 if first is None else asyncio.get_running_loop().time() - first
+    step = int(c / 0.4)
+    started = first is not None
+    n = int(10 * c)
+    lines = ["# HELP scripted_clock_seconds seconds since the first streamed request",
+             "# TYPE scripted_clock_seconds gauge", f"scripted_clock_seconds {c!r}",
+             "# TYPE inferlab_running_requests gauge", f"inferlab_running_requests {1 + step % 3 if started else 0}",
+             "# TYPE inferlab_queue_length gauge", f"inferlab_queue_length {step % 2 if started else 0}",
+             "# TYPE inferlab_kv_cache_usage_ratio gauge", f"inferlab_kv_cache_usage_ratio {0.25 * (step % 4)!r}",
+             "# TYPE inferlab_generation_tokens_total counter", f"inferlab_generation_tokens_total {200 * c!r}",
+             "# TYPE inferlab_time_to_first_token_seconds histogram",
+             'inferlab_time_to_first_token_seconds_bucket{le="0.01"} 0',
+             f'inferlab_time_to_first_token_seconds_bucket{{le="0.1"}} {n}',
+             f'inferlab_time_to_first_token_seconds_bucket{{le="1"}} {n}',
+             f'inferlab_time_to_first_token_seconds_bucket{{le="+Inf"}} {n}',
+             f"inferlab_time_to_first_token_seconds_sum {0.05 * n!r}",
+             f"inferlab_time_to_first_token_seconds_count {n}",
+             "# TYPE scripted_note gauge", 'scripted_note{text="a \\"quoted\\", \\\\ value"} NaN', ""]
+    return "\n".join(lines)
 
 
 def chunk_json(content=None, role=None, finish=None, usage=None, completions=False):
@@ -191,7 +221,7 @@ async def scripted_stream(writer, t0, mode, request):
     if mode == "prefixcache":
         prompt_tokens, cached = prefix_cache_usage(request.get("messages", []), "".join(p for _, p in CONTENT))
         details = {"cached_tokens": cached}
-    if mode == "slow":  # ten pieces 100 ms apart: ~1 s per stream
+    if mode in ("slow", "sched"):  # ten pieces 100 ms apart: ~1 s per stream
         content = [(100.0 * (i + 1), f" p{i}") for i in range(10)]
     for i, (ms, piece) in enumerate(content):
         last = i == len(content) - 1
@@ -256,6 +286,14 @@ async def handle(reader, writer):
             if path.endswith("/server_info"):
                 await send_json(writer, 404, "Not Found", {"error": {"message": "no such route"}})
                 continue
+            if path.endswith("/metrics"):
+                if mode != "sched":
+                    await send_json(writer, 404, "Not Found", {"error": {"message": "no /metrics here"}})
+                    continue
+                text = scripted_metrics().encode()
+                writer.write(head(200, "OK", "text/plain; version=0.0.4", len(text)) + text)
+                await writer.drain()
+                continue
             if path == "/stats":
                 await send_json(writer, 200, "OK", {k: state[k] for k in ("bodies", "timelines", "max_open_streams", "server_csv", "queue_served")})
                 continue
@@ -299,6 +337,8 @@ async def handle(reader, writer):
                     "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": len(CONTENT),
                               "total_tokens": PROMPT_TOKENS + len(CONTENT)}})
                 continue
+            if state["first_stream_at"] is None:
+                state["first_stream_at"] = t0
             state["open_streams"] += 1
             state["max_open_streams"] = max(state["max_open_streams"], state["open_streams"])
             try:

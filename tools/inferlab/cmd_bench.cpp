@@ -29,6 +29,8 @@
 #include "inferlab/lab/openai_client.h"
 #include "inferlab/lab/repeat.h"
 #include "inferlab/lab/replica_metrics.h"
+#include "inferlab/lab/series_recorder.h"
+#include "inferlab/lab/server_series.h"
 #include "inferlab/util/error.h"
 #include "inferlab/model/model.h"
 #include "inferlab/tokenizer/tokenizer.h"
@@ -98,7 +100,7 @@ void add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Metrics of a requests.csv: success, window, throughput, TTFT/TPOT/ITL/E2E "
                                            "percentiles, goodput under --slo; or --compare A.csv B.csv");
   struct Args {
-    std::string csv, slo, percentiles, html;
+    std::string csv, slo, percentiles, html, series;
     std::vector<std::string> compare;
     bool json = false;
     CompareOptions compare_options;
@@ -120,6 +122,10 @@ void add_report(CLI::App& app) {
   cmd->add_option("--slo", a->slo, "service-level objectives for goodput, e.g. ttft_ms=200,tpot_ms=50 (also e2e_ms)")
       ->excludes(compare);
   add_percentiles_option(cmd, a->percentiles)->excludes(compare);
+  cmd->add_option("--series", a->series,
+                  "the run's server and machine series (bench serve's NAME.series.csv; default: the one beside the "
+                  "CSV when there is one): summarised in the report and drawn by --html")
+      ->excludes(compare);
   cmd->add_option("--seed", a->compare_options.seed, "--compare: seed of the bootstrap")->needs(compare);
   cmd->add_option("--resamples", a->compare_options.resamples, "--compare: bootstrap resamples (default 2000)")
       ->check(CLI::Range(100, 1000000))
@@ -145,9 +151,26 @@ void add_report(CLI::App& app) {
     require_writable(a->html, "--html");
     const std::vector<RequestRecord> records = read_requests_csv(a->csv);
     Summary summary = summarize_or_exit(records, slo, parse_percentile_method(a->percentiles));
-    if (!a->html.empty()) write_text(a->html, requests_report_html(records, summary, a->csv));
-    if (a->json) std::printf("%s\n", summary_json(summary).dump(2).c_str());
-    else std::fputs(format_report(summary).c_str(), stdout);
+    // The run's series: the one named, else the one bench serve wrote beside the CSV, if any.
+    std::error_code ec;
+    const std::string series_file =
+        !a->series.empty() ? a->series
+        : std::filesystem::exists(series_path_for(a->csv), ec) ? series_path_for(a->csv).string() : "";
+    const std::vector<SeriesSample> series = series_file.empty() ? std::vector<SeriesSample>{} : read_series_csv(series_file);
+    if (!a->html.empty()) write_text(a->html, requests_report_html(records, summary, a->csv, &series));
+    nlohmann::json series_summary;
+    if (!series_file.empty()) {
+      series_summary = series_json(series);
+      series_summary["file"] = series_file;
+    }
+    if (a->json) {
+      nlohmann::json j = summary_json(summary);
+      if (!series_file.empty()) j["server_series"] = series_summary;
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::fputs(format_report(summary).c_str(), stdout);
+      if (!series_file.empty()) std::fputs(format_series(series_summary).c_str(), stdout);
+    }
   });
 }
 
@@ -192,6 +215,7 @@ ServeRun run_repeated(const ServeOptions& options, const std::vector<BenchPrompt
     const double offset_ms =
         k == 1 ? 0.0 : std::chrono::duration<double, std::milli>(Clock::now() - first_start).count();
     ServeRun run = run_serve_benchmark(options, prompts);
+    if (k == 1) all.started = run.started;  // the series' time axis: the records' origin
     for (auto& r : run.records) {
       r.start_ms += offset_ms;
       r.end_ms += offset_ms;
@@ -346,8 +370,9 @@ void add_bench_serve(CLI::App& bench) {
     std::string tokenizer, output = "requests.csv", summary, slo, percentiles, html;
     DatasetArgs dataset;
     int warmup = 0, repeat = 1;
-    bool no_progress = false;
+    bool no_progress = false, no_scrape = false;
     std::vector<std::string> replicas;
+    std::string scrape_interval = "1s", metrics_url;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--base-url", a->serve.base_url, "server URL, e.g. http://127.0.0.1:30000 (/v1 added when missing)")
@@ -394,11 +419,21 @@ void add_bench_serve(CLI::App& bench) {
                   "their /metrics are read before and after the run for a per-replica table of completed requests, "
                   "share and generated tokens, checked against the client's counts")
       ->delimiter(',');
+  cmd->add_option("--scrape-interval", a->scrape_interval,
+                  "during the run, the server's /metrics and this machine's CPU utilisation and frequency are read "
+                  "every this long (1s, 500ms, 0.5), into NAME.series.csv beside --output, the summary and --html "
+                  "(default 1s; the server's part when its /metrics answers)");
+  auto* metrics_url = cmd->add_option("--metrics-url", a->metrics_url,
+                                      "the /metrics to scrape (default: --base-url's root + /metrics); one given must answer");
+  cmd->add_flag("--no-scrape", a->no_scrape, "record no series during the run")->excludes(metrics_url);
   cmd->callback([=] {
     if (conc->count() == 0 && rate->count() == 0) fail("give --concurrency C or --request-rate R (or both)");
+    const double scrape_interval_s = parse_interval(a->scrape_interval, "--scrape-interval");
+    const std::string series_file = a->output.empty() || a->no_scrape ? "" : series_path_for(a->output).string();
     require_writable(a->output, "--output");
     require_writable(a->summary, "--summary");
     require_writable(a->html, "--html");
+    require_writable(series_file, "--output's series file");
     Slo slo = a->slo.empty() ? Slo{} : parse_slo(a->slo);
     const PercentileMethod percentiles = parse_percentile_method(a->percentiles);
     ServeOptions options = a->serve;
@@ -422,14 +457,35 @@ void add_bench_serve(CLI::App& bench) {
     };
     for (const auto& s : scrape_all())
       if (!s.counters) fail("--replica-metrics {}: {}", s.replica, s.error);
+    // The series: the server's /metrics when it answers (a --metrics-url given must), and this machine.
+    ScrapeOptions scrape{.metrics_url = a->metrics_url.empty() ? replica_metrics_url(options.base_url) : a->metrics_url,
+                         .api_key = options.api_key,
+                         .interval_s = scrape_interval_s};
+    std::string not_scraped;
+    if (!a->no_scrape) {
+      not_scraped = probe_metrics(scrape.metrics_url, options.api_key, std::min(options.timeout_s, 10.0));
+      if (!not_scraped.empty() && !a->metrics_url.empty()) fail("--metrics-url: {}", not_scraped);
+      if (!not_scraped.empty()) scrape.metrics_url.clear();
+    }
     const WarmupResult warmup = run_warmup(options, prompts, a->warmup);
     const std::vector<ReplicaScrape> replicas_before = scrape_all();  // after the warm-up: it is not measured
+    std::optional<SeriesRecorder> recorder;
+    if (!a->no_scrape && warmup.interrupted_by.empty()) recorder.emplace(scrape);
     ServeRun run = warmup.interrupted_by.empty() ? run_repeated(options, prompts, a->repeat) : ServeRun{};
+    const std::vector<SeriesSample> series = recorder ? recorder->stop(run.started) : std::vector<SeriesSample>{};
     const std::vector<ReplicaScrape> replicas_after = scrape_all();
     if (run.interrupted_by.empty()) run.interrupted_by = warmup.interrupted_by;
     if (run.records.empty() && !warmup.interrupted_by.empty())
       exit_with(fmt::format("interrupted by {} during the warm-up; nothing measured", warmup.interrupted_by));
     if (!a->output.empty()) write_requests_csv(a->output, run.records);
+    if (recorder && !series_file.empty()) write_series_csv(series_file, series);
+    nlohmann::json series_summary;
+    if (recorder) {
+      series_summary = series_json(series);
+      series_summary["file"] = series_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(series_file);
+      if (!not_scraped.empty()) series_summary["server_not_scraped"] = not_scraped;
+      if (!recorder->first_error().empty()) series_summary["first_scrape_error"] = recorder->first_error();
+    }
     Summary summary = summarize_or_exit(run.records, slo, percentiles);
     const std::vector<Summary> per_run = summarize_runs(run.records, a->repeat, slo, percentiles);
     const RepeatOptions repeat_options{.seed = options.seed};
@@ -465,13 +521,15 @@ void add_bench_serve(CLI::App& bench) {
       if (a->warmup > 0) j["warmup"] = {{"requests", a->warmup}, {"successful", warmup.successful}, {"excluded", true}};
       if (!repeated.empty()) j["repeat"] = repeat_json(repeated, per_run.size(), repeat_options);
       if (replicas) j["replicas"] = replica_report_json(*replicas);
+      if (recorder) j["server_series"] = series_summary;
       j["environment"] = run_environment(load_before, target, summary, warmup);
       write_text(a->summary, j.dump(2) + "\n");
     }
     if (!a->html.empty())
       write_text(a->html, requests_report_html(run.records, summary,
                                                fmt::format("bench serve {} ({}), {} requests", options.base_url,
-                                                           options.model, run.records.size())));
+                                                           options.model, run.records.size()),
+                                               &series));
     if (a->warmup > 0)
       std::printf("Warm-up: %d requests sent first (%zu ok), excluded from the CSV and the figures below\n", a->warmup,
                   warmup.successful);
@@ -488,6 +546,13 @@ void add_bench_serve(CLI::App& bench) {
       std::fputs(format_repeat(repeated, per_run.size(), repeat_options).c_str(), stdout);
     }
     if (replicas) std::fputs(format_replica_report(*replicas).c_str(), stdout);
+    if (recorder) {
+      std::fputs(format_series(series_summary).c_str(), stdout);
+      if (!not_scraped.empty()) std::printf("Server metrics not scraped: %s\n", not_scraped.c_str());
+      if (!recorder->first_error().empty())
+        std::printf("Some scrapes failed; the first: %s\n", recorder->first_error().c_str());
+      if (!series_file.empty()) std::printf("Series: %s\n", series_file.c_str());
+    }
     std::printf("Max in flight: %d; wall time %.3f s\n", run.max_in_flight, run.duration_s);
     if (!run.interrupted_by.empty())
       std::printf("PARTIAL: interrupted by %s; the figures cover the %zu requests sent before it\n",

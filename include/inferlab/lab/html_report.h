@@ -9,6 +9,8 @@
 #include "inferlab/lab/capacity.h"
 #include "inferlab/lab/latency_sweep.h"
 #include "inferlab/lab/metrics.h"
+#include "inferlab/lab/server_series.h"
+#include <nlohmann/json_fwd.hpp>
 
 namespace inferlab::lab {
 
@@ -36,9 +38,21 @@ HtmlSection throughput_section(const std::vector<RequestRecord>& records);
 // server sent its timings, else waiting for the first token / decode; failures in red.
 HtmlSection timeline_section(const std::vector<RequestRecord>& records);
 
-// `report --html`, `bench serve --html`: all the sections above.
+// What the server and the machine did during the run (the series of <name>.series.csv), drawn over
+// the same time axis as the output tokens/s chart: the client's tokens/s beside the server's
+// generation rate, running and waiting requests, KV cache use, this machine's CPU utilisation and
+// frequency; and the summary's numbers (data-key: their path in `report --json`, under
+// "server_series", e.g. "server_series.roles.running.mean", "server_series.histograms.2.p95").
+HtmlSection series_section(const std::vector<RequestRecord>& records, const std::vector<SeriesSample>& series);
+
+// `report --html`, `bench serve --html`: all the sections above (the series' when given).
 std::string requests_report_html(const std::vector<RequestRecord>& records, const Summary& summary,
-                                 const std::string& source);
+                                 const std::string& source, const std::vector<SeriesSample>* series = nullptr);
+
+// `bench sweep --html`: the Pareto plot (pareto_svg) and every point's figures (data-key: their
+// path in sweep.json / `bench sweep --json`, e.g. "points.1.figures.output_throughput_token_per_s").
+HtmlSection sweep_section(const nlohmann::json& sweep);
+std::string sweep_report_html(const nlohmann::json& sweep, const std::string& subtitle);
 
 // `bench latency --html`: latency against input length with the fit, and the points' table
 // (data-key "run1.len32.latency_s" and so on, the --csv's figures).

@@ -3,6 +3,7 @@
 // streams cost file descriptors, not threads. Every received chunk is stamped with the steady
 // clock as it arrives.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,6 +64,7 @@ struct ServeRun {
   std::string output_tokens_source;
   int max_in_flight = 0;
   std::string interrupted_by;  // "SIGINT" / "SIGTERM" when the run was cut short (its records are partial)
+  std::chrono::steady_clock::time_point started;  // the origin of the records' start_ms / end_ms
 };
 
 ServeRun run_serve_benchmark(const ServeOptions& options, const std::vector<BenchPrompt>& prompts);

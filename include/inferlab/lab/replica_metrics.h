@@ -9,17 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace inferlab::lab {
+#include "inferlab/lab/prometheus_text.h"
 
-// One sample of a Prometheus text exposition: name{labels} value.
-struct PrometheusSample {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> labels;
-  double value = 0;
-  std::string label(const std::string& key) const;  // "" when absent
-};
-// Every sample line (comments and blank lines skipped). Throws Error naming the line of a malformed one.
-std::vector<PrometheusSample> parse_prometheus(const std::string& text);
+namespace inferlab::lab {
 
 // The request counters of one replica, summed over label sets such as vLLM's model_name.
 struct ReplicaCounters {
