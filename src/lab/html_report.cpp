@@ -219,6 +219,38 @@ HtmlSection summary_section(const Summary& s) {
   return {"summary", "Summary (the numbers of inferlab report)", html};
 }
 
+// Multi-turn runs: per turn index, its requests, TTFT and prefix-cache hit rate (the turns block of
+// report --json), so a page shows whether later turns reuse the earlier ones' KV cache.
+HtmlSection turns_section(const Summary& s) {
+  const json j = summary_json(s).at("multi_turn");
+  std::string html = fmt::format("<p id=\"conversations\">{} conversations; turn k of each conversation was sent after "
+                                 "its turn k−1 answered, with the whole history.</p>\n",
+                                 j.at("conversations").get<std::size_t>());
+  html += "<table id=\"turns\">\n<tr><th>turn</th><th>requests</th><th>successful</th><th>TTFT p50 (ms)</th>"
+          "<th>TTFT p95 (ms)</th><th>mean prompt tokens</th><th>cached tokens</th><th>hit rate</th></tr>\n";
+  const json& turns = j.at("turns");
+  for (std::size_t i = 0; i < turns.size(); ++i) {
+    const json& t = turns[i];
+    const std::string key = fmt::format("multi_turn.turns.{}", i);
+    html += "<tr>" + number_cell(key + ".turn", t.at("turn"), 0) + number_cell(key + ".requests", t.at("requests"), 0) +
+            number_cell(key + ".successful", t.at("successful"), 0);
+    if (t.at("ttft_ms").at("n").get<std::size_t>() > 0)
+      html += number_cell(key + ".ttft_ms.p50", t.at("ttft_ms").at("p50"), 2) + number_cell(key + ".ttft_ms.p95", t.at("ttft_ms").at("p95"), 2);
+    else
+      html += "<td class=\"note\">—</td><td class=\"note\">—</td>";
+    html += number_cell(key + ".mean_input_tokens", t.at("mean_input_tokens"), 1);
+    if (t.contains("prefix_cache"))
+      html += number_cell(key + ".prefix_cache.cached_tokens", t.at("prefix_cache").at("cached_tokens"), 0) +
+              number_cell(key + ".prefix_cache.hit_rate", t.at("prefix_cache").at("hit_rate"), 3);
+    else
+      html += "<td class=\"note\" colspan=\"2\">not reported</td>";
+    html += "</tr>\n";
+  }
+  html += "</table>\n<p class=\"note\">Hit rate: cached prompt tokens over prompt tokens, of the requests whose answer "
+          "reported usage.prompt_tokens_details.cached_tokens.</p>\n";
+  return {"turns", "Multi-turn conversations, by turn", html};
+}
+
 HtmlSection latency_cdf_section(const std::vector<RequestRecord>& records) {
   std::vector<double> ttft, e2e;
   for (const RequestRecord* r : successful(records)) {
@@ -545,8 +577,10 @@ HtmlSection series_section(const std::vector<RequestRecord>& records, const std:
 
 std::string requests_report_html(const std::vector<RequestRecord>& records, const Summary& summary,
                                  const std::string& source, const std::vector<SeriesSample>* series) {
-  std::vector<HtmlSection> sections = {summary_section(summary), latency_cdf_section(records), itl_histogram_section(records),
-                                       throughput_section(records)};
+  std::vector<HtmlSection> sections = {summary_section(summary)};
+  if (!summary.turns.empty()) sections.push_back(turns_section(summary));
+  for (HtmlSection section : {latency_cdf_section(records), itl_histogram_section(records), throughput_section(records)})
+    sections.push_back(std::move(section));
   if (series && !series->empty()) sections.push_back(series_section(records, *series));
   sections.push_back(timeline_section(records));
   return html_page("inferlab report", source, sections);

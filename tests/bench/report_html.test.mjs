@@ -121,6 +121,34 @@ test('report --html: a CSV without server timings or ITL still gives every secti
   }
 });
 
+test('report --html: a multi-turn CSV gets the per-turn table, every number equal to report --json', { skip }, async () => {
+  const csv = join(dir, 'turns.csv'), html = join(dir, 'turns.html');
+  const rows = ['request_id,status,start_ms,end_ms,input_tokens,output_tokens,ttft_ms,cached_tokens,conversation_id,turn'];
+  let start = 0;
+  for (let c = 0; c < 3; c++)
+    for (let t = 0; t < 3; t++) {
+      const prompt = 40 + 30 * t, cached = t === 0 ? 0 : 40 + 30 * (t - 1) - 2;
+      rows.push(`c${c}t${t},ok,${start},${start + 300},${prompt},12,${(90 - 20 * t + c).toFixed(3)},${cached},c${c},${t}`);
+      start += 310;
+    }
+  writeFileSync(csv, rows.join('\n') + '\n');
+  const json = JSON.parse(execFileSync(CLI, ['report', csv, '--html', html, '--json'], { encoding: 'utf8' }));
+  assert.equal(json.multi_turn.turns.length, 3);
+  const { context, close } = await launchChromium();
+  try {
+    const page = await openPage(context, html, []);
+    const cells = await page.$$eval('#turns td[data-key]', (els) => els.map((e) => ({ key: e.dataset.key, value: e.dataset.value, text: e.textContent.trim() })));
+    assert.equal(cells.length, 3 * 8, 'eight figures per turn');
+    checkShown(cells, json);
+    assert.match(await page.locator('#conversations').textContent(), /^3 conversations/);
+    assert.equal(Number(await page.locator('[data-key="multi_turn.turns.2.prefix_cache.hit_rate"]').getAttribute('data-value')),
+      json.multi_turn.turns[2].prefix_cache.hit_rate);
+    assert.ok(json.multi_turn.turns[2].prefix_cache.hit_rate > 0.6);
+  } finally {
+    await close();
+  }
+});
+
 test('report --html: an unwritable path is refused before anything is read', async () => {
   const csv = join(dir, 'one.csv');
   writeFileSync(csv, 'request_id,status,start_ms,end_ms,output_tokens\nr0,ok,0,10,1\n');
