@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Convert an HF-layout qwen2, qwen3, qwen3_moe, llama or gpt2 model (safetensors + config.json + tokenizer.json) to a GGUF
+"""Convert an HF-layout qwen2, qwen3, qwen3_moe, gpt_oss, llama or gpt2 model (safetensors + config.json + tokenizer.json) to a GGUF
 v3 file that llama.cpp loads, in any of the tensor types inferlab runs, so llama.cpp can be measured
 on (and compared with) the very weights that inferlab runs. numpy only, nothing downloaded.
 
@@ -32,6 +32,17 @@ type (as convert_hf_to_gguf.py and llama-quantize keep it), ffn_down_exps counte
 mixes (llama-quantize's extra bits for attn_v / attn_k of 8-expert models, Mixtral's case, are not
 applied; Qwen3-MoE's have 128). llama.cpp's qwen3moe renormalises the chosen experts' weights and makes every layer sparse, so
 norm_topk_prob false, mlp_only_layers or decoder_sparse_step > 1 are refused.
+gpt_oss models become llama.cpp's gpt-oss (as convert_hf_to_gguf.py writes it): transformers' stacked
+experts (gate_up_proj [experts, hidden, 2 * inter], gate and up interleaved column by column; down_proj
+[experts, inter, hidden]) split into blk.N.ffn_{gate,up}_exps and transposed to [experts, rows, cols],
+the biases split likewise (ffn_{gate,up,down}_exps.bias, F32); the sinks as blk.N.attn_sinks.weight,
+the router with its bias as ffn_gate_inp, the norm after attention as post_attention_norm. A checkpoint
+whose experts are MXFP4 (the Hub's *_blocks / *_scales) keeps them MXFP4 in every type, repacked into
+ggml's block (the scale byte, then 16 bytes: low nibbles elements 0-15, high nibbles 16-31; the Hub
+packs elements 2j and 2j+1 in byte j), as convert_hf_to_gguf.py does; plain experts get the main type.
+What llama.cpp's gpt-oss fixes is refused when the config differs: windows on the even layers only,
+swiglu_limit 7, q/k/v/o biases. YaRN needs truncate false (how gpt-oss configs set it, and how
+inferlab reads a gpt-oss GGUF).
 gpt2 models get their Conv1D weights ([in, out]) written transposed, as linear layers [out, in]
 (attn_qkv stays one fused q|k|v matrix), under llama.cpp's gpt2 names.
 A tokenizer.json BPE with byte_fallback (Llama 2, Mistral) is written as a SentencePiece vocabulary
@@ -47,13 +58,13 @@ import sys
 import numpy as np
 
 GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q8_0 = 0, 1, 2, 3, 6, 7, 8
-GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_BF16 = 12, 13, 14, 30
+GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_BF16, GGML_MXFP4 = 12, 13, 14, 30, 39
 BLOCK = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_BF16: (1, 2), GGML_Q8_0: (32, 34), GGML_Q4_0: (32, 18),
          GGML_Q4_1: (32, 20), GGML_Q5_0: (32, 22), GGML_Q5_1: (32, 24),
-         GGML_Q4_K: (256, 144), GGML_Q5_K: (256, 176), GGML_Q6_K: (256, 210)}
+         GGML_Q4_K: (256, 144), GGML_Q5_K: (256, 176), GGML_Q6_K: (256, 210), GGML_MXFP4: (32, 17)}
 TYPE_NAME = {GGML_F32: "F32", GGML_F16: "F16", GGML_BF16: "BF16", GGML_Q8_0: "Q8_0", GGML_Q4_0: "Q4_0",
              GGML_Q4_1: "Q4_1", GGML_Q5_0: "Q5_0", GGML_Q5_1: "Q5_1", GGML_Q4_K: "Q4_K", GGML_Q5_K: "Q5_K",
-             GGML_Q6_K: "Q6_K"}
+             GGML_Q6_K: "Q6_K", GGML_MXFP4: "MXFP4"}
 # llama_ftype written to general.file_type
 FILE_TYPE = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9,
              "q4_k": 15, "q5_k": 17, "q6_k": 18, "q4_k_m": 15, "q5_k_m": 17}
@@ -284,6 +295,10 @@ QUANTIZE = {GGML_Q8_0: quantize_q8_0, GGML_Q4_0: quantize_q4_0, GGML_Q4_1: quant
 
 def encode(raw, dtype, shape, ggml_type, permute_heads=None):
     """Stored tensor -> bytes of the GGUF tensor data (row-major; rows = all but the last dim)."""
+    if dtype == "MXFP4" or ggml_type == GGML_MXFP4:  # blocks already in ggml's layout (repack_mxfp4)
+        if dtype != "MXFP4" or ggml_type != GGML_MXFP4:
+            raise ConvertError(f"MXFP4 is written only from MXFP4 blocks (got {dtype} for type {TYPE_NAME[ggml_type]})")
+        return raw.tobytes()
     if permute_heads:
         values = permute_rows(to_f32(raw, dtype, shape), permute_heads)
         if ggml_type == GGML_BF16:
@@ -317,9 +332,9 @@ def use_more_bits(layer, layers):
 
 def tensor_plan(config, tensors, out_type, pure):
     """[(gguf name, hf name, ggml type, shape)] in llama.cpp's order, and notes on choices made."""
-    if config.get("model_type") not in ("qwen2", "qwen3", "qwen3_moe", "llama", "gpt2"):
-        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3, qwen3_moe, llama "
-                           "and gpt2 only")
+    if config.get("model_type") not in ("qwen2", "qwen3", "qwen3_moe", "gpt_oss", "llama", "gpt2"):
+        raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3, qwen3_moe, gpt_oss, "
+                           "llama and gpt2 only")
     layers = config.get("num_hidden_layers", config.get("n_layer"))
     main = MAIN_TYPE[out_type]
     tied = "lm_head.weight" not in tensors
@@ -336,7 +351,7 @@ def tensor_plan(config, tensors, out_type, pure):
         return main
 
     def weight_type(gguf_name, shape):
-        if len(shape) < 2 or gguf_name.endswith(".ffn_gate_inp.weight"):
+        if len(shape) < 2 or gguf_name.endswith((".ffn_gate_inp.weight", ".bias")):  # gpt-oss's experts' biases are 2-D
             return GGML_F32
         wanted = wanted_type(gguf_name)
         if out_type == "q4_0" and wanted == GGML_Q6_K:
@@ -354,10 +369,19 @@ def tensor_plan(config, tensors, out_type, pure):
             raise ConvertError(f"{gguf_name}: row length {shape[-1]} is not a multiple of {BLOCK[wanted][0]}")
         return wanted
 
-    names = gpt2_names(config, tensors) if config["model_type"] == "gpt2" else llama_family_names(config, tied)
+    names = (gpt2_names(config, tensors) if config["model_type"] == "gpt2"
+             else gpt_oss_names(config, tensors, tied) if config["model_type"] == "gpt_oss"
+             else llama_family_names(config, tied))
     tied = "output.weight" not in {g for g, _ in names}
     plan = []
     for gguf_name, hf_name in names:
+        if isinstance(hf_name, Derived):
+            missing = [n for n in hf_name.sources if n not in tensors]
+            if missing:
+                raise ConvertError(f"tensor {missing[0]} is missing from the checkpoint")
+            plan.append((gguf_name, hf_name, hf_name.ggml_type if hf_name.ggml_type is not None
+                         else weight_type(gguf_name, hf_name.shape), hf_name.shape))
+            continue
         if isinstance(hf_name, tuple):  # experts stacked: [experts, rows, cols]
             missing = [n for n in hf_name if n not in tensors]
             if missing:
@@ -373,7 +397,8 @@ def tensor_plan(config, tensors, out_type, pure):
         if is_gpt2_conv1d(config, gguf_name):
             shape = shape[::-1]  # Conv1D [in, out] -> linear [out, in]
         plan.append((gguf_name, hf_name, weight_type(gguf_name, shape), shape))
-    unused = set(tensors) - {n for _, hf, _, _ in plan for n in (hf if isinstance(hf, tuple) else (hf,))}
+    unused = set(tensors) - {n for _, hf, _, _ in plan
+                             for n in (hf.sources if isinstance(hf, Derived) else hf if isinstance(hf, tuple) else (hf,))}
     if config["model_type"] == "gpt2":
         # causal-mask buffers; a tied lm_head stored anyway is the embedding
         unused = {n for n in unused if not n.endswith((".attn.bias", ".attn.masked_bias")) and not (tied and n == "lm_head.weight")}
@@ -428,6 +453,120 @@ def llama_family_names(config, tied):
         names += [(p + "ffn_gate.weight", hf + "mlp.gate_proj.weight"),
                   (p + "ffn_up.weight", hf + "mlp.up_proj.weight"),
                   (p + "ffn_down.weight", hf + "mlp.down_proj.weight")]
+    names += [("output_norm.weight", "model.norm.weight")]
+    if not tied:
+        names += [("output.weight", "lm_head.weight")]
+    return names
+
+
+class Derived:
+    """A GGUF tensor computed from checkpoint tensors when it is written (one at a time in memory):
+    compute(tensors) -> (raw bytes as uint8, dtype "F32" / "MXFP4", stored shape). shape is the GGUF
+    tensor's [.., rows, cols]; ggml_type forces its type (MXFP4 blocks stay MXFP4)."""
+
+    def __init__(self, sources, shape, compute, ggml_type=None):
+        self.sources, self.shape, self.compute, self.ggml_type = tuple(sources), tuple(shape), compute, ggml_type
+
+
+def f32_bytes(values):
+    return np.ascontiguousarray(values, dtype=np.float32).view(np.uint8).reshape(-1)
+
+
+def repack_mxfp4(blocks, scales):
+    """The Hub's MXFP4 (blocks [..., n / 32, 16]: byte j holds elements 2j (low nibble) and 2j + 1;
+    scales [..., n / 32]) -> ggml's block_mxfp4 per 32 elements: the scale byte, then qs[16] with
+    element j in the low nibble of qs[j] and element j + 16 in its high nibble."""
+    codes = np.empty((*blocks.shape[:-1], 32), dtype=np.uint8)
+    codes[..., 0::2], codes[..., 1::2] = blocks & 0x0F, blocks >> 4
+    qs = codes[..., :16] | (codes[..., 16:] << 4)
+    return np.concatenate([scales[..., None], qs], axis=-1).reshape(*blocks.shape[:-2], -1)
+
+
+GPT_OSS_YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                "original_max_position_embeddings": 4096}
+
+
+def gpt_oss_defaults(config):
+    """GptOssConfig's defaults where the config.json leaves a key out (as gpt_oss.cpp fills them), and a
+    refusal of what llama.cpp's gpt-oss graph computes otherwise."""
+    c = dict(config)
+    for key, value in (("rms_norm_eps", 1e-5), ("head_dim", 64), ("num_key_value_heads", 8), ("sliding_window", 128)):
+        if key not in c or (c[key] is None and key != "sliding_window"):
+            c[key] = value
+    rope = c.get("rope_scaling") or c.get("rope_parameters") or {}
+    if not rope:
+        c["rope_scaling"] = dict(GPT_OSS_YARN)
+    if c.get("rope_theta") is None and "rope_theta" not in (c.get("rope_parameters") or {}):
+        c["rope_theta"] = 150000.0
+    scaling = c.get("rope_scaling") or c.get("rope_parameters") or {}
+    if scaling.get("rope_type", scaling.get("type")) == "yarn" and scaling.get("truncate", True) is not False:
+        raise ConvertError("gpt_oss: YaRN with truncate true (or absent: transformers' default) cannot be written: a gpt-oss "
+                           "GGUF is read with truncate false, as gpt-oss's config.json sets it")
+    layers = c["num_hidden_layers"]
+    alternating = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+    if c.get("layer_types") not in (None, alternating):
+        raise ConvertError(f"gpt_oss: layer_types {c['layer_types']}: llama.cpp's gpt-oss slides on the even layers only")
+    if c["sliding_window"] is None:
+        raise ConvertError("gpt_oss: sliding_window null: llama.cpp's gpt-oss always slides on the even layers")
+    if float(c.get("swiglu_limit", 7.0)) != 7.0 or float(c.get("swiglu_alpha", 1.702)) != 1.702:
+        raise ConvertError("gpt_oss: llama.cpp's gpt-oss computes the clamped SwiGLU with limit 7 and alpha 1.702 only")
+    if c.get("attention_bias", True) is not True:
+        raise ConvertError("gpt_oss: attention_bias false: llama.cpp's gpt-oss has q/k/v/o biases")
+    return c
+
+
+def gpt_oss_experts(config):
+    experts = config.get("num_local_experts", config.get("num_experts"))
+    if not experts:
+        raise ConvertError("gpt_oss: num_local_experts missing or 0")
+    return experts
+
+
+def gpt_oss_names(config, tensors, tied):
+    """[(gguf name, hf name or Derived)] of gpt_oss as llama.cpp's gpt-oss: experts split, transposed,
+    stacked (MXFP4 blocks repacked, not decoded)."""
+    E, H, I = gpt_oss_experts(config), config["hidden_size"], config["intermediate_size"]
+    names = [("token_embd.weight", "model.embed_tokens.weight")]
+    for i in range(config["num_hidden_layers"]):
+        p, hf = f"blk.{i}.", f"model.layers.{i}."
+        x = hf + "mlp.experts."
+        names += [(p + "attn_norm.weight", hf + "input_layernorm.weight")]
+        for g, h in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj"), ("attn_output", "o_proj")):
+            names += [(p + g + ".weight", hf + f"self_attn.{h}.weight"), (p + g + ".bias", hf + f"self_attn.{h}.bias")]
+        names += [(p + "attn_sinks.weight", hf + "self_attn.sinks"),
+                  (p + "post_attention_norm.weight", hf + "post_attention_layernorm.weight"),
+                  (p + "ffn_gate_inp.weight", hf + "mlp.router.weight"),
+                  (p + "ffn_gate_inp.bias", hf + "mlp.router.bias")]
+        mxfp4 = x + "gate_up_proj_blocks" in tensors
+        for matrix, parity in (("gate", 0), ("up", 1)):  # gate = rows / columns 0::2 of gate_up, up = 1::2
+            if mxfp4:
+                def gate_up(t, parity=parity, x=x):
+                    blocks = t[x + "gate_up_proj_blocks"][0].reshape(E, 2 * I, H // 32, 16)[:, parity::2]
+                    scales = t[x + "gate_up_proj_scales"][0].reshape(E, 2 * I, H // 32)[:, parity::2]
+                    return repack_mxfp4(blocks, scales).reshape(-1), "MXFP4", (E, I, H)
+                names.append((p + f"ffn_{matrix}_exps.weight",
+                              Derived((x + "gate_up_proj_blocks", x + "gate_up_proj_scales"), (E, I, H), gate_up, GGML_MXFP4)))
+            else:
+                def gate_up(t, parity=parity, x=x):
+                    values = to_f32(*t[x + "gate_up_proj"][:2], (E, H, 2 * I))[:, :, parity::2]
+                    return f32_bytes(values.transpose(0, 2, 1)), "F32", (E, I, H)
+                names.append((p + f"ffn_{matrix}_exps.weight", Derived((x + "gate_up_proj",), (E, I, H), gate_up)))
+
+            def bias(t, parity=parity, x=x):
+                return f32_bytes(to_f32(*t[x + "gate_up_proj_bias"][:2], (E, 2 * I))[:, parity::2]), "F32", (E, I)
+            names.append((p + f"ffn_{matrix}_exps.bias", Derived((x + "gate_up_proj_bias",), (E, I), bias)))
+        if mxfp4:
+            def down(t, x=x):
+                blocks = t[x + "down_proj_blocks"][0].reshape(E, H, I // 32, 16)
+                scales = t[x + "down_proj_scales"][0].reshape(E, H, I // 32)
+                return repack_mxfp4(blocks, scales).reshape(-1), "MXFP4", (E, H, I)
+            names.append((p + "ffn_down_exps.weight",
+                          Derived((x + "down_proj_blocks", x + "down_proj_scales"), (E, H, I), down, GGML_MXFP4)))
+        else:
+            def down(t, x=x):
+                return f32_bytes(to_f32(*t[x + "down_proj"][:2], (E, I, H)).transpose(0, 2, 1)), "F32", (E, H, I)
+            names.append((p + "ffn_down_exps.weight", Derived((x + "down_proj",), (E, H, I), down)))
+        names.append((p + "ffn_down_exps.bias", x + "down_proj_bias"))
     names += [("output_norm.weight", "model.norm.weight")]
     if not tied:
         names += [("output.weight", "lm_head.weight")]
@@ -563,6 +702,17 @@ def spm_tokenizer_metadata(config, path, tok, tok_config):
     return meta
 
 
+def split_patterns(node):
+    """The regexes of every Split inside a tokenizer.json pre_tokenizer (a Sequence's included)."""
+    if isinstance(node, list):
+        return [p for item in node for p in split_patterns(item)]
+    if not isinstance(node, dict):
+        return []
+    pattern = node.get("pattern")
+    own = [pattern["Regex"]] if node.get("type") == "Split" and isinstance(pattern, dict) and "Regex" in pattern else []
+    return own + [p for key, value in node.items() if key != "pattern" for p in split_patterns(value)]
+
+
 def bpe_tokenizer_metadata(config, path, tok, tok_config):
     """tokenizer.ggml.* as convert_hf_to_gguf.py writes them for a Qwen2 or GPT-2 BPE tokenizer."""
     vocab_size = config["vocab_size"]
@@ -599,8 +749,11 @@ def bpe_tokenizer_metadata(config, path, tok, tok_config):
     eos = eos[0] if isinstance(eos, list) else eos
     # GPT-2's own pre-tokenizer (a plain ByteLevel with its regex, e.g. the trained demo model's) is
     # llama.cpp's "gpt2"; Qwen2's (a Split with its own pattern, then ByteLevel) is "qwen2".
+    # o200k's Split (GPT-4o, gpt-oss: words split at case changes) is llama.cpp's "gpt-4o".
     pre_tok = tok.get("pre_tokenizer") or {}
-    pre = "gpt-2" if pre_tok.get("type") == "ByteLevel" and pre_tok.get("use_regex", True) else "qwen2"
+    o200k = any(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]" in pattern for pattern in split_patterns(pre_tok))
+    pre = ("gpt-2" if pre_tok.get("type") == "ByteLevel" and pre_tok.get("use_regex", True)
+           else "gpt-4o" if o200k else "qwen2")
     meta = [("tokenizer.ggml.model", V_STRING, "gpt2"), ("tokenizer.ggml.pre", V_STRING, pre),
             ("tokenizer.ggml.tokens", V_ARRAY, (V_STRING, tokens)),
             ("tokenizer.ggml.token_type", V_ARRAY, (V_INT32, types)),
@@ -659,7 +812,9 @@ def write_gguf(path, metadata, plan, tensors, permute=None, transpose=None):
     with open(tmp, "wb") as f:
         f.write(header)
         for gguf_name, hf_name, ggml_type, shape in plan:
-            if isinstance(hf_name, tuple):  # stacked experts, one layer's at a time in memory
+            if isinstance(hf_name, Derived):  # computed from the checkpoint's tensors now
+                raw, dtype, stored_shape = hf_name.compute(tensors)
+            elif isinstance(hf_name, tuple):  # stacked experts, one layer's at a time in memory
                 raw = np.concatenate([tensors[n][0] for n in hf_name])
                 dtype, stored_shape = tensors[hf_name[0]][1], shape
             else:
@@ -700,13 +855,15 @@ def rope_scaling_metadata(config, arch):
 def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
+    if config.get("model_type") == "gpt_oss":
+        config = gpt_oss_defaults(config)
     tensors = read_safetensors(model_dir)
     plan, notes = tensor_plan(config, tensors, out_type, pure)
     if config["model_type"] == "gpt2":
         return gpt2_convert(config, tensors, plan, notes, model_dir, out_type, out_path, tokenizer_dir)
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads", heads)
-    arch = "qwen3moe" if config["model_type"] == "qwen3_moe" else config["model_type"]
+    arch = {"qwen3_moe": "qwen3moe", "gpt_oss": "gpt-oss"}.get(config["model_type"], config["model_type"])
     meta = [("general.architecture", V_STRING, arch),
             ("general.name", V_STRING, os.path.basename(os.path.normpath(model_dir))),
             ("general.file_type", V_UINT32, FILE_TYPE[out_type]),
@@ -723,7 +880,12 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
         meta += [(f"{arch}.expert_count", V_UINT32, moe_experts(config)),
                  (f"{arch}.expert_used_count", V_UINT32, config["num_experts_per_tok"]),
                  (f"{arch}.expert_feed_forward_length", V_UINT32, config["moe_intermediate_size"])]
-    if arch in ("llama", "qwen3", "qwen3moe"):
+    if arch == "gpt-oss":
+        meta += [(f"{arch}.expert_count", V_UINT32, gpt_oss_experts(config)),
+                 (f"{arch}.expert_used_count", V_UINT32, config.get("num_experts_per_tok", 4)),
+                 (f"{arch}.expert_feed_forward_length", V_UINT32, config["intermediate_size"]),
+                 (f"{arch}.attention.sliding_window", V_UINT32, config["sliding_window"])]
+    if arch in ("llama", "qwen3", "qwen3moe", "gpt-oss"):
         head_dim = config.get("head_dim", hidden // heads)
         meta += [(f"{arch}.rope.dimension_count", V_UINT32, head_dim),
                  (f"{arch}.attention.key_length", V_UINT32, head_dim),

@@ -168,6 +168,10 @@ std::optional<std::string> OutputStage::advance_grammar(Sequence& seq, int32_t t
     seq.reasoning = token == seq.request.reasoning->start_token ? Reasoning::inside : Reasoning::none;
     if (seq.reasoning == Reasoning::inside) return std::nullopt;
   }
+  if (seq.reasoning == Reasoning::inside && seq.request.reasoning->header_token >= 0) {
+    harmony_header(seq, token, bytes);
+    return std::nullopt;
+  }
   if (seq.reasoning == Reasoning::inside) {
     const std::string& end = seq.request.reasoning->end;
     std::string after;  // what the grammar sees first
@@ -193,6 +197,28 @@ std::optional<std::string> OutputStage::advance_grammar(Sequence& seq, int32_t t
     return std::nullopt;
   }
   return advance_grammar_text(seq, bytes, done);
+}
+
+// Harmony's span (the messages before the answer): the answer's body starts after the <|message|>
+// that closes a header whose channel (its first word) is the span's end ("final"). The header's
+// special tokens have no bytes; its words do.
+void OutputStage::harmony_header(Sequence& seq, int32_t token, std::string_view bytes) {
+  const GenerationRequest::ReasoningSpan& span = *seq.request.reasoning;
+  if (token == span.header_token) {
+    seq.in_header = true;
+    seq.reasoning_tail.clear();
+    return;
+  }
+  if (!seq.in_header) return;  // a body's text
+  if (token == span.end_token) {
+    seq.in_header = false;
+    const std::size_t begin = seq.reasoning_tail.find_first_not_of(" \t\r\n");
+    const std::string_view header = begin == std::string::npos ? std::string_view() : std::string_view(seq.reasoning_tail).substr(begin);
+    if (header.substr(0, header.find(' ')) == span.end) seq.reasoning = Sequence::Reasoning::none;
+    seq.reasoning_tail.clear();
+    return;
+  }
+  if (seq.reasoning_tail.size() < 256) seq.reasoning_tail += bytes;  // the channel is its first word
 }
 
 std::optional<std::string> OutputStage::advance_grammar_text(Sequence& seq, std::string_view bytes, bool& done) {

@@ -55,6 +55,7 @@ class OutputStage {
   bool emit(Sequence& seq, SampledToken sampled);
   std::optional<std::string> advance_grammar(Sequence& seq, int32_t token, bool& done);
   std::optional<std::string> advance_grammar_text(Sequence& seq, std::string_view bytes, bool& done);
+  void harmony_header(Sequence& seq, int32_t token, std::string_view bytes);
   static RequestTimings timings_of(Sequence& seq, Clock::time_point end);
 
   std::size_t context_;

@@ -44,7 +44,8 @@ struct Sequence {
   // with a grammar: the grammar waits while the span may open or is open.
   enum class Reasoning { none, may_open, inside };
   Reasoning reasoning = Reasoning::none;
-  std::string reasoning_tail;  // the span's tail while inside, to find its end marker
+  std::string reasoning_tail;  // the span's tail while inside, to find its end marker (harmony: the header so far)
+  bool in_header = false;      // harmony: inside a header (after <|channel|>, before <|message|>)
 
   explicit Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling, request.prompt, request.stop_token_ids) {
     if (request.grammar && request.grammar_trigger.empty()) matcher.emplace(request.grammar);

@@ -1,6 +1,7 @@
 // GGUF -> the architectures' inputs. Metadata keys <arch>.* become config.json keys; tensors
 // blk.N.attn_q.weight etc. are found under their HF names (model.layers.N.self_attn.q_proj.weight;
-// gpt2: transformer.h.N.attn.c_attn.weight for the fused blk.N.attn_qkv.weight).
+// gpt2: transformer.h.N.attn.c_attn.weight for the fused blk.N.attn_qkv.weight; gpt-oss: see
+// gpt_oss_gguf_name).
 // llama GGUFs store attn_q / attn_k rows permuted for ggml's interleaved RoPE (convert_hf_to_gguf
 // permutes them); the rows are put back in HF order here (a row permutation: exact in any type).
 #include "model/gguf_model.h"
@@ -71,6 +72,34 @@ std::string llama_family_gguf_name(const std::string& hf) {
     if (rest.rfind(f, 0) == 0) return "blk." + layer + "." + to + "." + rest.substr(f.size());
   }
   return "";
+}
+
+// gpt-oss (GGUF "gpt-oss", llama.cpp's openai-moe graph): the llama family's names but for the
+// norm after attention (post_attention_norm, not ffn_norm), the sinks (blk.N.attn_sinks.weight), the
+// router with its bias (ffn_gate_inp) and the experts' biases, stacked [experts][rows] per matrix
+// (gate and up apart, as convert_hf_to_gguf.py splits transformers' interleaved gate_up_proj);
+// gpt_oss.cpp asks for them as model.layers.N.mlp.experts.{gate,up,down}_proj_bias. The expert
+// matrices themselves are the stacked ffn_{gate,up,down}_exps, sliced per expert (expert_slice).
+std::string gpt_oss_gguf_name(const std::string& hf) {
+  const std::string prefix = "model.layers.";
+  if (hf.rfind(prefix, 0) == 0) {
+    const std::size_t dot = hf.find('.', prefix.size());
+    if (dot == std::string::npos) return "";
+    const std::string layer = hf.substr(prefix.size(), dot - prefix.size()), rest = hf.substr(dot + 1);
+    const std::pair<const char*, const char*> names[] = {
+        {"self_attn.sinks", "attn_sinks.weight"},
+        {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+        {"mlp.router.weight", "ffn_gate_inp.weight"},
+        {"mlp.router.bias", "ffn_gate_inp.bias"},
+        {"mlp.experts.gate_proj_bias", "ffn_gate_exps.bias"},
+        {"mlp.experts.up_proj_bias", "ffn_up_exps.bias"},
+        {"mlp.experts.down_proj_bias", "ffn_down_exps.bias"},
+    };
+    for (const auto& [from, to] : names)
+      if (rest == from) return "blk." + layer + "." + to;
+    if (rest.rfind("post_attention_layernorm.", 0) == 0 || rest.rfind("mlp.", 0) == 0) return "";  // no ffn_norm / dense MLP
+  }
+  return llama_family_gguf_name(hf);
 }
 
 // GPT-2 (HF names with or without the "transformer." prefix, as gpt2.cpp asks for them) inside
@@ -272,6 +301,33 @@ json qwen3moe_config(const Metadata& m) {
   return c;
 }
 
+// gpt-oss: <arch>.* -> GptOssConfig's keys. llama.cpp's graph (openai-moe-iswa) fixes what the file
+// does not say, and so does this: the sliding window on the even layers (its swa pattern 2, also
+// GptOssConfig's default alternation), q/k/v/o biases, softmax over the chosen experts' router
+// logits, the clamped SwiGLU with alpha 1.702 and limit 7. The experts' width is
+// expert_feed_forward_length (llama.cpp's n_ff_exp). YaRN is read with transformers' truncate false,
+// as every gpt-oss config.json sets it (llama.cpp rounds the correction range outward instead, a
+// difference of a few rotary frequencies); a file without rope.scaling keys runs plain RoPE, as in
+// llama.cpp, not GptOssConfig's default YaRN.
+json gpt_oss_config(const Metadata& m) {
+  const std::string where = m.gguf.path.string();
+  json c = llama_family_config(m);
+  c["model_type"] = "gpt_oss";
+  if (!c.contains("head_dim")) c["head_dim"] = c["hidden_size"].get<int64_t>() / c["num_attention_heads"].get<int64_t>();  // llama.cpp's default, not GptOssConfig's 64
+  c["intermediate_size"] = m.integer("expert_feed_forward_length");
+  c["num_local_experts"] = m.integer("expert_count");
+  c["num_experts_per_tok"] = m.integer("expert_used_count");
+  c["sliding_window"] = m.integer("attention.sliding_window", int64_t{1} << 30);
+  c["attention_bias"] = true;
+  for (const char* bias : {"blk.0.attn_q.bias", "blk.0.attn_k.bias", "blk.0.attn_v.bias", "blk.0.attn_output.bias"})
+    if (!m.gguf.tensor(bias)) fail("GGUF file {}: missing tensor {} (llama.cpp's gpt-oss has q/k/v/o biases)", where, bias);
+  c["swiglu_limit"] = 7.0;
+  c["swiglu_alpha"] = 1.702;
+  if (c.contains("rope_scaling")) c["rope_scaling"]["truncate"] = false;
+  else c["rope_scaling"] = {{"rope_type", "default"}};
+  return c;
+}
+
 // gpt2: gpt2.* -> GPT-2's config.json keys. llama.cpp's gpt2 uses the tanh GELU (gelu_new) and
 // stores every matrix as a linear layer [out][in] (HF's Conv1D ones transposed), which
 // "linear_weights" tells gpt2.cpp.
@@ -308,14 +364,17 @@ GgufModel open_gguf_model(const fs::path& file) {
   if (!arch_value) fail("GGUF file {}: missing general.architecture", where);
   if (!arch_value->is_string()) fail("GGUF file {}: general.architecture must be a string", where);
   const std::string arch = arch_value->get<std::string>();
-  if (arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "llama" && arch != "gpt2")
+  if (arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "llama" && arch != "gpt2" && arch != "gpt-oss")
     fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, qwen3moe, llama, "
-         "gpt2)",
+         "gpt2, gpt-oss)",
          where, arch);
   // The vocabulary (tokenizer.ggml.*) is the tokenizer's concern (Tokenizer::from_gguf reads byte-level
   // BPE and SentencePiece vocabularies and names any other); the weights do not depend on it.
   const Metadata m{gguf, arch};
-  json c = arch == "gpt2" ? gpt2_config(m) : arch == "qwen3moe" ? qwen3moe_config(m) : llama_family_config(m);
+  json c = arch == "gpt2"       ? gpt2_config(m)
+           : arch == "qwen3moe" ? qwen3moe_config(m)
+           : arch == "gpt-oss"  ? gpt_oss_config(m)
+                                : llama_family_config(m);
   if (!c.contains("model_type")) c["model_type"] = arch;
   const GgufTensorInfo* embedding = gguf.tensor("token_embd.weight");
   if (!embedding || embedding->dims.size() != 2) fail("GGUF file {}: missing 2-D tensor token_embd.weight", where);
@@ -338,8 +397,8 @@ GgufModel open_gguf_model(const fs::path& file) {
   const int heads = c.value("num_attention_heads", 0), kv_heads = c.value("num_key_value_heads", 0);
   GgufModel model;
   model.config = std::move(c);
-  model.tensors = std::make_unique<GgufTensorSource>(std::move(gguf), arch == "gpt2" ? gpt2_gguf_name : llama_family_gguf_name,
-                                                     heads, kv_heads, arch == "llama");
+  const GgufNameOf names = arch == "gpt2" ? gpt2_gguf_name : arch == "gpt-oss" ? gpt_oss_gguf_name : llama_family_gguf_name;
+  model.tensors = std::make_unique<GgufTensorSource>(std::move(gguf), names, heads, kv_heads, arch == "llama");
   return model;
 }
 

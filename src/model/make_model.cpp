@@ -34,10 +34,25 @@ void fill_normal(std::vector<float>& out, uint64_t seed, const std::string& name
   }
 }
 
+// The chat template gpt-oss ships with (chat_template.jinja of openai/gpt-oss-20b, Apache-2.0),
+// embedded at build time from gpt_oss_chat_template.jinja.
+constexpr const char* kGptOssChatTemplate =
+#include "gpt_oss_chat_template.inc"
+    ;
+
 void write_json(const fs::path& file, const json& j) {
   std::ofstream out(file);
   out << j.dump(2) << "\n";
   if (!out) fail("cannot write {}", file.string());
+}
+
+// A tokenizer folder with a chat template: chat_template.jinja, or tokenizer_config.json's.
+bool has_chat_template(const fs::path& dir) {
+  if (fs::exists(dir / "chat_template.jinja")) return true;
+  if (!fs::exists(dir / "tokenizer_config.json")) return false;
+  std::ifstream in(dir / "tokenizer_config.json");
+  const json config = json::parse(in, nullptr, false);
+  return config.is_object() && config.contains("chat_template") && !config["chat_template"].is_null();
 }
 
 }  // namespace
@@ -78,7 +93,7 @@ void write_random_model(const json& config_in, const fs::path& out_dir, const Ma
     if (!fs::is_directory(dir)) fail("--tokenizer {}: no such folder", dir.string());
     bool any = false;
     for (const char* name : {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
-                             "special_tokens_map.json", "generation_config.json"}) {
+                             "special_tokens_map.json", "generation_config.json", "chat_template.jinja"}) {
       if (!fs::exists(dir / name)) continue;
       fs::copy_file(dir / name, out_dir / name, fs::copy_options::overwrite_existing, ec);
       if (ec) fail("cannot copy {} to {}: {}", (dir / name).string(), out_dir.string(), ec.message());
@@ -86,6 +101,13 @@ void write_random_model(const json& config_in, const fs::path& out_dir, const Ma
       if (std::string(name) == "generation_config.json") wrote_generation_config = true;
     }
     if (!any) fail("--tokenizer {}: no tokenizer.json or vocab.json/merges.txt there", dir.string());
+    // A gpt-oss checkpoint gets the template gpt-oss ships with (harmony) unless the tokenizer
+    // brought its own.
+    if (config.value("model_type", "") == "gpt_oss" && !has_chat_template(out_dir)) {
+      std::ofstream out(out_dir / "chat_template.jinja", std::ios::binary);
+      out << kGptOssChatTemplate;
+      if (!out) fail("cannot write {}", (out_dir / "chat_template.jinja").string());
+    }
   }
   if (options.generation_config) {
     write_json(out_dir / "generation_config.json", *options.generation_config);

@@ -84,13 +84,20 @@ Completion::Completion(std::shared_ptr<const ParsedRequest> request, const Engin
 Completion::~Completion() { cancel_all(); }
 
 void Completion::add_choice(int prompt_index, std::shared_ptr<RequestStream> stream) {
-  auto choice = std::make_unique<Choice>(text_, request_->skip_special_tokens, request_->stop);
+  // A harmony answer is read with its special tokens' text: they are the markers of its channels.
+  const bool harmony = request_->reasoning && request_->reasoning->harmony;
+  auto choice = std::make_unique<Choice>(text_, request_->skip_special_tokens && !harmony, request_->stop);
   choice->index = static_cast<int>(choices_.size());
   choice->prompt_index = prompt_index;
   choice->stream = std::move(stream);
-  if (request_->tool_format) choice->tool_stream = std::make_unique<ToolCallStream>(*request_->tool_format);
-  if (request_->reasoning && request_->separate_reasoning)
-    choice->reasoning_splitter = std::make_unique<ReasoningSplitter>(*request_->reasoning, request_->reasoning_start);
+  if (harmony) {
+    choice->harmony = std::make_unique<HarmonySplitter>(request_->harmony_calls, request_->separate_reasoning,
+                                                        request_->reasoning_start == ReasoningStart::closed);
+  } else {
+    if (request_->tool_format) choice->tool_stream = std::make_unique<ToolCallStream>(*request_->tool_format);
+    if (request_->reasoning && request_->separate_reasoning)
+      choice->reasoning_splitter = std::make_unique<ReasoningSplitter>(*request_->reasoning, request_->reasoning_start);
+  }
   choices_.push_back(std::move(choice));
 }
 
@@ -126,6 +133,11 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
       const bool was_inside = choice.reasoning_splitter->inside();
       show(choice, shown, delta);
       if (was_inside || choice.reasoning_splitter->inside()) ++choice.reasoning_tokens;
+    } else if (choice.harmony) {
+      // An analysis message's tokens, its <|message|> and <|end|> included.
+      const bool was_inside = choice.harmony->in_reasoning();
+      show(choice, shown, delta);
+      if (was_inside || choice.harmony->in_reasoning()) ++choice.reasoning_tokens;
     } else {
       show(choice, shown, delta);
     }
@@ -159,13 +171,20 @@ void Completion::absorb_text(Choice& choice, StreamEvent& event, Delta& delta) {
 
 // Text the stop strings let through: the thoughts split off, the rest through the tool calls.
 void Completion::show(Choice& choice, const std::string& text, Delta& delta) {
+  if (choice.harmony) {
+    delta.text += choice.harmony->feed(text, delta.reasoning, delta.tool_calls);
+    return;
+  }
   const std::string content = choice.reasoning_splitter ? choice.reasoning_splitter->feed(text, delta.reasoning) : text;
   delta.text += choice.tool_stream ? choice.tool_stream->feed(content, delta.tool_calls) : content;
 }
 
 // The last text of a choice; with tools, the calls it holds decide the finish reason.
 void Completion::end_text(Choice& choice, std::string tail, Delta& delta, bool stopped) {
-  if (choice.reasoning_splitter) {
+  if (choice.harmony) {
+    tail = choice.harmony->feed(tail, delta.reasoning, delta.tool_calls);
+    tail += choice.harmony->finish(delta.reasoning, choice.tool_calls);
+  } else if (choice.reasoning_splitter) {
     tail = choice.reasoning_splitter->feed(tail, delta.reasoning);
     tail += choice.reasoning_splitter->finish(delta.reasoning);
   }

@@ -11,6 +11,7 @@
 
 #include "inferlab/generation/engine.h"
 #include "server/api_error.h"
+#include "server/harmony.h"
 #include "server/openai_request.h"
 
 namespace inferlab::api {
@@ -59,6 +60,7 @@ struct Choice {
   std::unique_ptr<ToolCallStream> tool_stream;  // with tools: splits the text into content and calls
   std::vector<ToolCall> tool_calls;             // the calls found, once done
   std::unique_ptr<ReasoningSplitter> reasoning_splitter;  // a thinking model: splits thoughts from the answer
+  std::unique_ptr<HarmonySplitter> harmony;               // a harmony model (gpt-oss): channels, thoughts and calls
   std::string reasoning;                                  // the thoughts shown (non-streaming answer)
   int reasoning_tokens = 0;                               // tokens of the thoughts, their markers included
 

@@ -134,6 +134,18 @@ void apply_tool_choice(const ToolChoice& tool_choice, const std::vector<ToolDefi
     return;
   }
   if (choice == "none") return;
+  if (model.reasoning && model.reasoning->harmony) {
+    // Harmony's calls open with special tokens (<|channel|>commentary to=functions.f …), which a
+    // grammar cannot write: forcing or constraining a call is refused rather than ignored.
+    if (choice == "required" || choice == "named")
+      bad("tool_choice", "tool_choice '{}' is not supported with this model's harmony chat format (gpt-oss); use auto",
+          choice == "named" ? named : choice);
+    if (std::any_of(tools.begin(), tools.end(), [](const ToolDefinition& t) { return t.strict; }))
+      bad("tools", "strict tools are not supported with this model's harmony chat format (gpt-oss): its calls start with "
+                   "special tokens a grammar cannot follow");
+    out.harmony_calls = true;
+    return;
+  }
   auto format = std::shared_ptr<const ToolCallFormat>(tool_call_format_for(model.text->chat_template_source()));
   out.tool_format = format;
   std::vector<ToolDefinition> chosen;
@@ -489,6 +501,10 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
         if (!m.contains("reasoning_content") || m["reasoning_content"].is_null()) m["reasoning_content"] = *thoughts;
       }
     m.erase("reasoning");
+    // gpt-oss's template reads an assistant's analysis from `thinking` (as llama.cpp and vLLM pass it).
+    if (model.reasoning && model.reasoning->harmony && m.contains("reasoning_content") && !m["reasoning_content"].is_null() &&
+        !m.contains("thinking"))
+      m["thinking"] = m["reasoning_content"];
     // Templates render an assistant's calls with the arguments as an object (OpenAI sends a string).
     if (const json* calls = field(message, "tool_calls")) {
       if (!calls->is_array()) bad("messages", "messages[{}].tool_calls must be an array", i);

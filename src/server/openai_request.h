@@ -74,6 +74,9 @@ struct ParsedRequest {
   std::string grammar_trigger;
   // Tool calls are parsed out of the answer when tools are given and tool_choice is not none.
   std::shared_ptr<const ToolCallFormat> tool_format;
+  // A harmony template (gpt-oss) has no ToolCallFormat: its calls are messages to functions.NAME,
+  // which the harmony splitter (harmony.h) returns as calls when this is set.
+  bool harmony_calls = false;
   // A thinking template's chat (reasoning.h): its markers, where the prompt leaves the output, the
   // span the engine's grammar waits out, whether the thoughts are split from the answer
   // (reasoning_format) and whether they are returned at all (include_reasoning).

@@ -26,6 +26,8 @@ std::string without_trailing_space(std::string_view text) {
 }  // namespace
 
 std::optional<ReasoningMarkers> reasoning_markers_for(const std::string& chat_template) {
+  if (chat_template.find("<|channel|>") != std::string::npos && chat_template.find("<|message|>") != std::string::npos)
+    return ReasoningMarkers{.start = "<|channel|>", .end = "<|message|>", .harmony = true};
   ReasoningMarkers markers;
   if (chat_template.find(markers.start) == std::string::npos || chat_template.find(markers.end) == std::string::npos)
     return std::nullopt;
@@ -33,6 +35,8 @@ std::optional<ReasoningMarkers> reasoning_markers_for(const std::string& chat_te
 }
 
 ReasoningStart reasoning_start_of(std::string_view prompt, const ReasoningMarkers& markers) {
+  if (markers.harmony)
+    return prompt.ends_with("<|channel|>final<|message|>") ? ReasoningStart::closed : ReasoningStart::open;
   const std::size_t start = prompt.rfind(markers.start), end = prompt.rfind(markers.end);
   // Only a marker at the very end (whitespace aside) counts: one inside an earlier message, or a
   // user's text that mentions it, says nothing about the answer.
@@ -47,6 +51,11 @@ ReasoningStart reasoning_start_of(std::string_view prompt, const ReasoningMarker
 
 std::optional<GenerationRequest::ReasoningSpan> engine_reasoning_span(ReasoningStart start, const ReasoningMarkers& markers,
                                                                       ReasoningTokens tokens) {
+  if (markers.harmony) {
+    if (start == ReasoningStart::closed || tokens.start < 0 || tokens.end < 0) return std::nullopt;
+    return GenerationRequest::ReasoningSpan{.open = true, .start_token = -1, .end = "final", .end_token = tokens.end,
+                                            .header_token = tokens.start};
+  }
   switch (start) {
     case ReasoningStart::closed: return std::nullopt;
     case ReasoningStart::open:

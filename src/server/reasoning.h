@@ -15,20 +15,28 @@ namespace inferlab::api {
 struct ReasoningMarkers {
   std::string start = "<think>";
   std::string end = "</think>";
+  // Harmony (gpt-oss, harmony.h): the thoughts are the analysis channel's messages and the answer
+  // the final channel's. start and end are then the markers around a message's header
+  // (<|channel|> and <|message|>): the answer starts at the <|message|> of a header naming "final".
+  bool harmony = false;
 };
 
-// The markers of a chat template that thinks (it writes both <think> and </think>); nullopt else.
+// The markers of a chat template that thinks (it writes both <think> and </think>, or harmony's
+// <|channel|> and <|message|>); nullopt else.
 std::optional<ReasoningMarkers> reasoning_markers_for(const std::string& chat_template);
 
 // Where a rendered prompt leaves the output: inside a span the prompt opened (DeepSeek-R1's
 // generation prompt ends with "<think>\n"), past one it closed (Qwen3 with enable_thinking false
 // writes an empty one), or free to open one (Qwen3's default: the model writes <think> itself).
+// Harmony: open (the prompt ends with <|start|>assistant: the model writes the headers), unless the
+// prompt already opened the final channel's body (closed).
 enum class ReasoningStart { may_open, open, closed };
 ReasoningStart reasoning_start_of(std::string_view prompt, const ReasoningMarkers& markers);
 
 // The engine's view (GenerationRequest::reasoning): nullopt when the output cannot think (closed).
 // The markers' ids when each is one token (-1 else: a start marker that is not one token cannot be
-// told from the answer's first token, so the output does not get to open a span).
+// told from the answer's first token, so the output does not get to open a span). Harmony needs both
+// ids (special tokens have no text for the engine); without them there is no span.
 struct ReasoningTokens {
   int32_t start = -1, end = -1;
 };

@@ -25,6 +25,12 @@ const char* const kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// o200k (GPT-4o, gpt-oss; llama.cpp's pre "gpt-4o"): words split at case changes, a contraction kept
+// with its word, digits in threes, a run of punctuation with the newlines and slashes after it.
+const char* const kO200kPattern =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 std::string read_text(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -253,13 +259,18 @@ std::string token_string(const json& value) {
   return {};
 }
 
-// tokenizer_config.json next to the tokenizer: chat template, BOS/EOS names, added tokens.
+// tokenizer_config.json next to the tokenizer: chat template, BOS/EOS names, added tokens. A
+// chat_template.jinja beside it (how transformers saves a template now, and how gpt-oss ships its
+// own) is the template, before the config's, as transformers reads them.
 void apply_tokenizer_config(const std::filesystem::path& folder, Spec& spec, bool take_added_tokens) {
+  const std::filesystem::path template_file = folder / "chat_template.jinja";
+  const bool template_in_file = std::filesystem::exists(template_file);
+  if (template_in_file) spec.chat_template = read_text(template_file);
   std::filesystem::path file = folder / "tokenizer_config.json";
   if (!std::filesystem::exists(file)) return;
   json config = read_json(file);
   if (!config.is_object()) fail("{}: must be a JSON object", file.string());
-  if (auto it = config.find("chat_template"); it != config.end()) {
+  if (auto it = config.find("chat_template"); it != config.end() && !template_in_file) {
     if (it->is_string()) {
       spec.chat_template = it->get<std::string>();
     } else if (it->is_array()) {  // [{"name": "default", "template": ...}, {"name": "tool_use", ...}]
@@ -799,7 +810,8 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
   if (pre == "gpt2" || pre == "gpt-2" || pre == "default" || digits_first) pattern = kGpt2Pattern;
   else if (pre == "qwen2") pattern = kQwen2Pattern;
   else if (pre == "llama-bpe" || pre == "llama3" || pre == "smaug-bpe") pattern = kLlama3Pattern;
-  else fail("{}: tokenizer.ggml.pre {:?} is not supported (supported: gpt2, qwen2, llama-bpe, smollm, starcoder)", spec.source, pre);
+  else if (pre == "gpt-4o") pattern = kO200kPattern;
+  else fail("{}: tokenizer.ggml.pre {:?} is not supported (supported: gpt2, qwen2, llama-bpe, smollm, starcoder, gpt-4o)", spec.source, pre);
   if (digits_first) spec.pre_tokenizers.push_back(digit_split(true));
   PreTokenizerStep step{PreTokenizerStep::Kind::Split};
   step.regex = std::make_shared<Regex>(pattern);

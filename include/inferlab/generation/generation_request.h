@@ -35,6 +35,9 @@ struct GenerationRequest {
     int32_t start_token = -1;  // else the output may open it with this token first (-1: it cannot)
     std::string end;           // the text that closes it
     int32_t end_token = -1;    // its id when it is one token (found by id too: a special token has no bytes here)
+    // Harmony (gpt-oss): the span is every message before the answer; it ends at end_token
+    // (<|message|>) when the text since the last header_token (<|channel|>) is `end` ("final").
+    int32_t header_token = -1;
   };
   std::optional<ReasoningSpan> reasoning;
 };

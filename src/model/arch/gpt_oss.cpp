@@ -13,7 +13,8 @@
 // *_scales [experts][out][in / 32] (e8m0: 2^(byte - 127)), rows in [out][in] order. Both are laid
 // out here as the backend's fused [gate rows | up rows] [2 * inter][hidden] and down [hidden][inter];
 // MXFP4 is dequantized at load to bf16 (exact: an e2m1 code times a power of two), which
-// --weights auto then keeps.
+// --weights auto then keeps. GGUF files (llama.cpp's "gpt-oss", gguf_model.cpp) hold each expert's
+// gate, up and down apart, in the file's type (MXFP4 blocks run as they are).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -174,14 +175,42 @@ Linear mxfp4_expert(const TensorView& blocks, const TensorView& scales, int expe
   return owned_linear(backend, options, DType::BF16, bytes, out, in, "MXFP4 experts dequantized");
 }
 
-// Layer p's experts, from the MXFP4 pairs when the checkpoint has them, else the plain tensors.
+std::string expert_name(const std::string& experts, int expert, const char* matrix) {
+  return experts + std::to_string(expert) + "." + matrix + ".weight";
+}
+
+// GGUF's layout (gguf_model.cpp): gate, up and down per expert in the file's own type (MXFP4, bf16,
+// a quantized one), gate and up apart with a bias tensor each ([experts][inter]): fused here as
+// [gate | up] like the other layouts.
+std::vector<ExpertWeights> split_experts(const std::string& x, const ModelConfig& c, const ExpertShape& m,
+                                         const WeightLoader& w, const std::vector<float>& down_bias) {
+  const int E = m.experts, H = c.hidden_size, I = c.intermediate_size;
+  const std::vector<float> gate_bias = w.tensor(x + "gate_proj_bias", {E, I});
+  const std::vector<float> up_bias = w.tensor(x + "up_proj_bias", {E, I});
+  std::vector<ExpertWeights> experts(E);
+  for (int e = 0; e < E; ++e) {
+    ExpertWeights& expert = experts[e];
+    expert.gate_up = w.fuse_rows({w.linear(expert_name(x, e, "gate_proj"), I, H), w.linear(expert_name(x, e, "up_proj"), I, H)});
+    expert.down = w.linear(expert_name(x, e, "down_proj"), H, I);
+    const auto at = [e](const std::vector<float>& v, int n) { return v.begin() + static_cast<std::ptrdiff_t>(e) * n; };
+    expert.gate_up.bias.assign(at(gate_bias, I), at(gate_bias, I) + I);
+    expert.gate_up.bias.insert(expert.gate_up.bias.end(), at(up_bias, I), at(up_bias, I) + I);
+    expert.down.bias.assign(at(down_bias, H), at(down_bias, H) + H);
+    expert.activation = m.activation;
+  }
+  return experts;
+}
+
+// Layer p's experts: GGUF's per-expert matrices, else the MXFP4 pairs when the checkpoint has them,
+// else transformers' plain stacked tensors.
 std::vector<ExpertWeights> load_experts(const std::string& p, const ModelConfig& c, const ExpertShape& m,
                                         const TensorSource& source, const WeightLoader& w, const LoadOptions& options,
                                         Backend& backend) {
   const int E = m.experts, H = c.hidden_size, I = c.intermediate_size;
   const std::string x = p + "mlp.experts.";
-  const std::vector<float> gate_up_bias = w.tensor(x + "gate_up_proj_bias", {E, 2 * I});
   const std::vector<float> down_bias = w.tensor(x + "down_proj_bias", {E, H});
+  if (w.has(expert_name(x, 0, "gate_proj"))) return split_experts(x, c, m, w, down_bias);
+  const std::vector<float> gate_up_bias = w.tensor(x + "gate_up_proj_bias", {E, 2 * I});
   auto interleaved = [I](int r) { return gate_up_row(r, I); };
   auto same = [](int r) { return r; };
   const bool mxfp4 = w.has(x + "gate_up_proj_blocks");

