@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Convert an HF-layout qwen2, qwen3, qwen3_moe, gpt_oss, llama or gpt2 model (safetensors + config.json + tokenizer.json) to a GGUF
+"""Convert an HF-layout qwen2, qwen3, qwen3_moe, gpt_oss, llama, gpt2 or bert model (safetensors + config.json + tokenizer.json) to a GGUF
 v3 file that llama.cpp loads, in any of the tensor types inferlab runs, so llama.cpp can be measured
 on (and compared with) the very weights that inferlab runs. numpy only, nothing downloaded.
 
@@ -45,6 +45,13 @@ swiglu_limit 7, q/k/v/o biases. YaRN needs truncate false (how gpt-oss configs s
 inferlab reads a gpt-oss GGUF).
 gpt2 models get their Conv1D weights ([in, out]) written transposed, as linear layers [out, in]
 (attn_qkv stays one fused q|k|v matrix), under llama.cpp's gpt2 names.
+bert models (BertModel, e.g. sentence-transformers' all-MiniLM-L6-v2) become llama.cpp's bert: its
+tensor names (token_types, token_embd_norm, attn_output_norm, layer_output_norm, ...; the pooler
+and the masked-LM head dropped, as convert_hf_to_gguf.py drops them), position_embd and token_types
+F32 in every type, bert.attention.causal false and bert.pooling_type from sentence-transformers'
+modules.json (mean 1, cls 2, last token 3). Their WordPiece tokenizer.json is written as llama.cpp's
+"bert" vocabulary: a word-initial piece gets a leading U+2581, a continuation piece loses its "##",
+special tokens stay as they are; [CLS] as BOS and [SEP] as EOS / separator, both added.
 A tokenizer.json BPE with byte_fallback (Llama 2, Mistral) is written as a SentencePiece vocabulary
 (tokenizer.ggml.model "llama": scores, byte tokens); any other BPE as byte-level BPE ("gpt2").
 """
@@ -332,16 +339,17 @@ def use_more_bits(layer, layers):
 
 def tensor_plan(config, tensors, out_type, pure):
     """[(gguf name, hf name, ggml type, shape)] in llama.cpp's order, and notes on choices made."""
-    if config.get("model_type") not in ("qwen2", "qwen3", "qwen3_moe", "gpt_oss", "llama", "gpt2"):
+    if config.get("model_type") not in ("qwen2", "qwen3", "qwen3_moe", "gpt_oss", "llama", "gpt2", "bert"):
         raise ConvertError(f"model_type {config.get('model_type')!r}: this converter writes qwen2, qwen3, qwen3_moe, gpt_oss, "
-                           "llama and gpt2 only")
+                           "llama, gpt2 and bert only")
     layers = config.get("num_hidden_layers", config.get("n_layer"))
     main = MAIN_TYPE[out_type]
     tied = "lm_head.weight" not in tensors
     notes = []
 
     def wanted_type(gguf_name):
-        output_matrix = gguf_name == "output.weight" or (tied and gguf_name == "token_embd.weight")
+        # an encoder (bert) has no output matrix
+        output_matrix = gguf_name == "output.weight" or (tied and gguf_name == "token_embd.weight" and config["model_type"] != "bert")
         if output_matrix and not pure and out_type in ("q4_0", "q4_k_m", "q5_k_m", "q6_k"):
             return GGML_Q6_K  # llama-quantize's output type for these
         if out_type in ("q4_k_m", "q5_k_m") and not pure:
@@ -353,6 +361,8 @@ def tensor_plan(config, tensors, out_type, pure):
     def weight_type(gguf_name, shape):
         if len(shape) < 2 or gguf_name.endswith((".ffn_gate_inp.weight", ".bias")):  # gpt-oss's experts' biases are 2-D
             return GGML_F32
+        if config["model_type"] == "bert" and gguf_name in ("position_embd.weight", "token_types.weight"):
+            return GGML_F32  # as convert_hf_to_gguf.py keeps them
         wanted = wanted_type(gguf_name)
         if out_type == "q4_0" and wanted == GGML_Q6_K:
             # this converter's q4_0 has always written Q8_0 there (the speed figures compare it)
@@ -369,9 +379,14 @@ def tensor_plan(config, tensors, out_type, pure):
             raise ConvertError(f"{gguf_name}: row length {shape[-1]} is not a multiple of {BLOCK[wanted][0]}")
         return wanted
 
-    names = (gpt2_names(config, tensors) if config["model_type"] == "gpt2"
-             else gpt_oss_names(config, tensors, tied) if config["model_type"] == "gpt_oss"
-             else llama_family_names(config, tied))
+    if config["model_type"] == "gpt2":
+        names = gpt2_names(config, tensors)
+    elif config["model_type"] == "bert":
+        names = bert_names(config, tensors)
+    elif config["model_type"] == "gpt_oss":
+        names = gpt_oss_names(config, tensors, tied)
+    else:
+        names = llama_family_names(config, tied)
     tied = "output.weight" not in {g for g, _ in names}
     plan = []
     for gguf_name, hf_name in names:
@@ -389,7 +404,7 @@ def tensor_plan(config, tensors, out_type, pure):
             plan.append((gguf_name, hf_name, weight_type(gguf_name, tensors[hf_name[0]][2]),
                          (len(hf_name), *tensors[hf_name[0]][2])))
             continue
-        if (hf_name.endswith(".bias") or "_norm." in hf_name) and hf_name not in tensors and config["model_type"] != "gpt2":
+        if (hf_name.endswith(".bias") or "_norm." in hf_name) and hf_name not in tensors and config["model_type"] in LLAMA_FAMILY:
             continue  # llama / qwen3 without attention_bias, qwen2 / llama without q/k norms
         if hf_name not in tensors:
             raise ConvertError(f"tensor {hf_name} is missing from the checkpoint")
@@ -402,9 +417,36 @@ def tensor_plan(config, tensors, out_type, pure):
     if config["model_type"] == "gpt2":
         # causal-mask buffers; a tied lm_head stored anyway is the embedding
         unused = {n for n in unused if not n.endswith((".attn.bias", ".attn.masked_bias")) and not (tied and n == "lm_head.weight")}
+    if config["model_type"] == "bert":  # what llama.cpp's converter drops too: the pooler and the masked-LM head
+        unused = {n for n in unused if not re.match(r"^(bert\.)?(embeddings\.position_ids|pooler\.|cls\.)", n)}
     if unused:
         raise ConvertError(f"checkpoint tensors this converter does not map: {sorted(unused)[:5]}")
     return plan, notes
+
+
+LLAMA_FAMILY = ("qwen2", "qwen3", "qwen3_moe", "llama")
+# bert: HF names inside encoder.layer.N. -> llama.cpp's inside blk.N.
+BERT_LAYER = (("attn_q", "attention.self.query"), ("attn_k", "attention.self.key"), ("attn_v", "attention.self.value"),
+              ("attn_output", "attention.output.dense"), ("attn_output_norm", "attention.output.LayerNorm"),
+              ("ffn_up", "intermediate.dense"), ("ffn_down", "output.dense"), ("layer_output_norm", "output.LayerNorm"))
+
+
+def bert_names(config, tensors):
+    """[(gguf name, hf name)] of a BertModel (with or without the "bert." prefix), in llama.cpp's order."""
+    p = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise ConvertError(f"bert: position_embedding_type {config['position_embedding_type']!r} (llama.cpp's bert: absolute)")
+    if config.get("hidden_act", "gelu") != "gelu":
+        raise ConvertError(f"bert: hidden_act {config['hidden_act']!r} (llama.cpp's bert computes the exact GELU)")
+    names = [("token_embd.weight", p + "embeddings.word_embeddings.weight"),
+             ("token_types.weight", p + "embeddings.token_type_embeddings.weight"),
+             ("position_embd.weight", p + "embeddings.position_embeddings.weight"),
+             ("token_embd_norm.weight", p + "embeddings.LayerNorm.weight"),
+             ("token_embd_norm.bias", p + "embeddings.LayerNorm.bias")]
+    for i in range(config["num_hidden_layers"]):
+        for gguf, hf in BERT_LAYER:
+            names += [(f"blk.{i}.{gguf}.{part}", f"{p}encoder.layer.{i}.{hf}.{part}") for part in ("weight", "bias")]
+    return names
 
 
 # llama.cpp's gpt2 stores these as linear layers [out, in]: HF's Conv1D [in, out] transposed
@@ -594,8 +636,8 @@ def read_tokenizer_files(tokenizer_dir):
         raise ConvertError(f"{tokenizer_dir}: no tokenizer.json (give --tokenizer DIR)")
     with open(path, encoding="utf-8") as f:
         tok = json.load(f)
-    if tok.get("model", {}).get("type") != "BPE":
-        raise ConvertError(f"{path}: model type {tok.get('model', {}).get('type')!r}, need a BPE tokenizer")
+    if tok.get("model", {}).get("type") not in ("BPE", "WordPiece"):
+        raise ConvertError(f"{path}: model type {tok.get('model', {}).get('type')!r}, need a BPE or WordPiece tokenizer")
     tok_config = {}
     if os.path.exists(os.path.join(tokenizer_dir, "tokenizer_config.json")):
         with open(os.path.join(tokenizer_dir, "tokenizer_config.json"), encoding="utf-8") as f:
@@ -607,6 +649,8 @@ def tokenizer_metadata(config, tokenizer_dir):
     """tokenizer.ggml.*: a BPE with byte_fallback (Llama 2, Mistral) as a SentencePiece vocabulary
     ("llama"), any other BPE as byte-level BPE ("gpt2")."""
     path, tok, tok_config = read_tokenizer_files(tokenizer_dir)
+    if tok["model"]["type"] == "WordPiece":
+        return wordpiece_tokenizer_metadata(config, path, tok, tok_config)
     if tok["model"].get("byte_fallback"):
         return spm_tokenizer_metadata(config, path, tok, tok_config)
     return bpe_tokenizer_metadata(config, path, tok, tok_config)
@@ -711,6 +755,59 @@ def split_patterns(node):
     pattern = node.get("pattern")
     own = [pattern["Regex"]] if node.get("type") == "Split" and isinstance(pattern, dict) and "Regex" in pattern else []
     return own + [p for key, value in node.items() if key != "pattern" for p in split_patterns(value)]
+
+
+def wordpiece_tokenizer_metadata(config, path, tok, tok_config):
+    """tokenizer.ggml.* for a BERT WordPiece tokenizer as llama.cpp's converter writes it: the
+    "phantom space" vocabulary, token types, the special ids with [CLS] as BOS and [SEP] as EOS,
+    both added (the TemplateProcessing [CLS] $A [SEP]), and the BertNormalizer's flags. What
+    llama.cpp's WordPiece cannot do is refused: another subword prefix, no Chinese-character split."""
+    model = tok["model"]
+    if model.get("continuing_subword_prefix", "##") != "##":
+        raise ConvertError(f"{path}: continuing_subword_prefix {model['continuing_subword_prefix']!r} (llama.cpp's: '##')")
+    normalizer = tok.get("normalizer") or {}
+    if normalizer.get("type") != "BertNormalizer":
+        raise ConvertError(f"{path}: normalizer {normalizer.get('type')!r}; llama.cpp's WordPiece runs BertNormalizer")
+    if normalizer.get("handle_chinese_chars", True) is not True or normalizer.get("clean_text", True) is not True:
+        raise ConvertError(f"{path}: BertNormalizer without handle_chinese_chars / clean_text (llama.cpp always does both)")
+    vocab_size = config["vocab_size"]
+    by_id = {i: t for t, i in model["vocab"].items()}
+    added = {a["id"]: a for a in tok.get("added_tokens", [])}
+    by_id.update({i: a["content"] for i, a in added.items()})
+    if max(by_id) >= vocab_size or len(by_id) != vocab_size:
+        raise ConvertError(f"{path}: the vocabulary's ids are not 0..{vocab_size - 1} (config.json's vocab_size)")
+    tokens, types = [], []
+    for i in range(vocab_size):
+        text = by_id[i]
+        kind = (TOKEN_CONTROL if added[i].get("special") else TOKEN_USER_DEFINED) if i in added else TOKEN_NORMAL
+        if kind != TOKEN_CONTROL:
+            text = text[2:] if text.startswith("##") else "\u2581" + text
+        tokens.append(text)
+        types.append(kind)
+    ids = {t: i for i, t in sorted(by_id.items(), reverse=True)}
+
+    def special_id(name, fallback):
+        text = token_text(tok_config.get(name)) or fallback
+        if text not in ids:
+            raise ConvertError(f"{path}: the {name} {text!r} is not in the vocabulary")
+        return ids[text]
+
+    cls, sep = special_id("cls_token", "[CLS]"), special_id("sep_token", "[SEP]")
+    meta = [("tokenizer.ggml.model", V_STRING, "bert"), ("tokenizer.ggml.pre", V_STRING, "default"),
+            ("tokenizer.ggml.token_type_count", V_UINT32, config.get("type_vocab_size", 2)),
+            ("tokenizer.ggml.tokens", V_ARRAY, (V_STRING, tokens)),
+            ("tokenizer.ggml.token_type", V_ARRAY, (V_INT32, types)),
+            ("tokenizer.ggml.bos_token_id", V_UINT32, cls), ("tokenizer.ggml.eos_token_id", V_UINT32, sep),
+            ("tokenizer.ggml.unknown_token_id", V_UINT32, special_id("unk_token", model.get("unk_token", "[UNK]"))),
+            ("tokenizer.ggml.seperator_token_id", V_UINT32, sep),  # llama.cpp's spelling
+            ("tokenizer.ggml.padding_token_id", V_UINT32, special_id("pad_token", "[PAD]")),
+            ("tokenizer.ggml.cls_token_id", V_UINT32, cls),
+            ("tokenizer.ggml.mask_token_id", V_UINT32, special_id("mask_token", "[MASK]")),
+            ("tokenizer.ggml.add_bos_token", V_BOOL, True), ("tokenizer.ggml.add_eos_token", V_BOOL, True),
+            ("tokenizer.ggml.normalizer.lowercase", V_BOOL, bool(normalizer.get("lowercase", True)))]
+    if normalizer.get("strip_accents") is not None:
+        meta.append(("tokenizer.ggml.normalizer.strip_accents", V_BOOL, bool(normalizer["strip_accents"])))
+    return meta
 
 
 def bpe_tokenizer_metadata(config, path, tok, tok_config):
@@ -861,6 +958,8 @@ def convert(model_dir, out_type, out_path, tokenizer_dir=None, pure=False):
     plan, notes = tensor_plan(config, tensors, out_type, pure)
     if config["model_type"] == "gpt2":
         return gpt2_convert(config, tensors, plan, notes, model_dir, out_type, out_path, tokenizer_dir)
+    if config["model_type"] == "bert":
+        return bert_convert(config, tensors, plan, notes, model_dir, out_type, out_path, tokenizer_dir)
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads", heads)
     arch = {"qwen3_moe": "qwen3moe", "gpt_oss": "gpt-oss"}.get(config["model_type"], config["model_type"])
@@ -920,6 +1019,47 @@ def gpt2_convert(config, tensors, plan, notes, model_dir, out_type, out_path, to
         meta.append(("general.quantization_version", V_UINT32, 2))
     meta += tokenizer_metadata(config, tokenizer_dir or model_dir)
     write_gguf(out_path, meta, plan, tensors, transpose={g for g, _, _, _ in plan if is_gpt2_conv1d(config, g)})
+    return plan, notes
+
+
+def sentence_transformers_pooling(model_dir):
+    """llama.cpp's pooling type of a sentence-transformers folder (modules.json's Pooling module):
+    mean 1, cls 2, last token 3; None without one."""
+    modules_file = os.path.join(model_dir, "modules.json")
+    if not os.path.exists(modules_file):
+        return None
+    with open(modules_file) as f:
+        pooling = [m for m in json.load(f) if m.get("type", "").endswith("Pooling")]
+    if not pooling:
+        return None
+    with open(os.path.join(model_dir, pooling[0]["path"], "config.json")) as f:
+        mode = json.load(f)
+    for key, kind in (("pooling_mode_mean_tokens", 1), ("pooling_mode_cls_token", 2), ("pooling_mode_lasttoken", 3)):
+        if mode.get(key):
+            return kind
+    raise ConvertError(f"{model_dir}: pooling {mode}: llama.cpp pools by mean, cls or last token only")
+
+
+def bert_convert(config, tensors, plan, notes, model_dir, out_type, out_path, tokenizer_dir):
+    """BertModel as llama.cpp's bert architecture: an encoder (no causal mask) whose hidden states are
+    pooled as sentence-transformers configured."""
+    meta = [("general.architecture", V_STRING, "bert"),
+            ("general.name", V_STRING, os.path.basename(os.path.normpath(model_dir))),
+            ("general.file_type", V_UINT32, FILE_TYPE[out_type]),
+            ("bert.block_count", V_UINT32, config["num_hidden_layers"]),
+            ("bert.context_length", V_UINT32, config["max_position_embeddings"]),
+            ("bert.embedding_length", V_UINT32, config["hidden_size"]),
+            ("bert.feed_forward_length", V_UINT32, config["intermediate_size"]),
+            ("bert.attention.head_count", V_UINT32, config["num_attention_heads"]),
+            ("bert.attention.layer_norm_epsilon", V_FLOAT32, float(config.get("layer_norm_eps", 1e-12))),
+            ("bert.attention.causal", V_BOOL, False)]
+    pooling = sentence_transformers_pooling(model_dir)
+    if pooling is not None:
+        meta.append(("bert.pooling_type", V_UINT32, pooling))
+    if out_type not in ("bf16", "f16", "f32"):
+        meta.append(("general.quantization_version", V_UINT32, 2))
+    meta += tokenizer_metadata(config, tokenizer_dir or model_dir)
+    write_gguf(out_path, meta, plan, tensors)
     return plan, notes
 
 

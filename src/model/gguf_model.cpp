@@ -1,7 +1,7 @@
 // GGUF -> the architectures' inputs. Metadata keys <arch>.* become config.json keys; tensors
 // blk.N.attn_q.weight etc. are found under their HF names (model.layers.N.self_attn.q_proj.weight;
-// gpt2: transformer.h.N.attn.c_attn.weight for the fused blk.N.attn_qkv.weight; gpt-oss: see
-// gpt_oss_gguf_name).
+// gpt2: transformer.h.N.attn.c_attn.weight for the fused blk.N.attn_qkv.weight; bert:
+// encoder.layer.N.attention.self.query.weight; gpt-oss: see gpt_oss_gguf_name).
 // llama GGUFs store attn_q / attn_k rows permuted for ggml's interleaved RoPE (convert_hf_to_gguf
 // permutes them); the rows are put back in HF order here (a row permutation: exact in any type).
 #include "model/gguf_model.h"
@@ -119,6 +119,34 @@ std::string gpt2_gguf_name(const std::string& hf) {
   if (dot == std::string::npos) return "";
   const std::string layer = name.substr(2, dot - 2), rest = name.substr(dot + 1);
   for (const auto& [from, to] : kGpt2LayerNames) {
+    const std::string f = std::string(from) + ".";
+    if (rest.rfind(f, 0) == 0) return "blk." + layer + "." + to + "." + rest.substr(f.size());
+  }
+  return "";
+}
+
+// BERT (HF names with or without the "bert." prefix, as bert.cpp asks for them) inside
+// encoder.layer.N. -> inside blk.N., as llama.cpp's converter names them.
+const std::pair<const char*, const char*> kBertLayerNames[] = {
+    {"attention.self.query", "attn_q"},          {"attention.self.key", "attn_k"},
+    {"attention.self.value", "attn_v"},          {"attention.output.dense", "attn_output"},
+    {"attention.output.LayerNorm", "attn_output_norm"}, {"intermediate.dense", "ffn_up"},
+    {"output.dense", "ffn_down"},                {"output.LayerNorm", "layer_output_norm"},
+};
+
+std::string bert_gguf_name(const std::string& hf) {
+  const std::string name = hf.rfind("bert.", 0) == 0 ? hf.substr(5) : hf;
+  for (const auto& [from, to] : {std::pair{"embeddings.word_embeddings.", "token_embd."},
+                                 std::pair{"embeddings.position_embeddings.", "position_embd."},
+                                 std::pair{"embeddings.token_type_embeddings.", "token_types."},
+                                 std::pair{"embeddings.LayerNorm.", "token_embd_norm."}})
+    if (name.rfind(from, 0) == 0) return to + name.substr(std::strlen(from));
+  const std::string prefix = "encoder.layer.";
+  if (name.rfind(prefix, 0) != 0) return "";
+  const std::size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return "";
+  const std::string layer = name.substr(prefix.size(), dot - prefix.size()), rest = name.substr(dot + 1);
+  for (const auto& [from, to] : kBertLayerNames) {
     const std::string f = std::string(from) + ".";
     if (rest.rfind(f, 0) == 0) return "blk." + layer + "." + to + "." + rest.substr(f.size());
   }
@@ -348,6 +376,35 @@ json gpt2_config(const Metadata& m) {
   return c;
 }
 
+// bert: bert.* -> BERT's config.json keys. llama.cpp's bert graph runs the exact-erf GELU and
+// absolute positions, and says the pooling sentence-transformers configured (bert.pooling_type:
+// 1 mean, 2 cls, 3 last token; carried as "gguf_pooling_type" for the registry).
+json bert_config(const Metadata& m) {
+  const std::string where = m.gguf.path.string();
+  json c;
+  c["hidden_size"] = m.integer("embedding_length");
+  c["num_hidden_layers"] = m.integer("block_count");
+  c["num_attention_heads"] = m.integer("attention.head_count");
+  c["intermediate_size"] = m.integer("feed_forward_length");
+  c["max_position_embeddings"] = m.integer("context_length", int64_t{1} << 30);
+  c["layer_norm_eps"] = m.number("attention.layer_norm_epsilon");
+  if (const json* causal = m.find("attention.causal"); causal && *causal != false)
+    fail("GGUF file {}: bert.attention.causal is {}; a BERT encoder attends both ways (false)", where, causal->dump());
+  const GgufTensorInfo* types = m.gguf.tensor("token_types.weight");
+  if (!types || types->dims.size() != 2) fail("GGUF file {}: missing 2-D tensor token_types.weight", where);
+  c["type_vocab_size"] = static_cast<int64_t>(types->dims[1]);
+  if (m.gguf.tensor("blk.0.attn_qkv.weight"))
+    fail("GGUF file {}: a fused blk.N.attn_qkv (nomic-bert / jina layouts) is not BERT's; bert needs attn_q, attn_k, attn_v", where);
+  if (m.find("pooling_type")) {
+    const json* pooling = m.find("pooling_type");
+    if (!pooling->is_number_unsigned() || pooling->get<int64_t>() > 4)
+      fail("GGUF file {}: bert.pooling_type must be 0..4, found {}", where, pooling->dump());
+    c["gguf_pooling_type"] = *pooling;
+  }
+  c["hidden_act"] = "gelu";
+  return c;
+}
+
 }  // namespace
 
 bool is_gguf_file(const fs::path& file) {
@@ -364,9 +421,10 @@ GgufModel open_gguf_model(const fs::path& file) {
   if (!arch_value) fail("GGUF file {}: missing general.architecture", where);
   if (!arch_value->is_string()) fail("GGUF file {}: general.architecture must be a string", where);
   const std::string arch = arch_value->get<std::string>();
-  if (arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "llama" && arch != "gpt2" && arch != "gpt-oss")
+  if (arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "llama" && arch != "gpt2" && arch != "gpt-oss" &&
+      arch != "bert")
     fail("GGUF file {}: architecture '{}' is not supported for GGUF model files (supported: qwen2, qwen3, qwen3moe, llama, "
-         "gpt2, gpt-oss)",
+         "gpt2, gpt-oss, bert)",
          where, arch);
   // The vocabulary (tokenizer.ggml.*) is the tokenizer's concern (Tokenizer::from_gguf reads byte-level
   // BPE and SentencePiece vocabularies and names any other); the weights do not depend on it.
@@ -374,6 +432,7 @@ GgufModel open_gguf_model(const fs::path& file) {
   json c = arch == "gpt2"       ? gpt2_config(m)
            : arch == "qwen3moe" ? qwen3moe_config(m)
            : arch == "gpt-oss"  ? gpt_oss_config(m)
+           : arch == "bert"     ? bert_config(m)
                                 : llama_family_config(m);
   if (!c.contains("model_type")) c["model_type"] = arch;
   const GgufTensorInfo* embedding = gguf.tensor("token_embd.weight");
@@ -397,7 +456,7 @@ GgufModel open_gguf_model(const fs::path& file) {
   const int heads = c.value("num_attention_heads", 0), kv_heads = c.value("num_key_value_heads", 0);
   GgufModel model;
   model.config = std::move(c);
-  const GgufNameOf names = arch == "gpt2" ? gpt2_gguf_name : arch == "gpt-oss" ? gpt_oss_gguf_name : llama_family_gguf_name;
+  const GgufNameOf names = arch == "gpt2" ? gpt2_gguf_name : arch == "gpt-oss" ? gpt_oss_gguf_name : arch == "bert" ? bert_gguf_name : llama_family_gguf_name;
   model.tensors = std::make_unique<GgufTensorSource>(std::move(gguf), names, heads, kv_heads, arch == "llama");
   return model;
 }

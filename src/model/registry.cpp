@@ -116,6 +116,17 @@ void read_sentence_transformers_pooling(ModelConfig& config, const fs::path& fol
   }
 }
 
+// An embedding GGUF's <arch>.pooling_type (llama.cpp's: 0 none, 1 mean, 2 cls, 3 last, 4 rank),
+// normalized as llama-server answers /v1/embeddings; none or 0 keeps the architecture's default.
+void read_gguf_pooling(ModelConfig& config, const json& raw, const std::string& where) {
+  if (!raw.contains("gguf_pooling_type")) return;
+  const int type = raw["gguf_pooling_type"].get<int>();
+  if (type == 0) return;
+  if (type == 4) fail("{}: pooling_type 4 (rank: a reranker's score) is not an embedding; not supported", where);
+  const EmbeddingPooling::Kind kinds[] = {EmbeddingPooling::Kind::mean, EmbeddingPooling::Kind::cls, EmbeddingPooling::Kind::last};
+  config.pooling = {kinds[type - 1], true};
+}
+
 struct ParsedConfig {
   json raw;
   const Architecture* arch;
@@ -134,6 +145,7 @@ ParsedConfig parse_config(const ModelFiles& files) {
     p.arch = &find_architecture(p.raw, where);
     p.config = p.arch->parse_config(p.raw, where);
     p.config.eos_token_ids = token_id_list(p.raw.value("eos_token_id", json()), "tokenizer.ggml.eos_token_id", where);
+    read_gguf_pooling(p.config, p.raw, where);
     if (p.raw.contains("bos_token_id")) p.config.bos_token_id = p.raw["bos_token_id"].get<int>();
     return p;
   }

@@ -19,15 +19,26 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 std::string header_value(const HttpHeaders& headers, std::string_view name);
 bool has_header(const HttpHeaders& headers, std::string_view name);
 
+// %XX escapes decoded (a model id sent as Qwen%2FQwen2.5 is Qwen/Qwen2.5); in a query, '+' is a
+// space too (HTML forms' encoding, which clients' query builders use).
+std::string percent_decoded(std::string_view text, bool plus_is_space = false);
+
+// A target's query ("a=1&b=x%20y&flag") as its name/value pairs, in order, decoded.
+using QueryParams = std::vector<std::pair<std::string, std::string>>;
+QueryParams parse_query(std::string_view query);
+
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string path;    // the target without its query, %XX decoded
+  QueryParams query;   // the target's ?name=value pairs
   HttpHeaders headers;
   std::string body;
-  std::vector<std::string> params;  // what the route's trailing "{name}" matched (may hold slashes)
+  std::vector<std::string> params;  // what the route's "{name}" matched (may hold slashes)
 
   std::string header(std::string_view name) const { return header_value(headers, name); }
   bool has(std::string_view name) const { return has_header(headers, name); }
+  // The values of query parameter `name`, in order (none: absent).
+  std::vector<std::string> query_values(std::string_view name) const;
 };
 
 struct HttpResponse;

@@ -58,22 +58,6 @@ std::string reason_phrase(int status) {
   return std::string(bhttp::obsolete_reason(bhttp::int_to_status(static_cast<unsigned>(status))));
 }
 
-// A path as routes see it: %XX escapes decoded (a model id sent as Qwen%2FQwen2.5 is Qwen/Qwen2.5).
-std::string percent_decoded(std::string_view path) {
-  std::string out;
-  out.reserve(path.size());
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    if (path[i] == '%' && i + 2 < path.size() && std::isxdigit(static_cast<unsigned char>(path[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(path[i + 2]))) {
-      out += static_cast<char>(std::stoi(std::string(path.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      out += path[i];
-    }
-  }
-  return out;
-}
-
 // The answer to a handler's exception, in the route's error shape.
 HttpResponse error_response(std::exception_ptr ep, ErrorShape shape) {
   HttpResponse res;
@@ -107,12 +91,27 @@ void send_error(HttpResponse& res, const ApiError& error, ErrorShape shape) {
 
 struct HttpServer::Impl {
   struct Route {
-    std::string method, path;  // path: exact, or a prefix when `param`
+    std::string method, path;  // path: exact, or the part before "{name}" when `param`
     bool param = false;
+    std::string suffix;   // what follows "{name}" ("/input_items"; "" when it ends the pattern)
     std::string pattern;  // as given ("/v1/models/{id}"): the path label of /metrics
     Handler handler;
     ErrorShape error_shape = nullptr;
+
+    // What "{name}" matched in `p` (non-empty, slashes allowed: a model id like
+    // Qwen/Qwen2.5-0.5B-Instruct), or nullopt when `p` is not this route's.
+    std::optional<std::string> match(const std::string& p) const {
+      if (!param) return p == path ? std::optional<std::string>("") : std::nullopt;
+      if (p.size() <= path.size() + suffix.size() || p.compare(0, path.size(), path) != 0 ||
+          p.compare(p.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return std::nullopt;
+      return p.substr(path.size(), p.size() - path.size() - suffix.size());
+    }
   };
+  // The route of `path` (for `method`; any method when empty): an exact one first, else the one
+  // with the most fixed text (/v1/responses/{id}/input_items before /v1/responses/{id}).
+  const Route* route_at(const std::string& method, const std::string& path, std::string* param = nullptr) const;
+  void add_route(const char* method, const std::string& pattern, Handler handler, ErrorShape error_shape);
 
   HttpOptions options;
   LocalAccessPolicy access;
@@ -307,7 +306,9 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest req;
     req.method = std::string(message.method_string());
     const std::string_view target = message.target();
-    req.path = percent_decoded(target.substr(0, target.find('?')));
+    const std::size_t question = target.find('?');
+    req.path = percent_decoded(target.substr(0, question));
+    if (question != std::string_view::npos) req.query = parse_query(target.substr(question + 1));
     for (const auto& field : message) req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     req.body = std::move(message.body());
     method_ = req.method;
@@ -548,26 +549,35 @@ void HttpServer::Impl::accept() {
   });
 }
 
-const HttpServer::Impl::Route* HttpServer::Impl::find_route(const HttpRequest& req, std::vector<std::string>& params) const {
-  const std::string method = req.method == "HEAD" ? "GET" : req.method;  // HEAD: a GET's head
+const HttpServer::Impl::Route* HttpServer::Impl::route_at(const std::string& method, const std::string& path,
+                                                           std::string* param) const {
+  const Route* best = nullptr;
+  std::optional<std::string> best_param;
   for (const auto& route : routes) {
-    if (route.method != method) continue;
-    if (!route.param && route.path == req.path) return &route;
-    // The rest may hold slashes: a model id like Qwen/Qwen2.5-0.5B-Instruct.
-    if (route.param && req.path.size() > route.path.size() && req.path.compare(0, route.path.size(), route.path) == 0) {
-      params = {req.path.substr(route.path.size())};
-      return &route;
+    if (!method.empty() && route.method != method) continue;
+    auto matched = route.match(path);
+    if (!matched) continue;
+    if (!route.param) return &route;
+    if (!best || route.path.size() + route.suffix.size() > best->path.size() + best->suffix.size()) {
+      best = &route;
+      best_param = std::move(matched);
     }
   }
-  return nullptr;
+  if (best && param) *param = *best_param;
+  return best;
+}
+
+const HttpServer::Impl::Route* HttpServer::Impl::find_route(const HttpRequest& req, std::vector<std::string>& params) const {
+  const std::string method = req.method == "HEAD" ? "GET" : req.method;  // HEAD: a GET's head
+  std::string param;
+  const Route* route = route_at(method, req.path, &param);
+  if (route && route->param) params = {std::move(param)};
+  return route;
 }
 
 std::string HttpServer::Impl::path_label(const std::string& path) const {
-  for (const auto& route : routes)
-    if (route.param ? path.size() > route.path.size() && path.compare(0, route.path.size(), route.path) == 0
-                    : route.path == path)
-      return route.pattern;
-  return "other";
+  const Route* route = route_at("", path);
+  return route ? route->pattern : "other";
 }
 
 void HttpServer::Impl::count(const std::string& method, const std::string& path, int status, const std::string& request_id) {
@@ -580,11 +590,8 @@ void HttpServer::Impl::count(const std::string& method, const std::string& path,
 }
 
 ErrorShape HttpServer::Impl::error_shape_for(const std::string& path) const {
-  for (const auto& route : routes)
-    if (route.param ? path.size() > route.path.size() && path.compare(0, route.path.size(), route.path) == 0
-                    : route.path == path)
-      return route.error_shape;
-  return nullptr;
+  const Route* route = route_at("", path);
+  return route ? route->error_shape : nullptr;
 }
 
 HttpResponse HttpServer::Impl::overloaded(ErrorShape shape) const {
@@ -672,17 +679,25 @@ HttpServer::HttpServer(const HttpOptions& options) : impl_(std::make_shared<Impl
 
 HttpServer::~HttpServer() { stop(); }
 
+void HttpServer::Impl::add_route(const char* method, const std::string& pattern, Handler handler, ErrorShape error_shape) {
+  Route route{method, pattern, false, "", pattern, std::move(handler), error_shape};
+  const std::size_t open = pattern.find('{'), close = pattern.find('}');
+  if (open != std::string::npos && close != std::string::npos && close > open + 1) {
+    route.param = true;
+    route.path = pattern.substr(0, open);
+    route.suffix = pattern.substr(close + 1);
+  }
+  routes.push_back(std::move(route));
+}
+
 void HttpServer::get(const std::string& path, Handler handler, ErrorShape error_shape) {
-  const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"GET", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler), error_shape});
+  impl_->add_route("GET", path, std::move(handler), error_shape);
 }
 void HttpServer::post(const std::string& path, Handler handler, ErrorShape error_shape) {
-  const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"POST", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler), error_shape});
+  impl_->add_route("POST", path, std::move(handler), error_shape);
 }
 void HttpServer::del(const std::string& path, Handler handler, ErrorShape error_shape) {
-  const bool param = path.size() > 2 && path.back() == '}';
-  impl_->routes.push_back({"DELETE", param ? path.substr(0, path.rfind('{')) : path, param, path, std::move(handler), error_shape});
+  impl_->add_route("DELETE", path, std::move(handler), error_shape);
 }
 
 int HttpServer::bind() {

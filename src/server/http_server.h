@@ -37,7 +37,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // `path` is exact, or ends in "{name}" (any non-empty rest, slashes too: HttpRequest::params).
+  // `path` is exact, or holds one "{name}" (any non-empty text, slashes too: HttpRequest::params),
+  // at its end or before a fixed rest ("/v1/responses/{id}/input_items"); the route with the most
+  // fixed text wins where two match.
   // `error_shape`: how errors on this path are written (nullptr: OpenAI's shape).
   void get(const std::string& path, Handler handler, ErrorShape error_shape = nullptr);
   void post(const std::string& path, Handler handler, ErrorShape error_shape = nullptr);

@@ -17,6 +17,7 @@ namespace inferlab::api {
 struct StoredResponse {
   json response;      // the response object as answered (GET returns it)
   json conversation;  // its input items (those of the responses it continued first) and its output items
+  std::size_t input_items = 0;  // how many of `conversation` are input (GET /v1/responses/{id}/input_items)
 };
 
 class ResponseStore {

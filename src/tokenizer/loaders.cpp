@@ -754,6 +754,52 @@ std::shared_ptr<const Tokenizer> spm_from_gguf(const GgufFile& gguf, const json&
   return std::make_shared<SpmBpeTokenizer>(std::move(spec), options);
 }
 
+// tokenizer.ggml.model "bert": WordPiece as llama.cpp's converter stores it, a "phantom space"
+// vocabulary: a word-initial piece carries a leading U+2581, a continuation piece no "##", a
+// control token (type 3) is as it was. Undone here into the vocabulary transformers has. The text
+// is BertNormalizer'ed by the file's tokenizer.ggml.normalizer.* (llama.cpp's defaults: lowercase,
+// strip accents as lowercase) and wrapped in BOS ([CLS]) ... SEP ([SEP]), as llama.cpp's WPM does.
+std::shared_ptr<const Tokenizer> wordpiece_from_gguf(const GgufFile& gguf, const json& tokens, const json* types,
+                                                     const std::string& source) {
+  static const std::string kPhantom = "\xe2\x96\x81";
+  WordPieceSpec spec;
+  spec.source = source;
+  spec.vocab.reserve(tokens.size());
+  std::vector<std::string> pieces(tokens.size());  // each id's piece as transformers writes it
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    const std::string& text = tokens[id].get_ref<const std::string&>();
+    const int64_t type = types ? (*types)[id].get<int64_t>() : 1;
+    const auto i = static_cast<int32_t>(id);
+    pieces[id] = type == 3 ? text : text.rfind(kPhantom, 0) == 0 ? text.substr(kPhantom.size()) : "##" + text;
+    spec.vocab.emplace(pieces[id], i);
+    if (type == 3) spec.added_tokens.push_back({text, i, true});
+  }
+  auto flag = [&](const char* key, bool fallback) {
+    const json* value = gguf.find(key);
+    if (!value) return fallback;
+    if (!value->is_boolean()) fail("{}: GGUF metadata {} must be a bool, found {}", source, key, value->type_name());
+    return value->get<bool>();
+  };
+  auto token_id = [&](const char* key) {
+    const json* id = gguf.find(key);
+    if (!id) fail("{}: a WordPiece (\"bert\") vocabulary needs GGUF metadata {}", source, key);
+    if (!id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() >= static_cast<int64_t>(tokens.size()))
+      fail("{}: GGUF metadata {} must be a token id 0..{}, found {}", source, key, tokens.size() - 1, id->dump());
+    return static_cast<int32_t>(id->get<int64_t>());
+  };
+  BertNormalizerOptions normalizer;
+  normalizer.lowercase = flag("tokenizer.ggml.normalizer.lowercase", true);
+  normalizer.strip_accents = flag("tokenizer.ggml.normalizer.strip_accents", normalizer.lowercase);
+  spec.normalizer = normalizer;
+  const int32_t bos = token_id("tokenizer.ggml.bos_token_id"), sep = token_id("tokenizer.ggml.seperator_token_id");
+  spec.unk_token = pieces[token_id("tokenizer.ggml.unknown_token_id")];
+  spec.post_processor.prefix = {bos};
+  spec.post_processor.suffix = {sep};
+  spec.bos_token = pieces[bos];
+  spec.eos_token = pieces[sep];
+  return std::make_shared<WordPieceTokenizer>(std::move(spec));
+}
+
 // GGUF metadata is untrusted: every value is type-checked here so a wrong type is an Error that
 // names the key, not a json type error from get<>().
 std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path& file) {
@@ -775,9 +821,9 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
     return value;
   };
   std::string model = string_of("tokenizer.ggml.model", get("tokenizer.ggml.model"));
-  if (model != "gpt2" && model != "llama")
-    fail("{}: tokenizer.ggml.model is {:?}; supported: \"gpt2\" (byte-level BPE) and \"llama\" (SentencePiece BPE "
-         "by scores); Unigram (\"t5\"), WordPiece (\"bert\") and RWKV vocabularies are not", spec.source, model);
+  if (model != "gpt2" && model != "llama" && model != "bert")
+    fail("{}: tokenizer.ggml.model is {:?}; supported: \"gpt2\" (byte-level BPE), \"llama\" (SentencePiece BPE "
+         "by scores) and \"bert\" (WordPiece); Unigram (\"t5\") and RWKV vocabularies are not", spec.source, model);
   const json& tokens = array_of("tokenizer.ggml.tokens");
   const json* types = gguf.find("tokenizer.ggml.token_type");
   if (types && (!types->is_array() || types->size() != tokens.size()))
@@ -795,6 +841,7 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf(const std::filesystem::path
     else spec.vocab.emplace(piece, static_cast<int32_t>(id));
   }
   if (model == "llama") return spm_from_gguf(gguf, tokens, std::move(spec));
+  if (model == "bert") return wordpiece_from_gguf(gguf, tokens, types, spec.source);
   const json& merges = array_of("tokenizer.ggml.merges");
   Fields f{spec.source};
   for (std::size_t i = 0; i < merges.size(); ++i) {

@@ -6,6 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { startServer, postJson } from './helpers.mjs';
 
 const NO_THINKING = ['--chat-template-kwargs', '{"enable_thinking": false}'];
@@ -253,39 +254,52 @@ test('--api-key: x-api-key and Bearer accepted; a wrong key and the transport\'s
   assert.equal(bigOpenai.json.type, undefined);
 });
 
-// The provider's model is driven through its own interface (doGenerate / doStream): the installed
-// `ai` package (6.x) runs only v2/v3 models and @ai-sdk/anthropic 4.x is a v4 model, so
-// generateText / streamText refuse it before any request is sent.
-test('AI SDK @ai-sdk/anthropic: generate, stream and a forced tool call', async () => {
+// The AI SDK as an app uses it: `ai`'s generateText / streamText over the @ai-sdk/anthropic provider
+// (createAnthropic with our base URL), and a tool round trip run by the SDK's own step loop.
+test('AI SDK @ai-sdk/anthropic: generateText, streamText and a tool round trip', async () => {
   const model = createAnthropic({ baseURL: server.base + '/v1', apiKey: 'unused' })(modelName);
-  const prompt = [{ role: 'user', content: [{ type: 'text', text: 'What is the capital of France?' }] }];
-  const generated = await model.doGenerate({ prompt, maxOutputTokens: 30, temperature: 0 });
-  const text = generated.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
-  assert.ok(text.length > 0);
-  assert.ok(['stop', 'length'].includes(generated.finishReason.unified), JSON.stringify(generated.finishReason));
-  assert.ok(generated.usage.inputTokens.total > 5 && generated.usage.outputTokens.total > 0);
+  const asked = { model, prompt: 'What is the capital of France?', maxOutputTokens: 30, temperature: 0, maxRetries: 0 };
+  const generated = await generateText(asked);
+  assert.ok(generated.text.length > 0);
+  assert.ok(['stop', 'length'].includes(generated.finishReason), generated.finishReason);
+  assert.ok(generated.usage.inputTokens > 5 && generated.usage.outputTokens > 0, JSON.stringify(generated.usage));
 
-  const { stream } = await model.doStream({ prompt, maxOutputTokens: 30, temperature: 0 });
-  let streamed = '';
-  let finish = null;
-  for await (const part of stream) {
-    if (part.type === 'text-delta') streamed += part.delta;
-    if (part.type === 'finish') finish = part;
+  const streamed = streamText(asked);
+  let text = '';
+  for await (const part of streamed.fullStream) {
     assert.notEqual(part.type, 'error', JSON.stringify(part));
+    if (part.type === 'text-delta') text += part.text;
   }
-  assert.equal(streamed, text);
-  assert.equal(finish.finishReason.unified, generated.finishReason.unified);
-  assert.equal(finish.usage.outputTokens.total, generated.usage.outputTokens.total);
+  assert.equal(text, generated.text);
+  assert.equal(await streamed.finishReason, generated.finishReason);
+  assert.equal((await streamed.usage).outputTokens, generated.usage.outputTokens);
 
-  const withTool = await model.doGenerate({
-    prompt: [{ role: 'user', content: [{ type: 'text', text: 'What is the weather in Paris?' }] }],
-    maxOutputTokens: 100, toolChoice: { type: 'required' },
-    tools: [{ type: 'function', name: 'get_weather', description: 'The current weather in a city', inputSchema: Weather }],
+  // Step one must call the tool; step two sends its result back (tool_use + tool_result blocks)
+  // and answers in words.
+  const cities = [];
+  const round = await generateText({
+    model, prompt: 'What is the weather in Paris?', maxOutputTokens: 100, temperature: 0, maxRetries: 0,
+    tools: {
+      get_weather: tool({
+        description: 'The current weather in a city', inputSchema: jsonSchema(Weather),
+        execute: async ({ city }) => { cities.push(city); return { temperature: 21, sky: 'sunny' }; },
+      }),
+    },
+    prepareStep: ({ stepNumber }) => ({ toolChoice: stepNumber === 0 ? 'required' : 'none' }),
+    stopWhen: stepCountIs(2),
     providerOptions: { anthropic: { disableParallelToolUse: true } },
+    include: { requestBody: true },
   });
-  assert.equal(withTool.finishReason.unified, 'tool-calls', JSON.stringify(withTool.content));
-  const calls = withTool.content.filter((c) => c.type === 'tool-call');
-  assert.equal(calls.length, 1);
-  assert.equal(calls[0].toolName, 'get_weather');
-  assertWeatherInput(JSON.parse(calls[0].input));
+  assert.equal(round.steps.length, 2, JSON.stringify(round.steps.map((s) => s.finishReason)));
+  const [call] = round.steps[0].toolCalls;
+  assert.equal(round.steps[0].finishReason, 'tool-calls');
+  assert.equal(call.toolName, 'get_weather');
+  assertWeatherInput(call.input);
+  assert.deepEqual(cities, [call.input.city]);
+  const sent = round.steps[1].request.body;
+  const blocks = (typeof sent === 'string' ? JSON.parse(sent) : sent).messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []));
+  assert.ok(blocks.some((b) => b.type === 'tool_use' && b.id === call.toolCallId), JSON.stringify(blocks));
+  assert.ok(blocks.some((b) => b.type === 'tool_result' && b.tool_use_id === call.toolCallId), JSON.stringify(blocks));
+  assert.ok(round.text.length > 0, JSON.stringify(round.steps[1].content));
+  assert.ok(round.steps[1].usage.inputTokens > round.steps[0].usage.inputTokens, 'the call and its result are in the prompt');
 });

@@ -15,8 +15,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
 from serve_helper import Server  # noqa: E402
 
-# Skips our server is allowed: no key given (auth.*), tool calls not parsed yet (issue 15).
-ALLOWED_SKIPS = {"finish.tool_calls", "tools.stream"}
+# Skips our server is allowed: no key given (auth.*), tool calls not parsed yet (issue 15), and
+# sampling.min_tokens: the random-weight test model never ends on its own, so there is no early end
+# for min_tokens to hold back (the check passes on trained models, see docs/conformance.md).
+ALLOWED_SKIPS = {"finish.tool_calls", "tools.stream", "sampling.min_tokens"}
 
 
 def run_conform(cli, base, *extra, timeout=60):

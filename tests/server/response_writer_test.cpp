@@ -9,6 +9,7 @@
 
 #include "server/completion.h"
 #include "server/handlers/routes.h"
+#include "server/response_store.h"
 #include "server/response_writer.h"
 
 namespace {
@@ -165,6 +166,34 @@ TEST(ResponseWriter, ResponsesThoughtsAreAReasoningItemBeforeTheMessage) {
   EXPECT_EQ(body["usage"]["output_tokens_details"]["reasoning_tokens"], thought_tokens);
 }
 
+TEST(ResponseWriter, AStoredResponseKeepsItsInputItemsWithIdsInOpenAIsLayout) {
+  auto store = std::make_shared<api::ResponseStore>(4);
+  const json input = json::parse(R"([
+      {"role": "user", "content": "Hi"},
+      {"type": "message", "id": "msg_given", "role": "assistant", "content": [{"type": "output_text", "text": "Hello"}]},
+      {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "call_1", "output": "1"}])");
+  auto completion = generated(false);
+  auto writer = api::openai_response_writer("demo", json::object(), input, store);
+  stream_events(*completion, *writer, " world");
+  const json body = writer->body(*completion);
+  auto stored = store->get(body["id"].get<std::string>());
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->input_items, 4u);
+  ASSERT_EQ(stored->conversation.size(), 4u + body["output"].size());
+  const json& items = stored->conversation;
+  EXPECT_EQ(items[0]["type"], "message");
+  EXPECT_EQ(items[0]["id"].get<std::string>().rfind("msg_", 0), 0u);
+  EXPECT_EQ(items[0]["content"], json::parse(R"([{"type": "input_text", "text": "Hi"}])"));
+  EXPECT_EQ(items[1]["id"], "msg_given");  // a client's id stays
+  EXPECT_EQ(items[2]["id"].get<std::string>().rfind("fc_", 0), 0u);
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i < stored->input_items) EXPECT_EQ(items[i]["status"], "completed") << items[i].dump();
+    EXPECT_TRUE(ids.insert(items[i]["id"].get<std::string>()).second) << "two items share an id: " << items[i].dump();
+  }
+}
+
 TEST(ResponseWriter, AStreamErrorIsAnOpenAIErrorEventThenDone) {
   auto writer = api::chat_completion_writer("demo", "fp_test");
   std::string out;
@@ -183,6 +212,7 @@ TEST(RouteTable, EveryRouteIsListedOnceWithAMethodTheTransportServes) {
   EXPECT_TRUE(seen.count({"POST", "/v1/chat/completions"}));
   EXPECT_TRUE(seen.count({"POST", "/v1/completions"}));
   EXPECT_TRUE(seen.count({"DELETE", "/v1/responses/{id}"}));
+  EXPECT_TRUE(seen.count({"GET", "/v1/responses/{id}/input_items"}));
 }
 
 }  // namespace

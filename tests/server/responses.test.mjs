@@ -1,8 +1,9 @@
 // POST /v1/responses (OpenAI's Responses API) through the official `openai` npm client, unmodified,
 // against `inferlab serve` on the trained SmolLM2-135M-Instruct (INFERLAB_TEST_MODEL): plain,
 // streamed (the spec's event order, sequence numbers, deltas joined = the final text), a function
-// tool round trip, text.format json_schema, previous_response_id, retrieve / delete, the store's
-// eviction (--responses-store-size) and bad input answered in OpenAI's error shape.
+// tool round trip, text.format json_schema, previous_response_id, retrieve / delete, the input items
+// (responses.inputItems.list), the store's eviction (--responses-store-size) and bad input answered
+// in OpenAI's error shape.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -165,6 +166,47 @@ test('previous_response_id: the second turn sees the first turn', async () => {
   await assert.rejects(client.responses.retrieve(alone.id), (e) => e.status === 404);
 });
 
+test('inputItems.list: a chain\'s items newest first, both orders, paged by id; bad queries are 400s', async () => {
+  const first = await client.responses.create({ model, input: 'My name is Ada.', max_output_tokens: 10, temperature: 0 });
+  const call = { type: 'function_call', call_id: 'call_a', name: 'get_weather', arguments: '{"city":"Paris","unit":"c"}' };
+  const second = await client.responses.create({
+    model, previous_response_id: first.id, tools: [weatherTool], tool_choice: 'none', max_output_tokens: 10, temperature: 0,
+    input: [{ role: 'user', content: 'Weather in Paris?' }, call, { type: 'function_call_output', call_id: 'call_a', output: 'sunny' }],
+  });
+  const page = await client.responses.inputItems.list(second.id);
+  const types = page.data.map((item) => item.type);
+  assert.deepEqual(types, ['function_call_output', 'function_call', 'message', ...first.output.map((i) => i.type).reverse(), 'message']);
+  assert.deepEqual(page.data.at(-1).content, [{ type: 'input_text', text: 'My name is Ada.' }]);
+  assert.equal(page.data[0].call_id, 'call_a');
+  assert.equal(page.data[0].output, 'sunny');
+  assert.equal(page.data[1].arguments, call.arguments);
+  assert.equal(page.data[3].id, first.output.at(-1).id);
+  const ids = page.data.map((item) => item.id);
+  assert.equal(new Set(ids).size, ids.length);
+  assert.equal(page.has_more, false);
+  const asc = await client.responses.inputItems.list(second.id, { order: 'asc' });
+  assert.deepEqual(asc.data.map((item) => item.id), [...ids].reverse());
+  // The SDK's async iteration pages by `after` = the last id.
+  const paged = [];
+  for await (const item of client.responses.inputItems.list(second.id, { limit: 2 })) paged.push(item.id);
+  assert.deepEqual(paged, ids);
+  const raw = await (await fetch(`${server.base}/v1/responses/${second.id}/input_items?limit=2&after=${ids[0]}`)).json();
+  assert.deepEqual(raw.data.map((item) => item.id), ids.slice(1, 3));
+  assert.equal(raw.first_id, ids[1]);
+  assert.equal(raw.last_id, ids[2]);
+  assert.equal(raw.has_more, true);
+  const before = await (await fetch(`${server.base}/v1/responses/${second.id}/input_items?limit=2&before=${ids.at(-1)}`)).json();
+  assert.deepEqual(before.data.map((item) => item.id), ids.slice(-3, -1));
+  assert.equal(before.has_more, true);
+  for (const [query, param] of [['limit=0', 'limit'], ['limit=101', 'limit'], ['limit=x', 'limit'], ['order=up', 'order'],
+                                ['after=msg_nope', 'after'], ['include[]=file_search_call.results', 'include']]) {
+    const r = await fetch(`${server.base}/v1/responses/${second.id}/input_items?${query}`);
+    assert.equal(r.status, 400, query);
+    assert.equal((await r.json()).error.param, param, query);
+  }
+  await assert.rejects(client.responses.inputItems.list('resp_nope'), (e) => e.status === 404 && e.error?.code === 'response_not_found');
+});
+
 test('retrieve, delete, and eviction past --responses-store-size answer 404', async () => {
   const made = [];
   for (let i = 0; i < 4; ++i) made.push(await client.responses.create({ model, input: `Count to ${i + 1}.`, max_output_tokens: 5 }));
@@ -173,6 +215,8 @@ test('retrieve, delete, and eviction past --responses-store-size answer 404', as
   assert.deepEqual(last.output, made[3].output);
   // The store holds 3: the first is gone, for retrieve and for previous_response_id.
   await assert.rejects(client.responses.retrieve(made[0].id), (e) => e.status === 404 && e.error?.message?.includes(made[0].id));
+  await assert.rejects(client.responses.inputItems.list(made[0].id), (e) => e.status === 404 && e.error?.message?.includes(made[0].id));
+  assert.equal((await client.responses.inputItems.list(made[1].id)).data.length, 1);
   await assert.rejects(client.responses.create({ model, input: 'Hi', previous_response_id: made[0].id }),
                        (e) => e.status === 404 && e.param === 'previous_response_id');
   await client.responses.delete(made[3].id);  // the SDK types it void; the raw answer is checked below

@@ -1,6 +1,8 @@
 """POST /v1/responses through the official Python clients, unmodified, against `inferlab serve` on
-the trained SmolLM2-135M-Instruct: the openai SDK's client.responses.create (plain and streamed) and
-the OpenAI Agents SDK (openai-agents) running one tool-using agent turn with OpenAIResponsesModel.
+the trained SmolLM2-135M-Instruct: the openai SDK's client.responses.create (plain and streamed),
+client.responses.input_items.list (a previous_response_id chain's items, both orders, paged by the
+SDK's own cursor, 404 for an unknown or deleted id) and the OpenAI Agents SDK (openai-agents) running
+one tool-using agent turn with OpenAIResponsesModel.
 
 usage: responses_sdk_test.py INFERLAB_CLI MODEL
 """
@@ -12,7 +14,7 @@ import threading
 import time
 import urllib.request
 
-from openai import AsyncOpenAI, OpenAI
+from openai import AsyncOpenAI, NotFoundError, OpenAI
 from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 
 
@@ -68,6 +70,44 @@ def check_openai_sdk(base: str, model: str) -> None:
     print("openai SDK: plain and streamed responses ok")
 
 
+def check_input_items(base: str, model: str) -> None:
+    client = OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+    first = client.responses.create(model=model, input=[{"role": "user", "content": "My name is Ada."}],
+                                    instructions="Answer briefly.", max_output_tokens=10, temperature=0)
+    second = client.responses.create(model=model, input="What is my name?", previous_response_id=first.id,
+                                     max_output_tokens=10, temperature=0)
+    # The second's prompt: the first's input and output, then its own input (instructions are no item).
+    page = client.responses.input_items.list(second.id)
+    newest_first = page.data
+    assert len(newest_first) == 2 + len(first.output), [item.type for item in newest_first]
+    assert newest_first[0].type == "message" and newest_first[0].role == "user"
+    assert newest_first[0].content[0].type == "input_text" and newest_first[0].content[0].text == "What is my name?"
+    assert [item.id for item in newest_first[1:-1]] == [item.id for item in reversed(first.output)]
+    assert newest_first[-1].content[0].text == "My name is Ada." and newest_first[-1].status == "completed"
+    ids = [item.id for item in newest_first]
+    assert len(set(ids)) == len(ids) and all(ids), ids
+    assert (page.first_id, page.last_id, page.has_more) == (ids[0], ids[-1], False), page
+    # The first response's own list: its input alone, with the same id it has in the chain.
+    assert [item.id for item in client.responses.input_items.list(first.id).data] == ids[-1:]
+
+    assert [item.id for item in client.responses.input_items.list(second.id, order="asc").data] == ids[::-1]
+    one = client.responses.input_items.list(second.id, limit=1)
+    assert [item.id for item in one.data] == ids[:1] and one.has_more
+    # The SDK's auto-pagination follows `after` = the page's last id, one item a page.
+    assert [item.id for item in client.responses.input_items.list(second.id, limit=1)] == ids
+    assert [item.id for item in client.responses.input_items.list(second.id, after=ids[0], order="desc").data] == ids[1:]
+
+    for gone in ("resp_unknown", first.id):
+        if gone == first.id:
+            client.responses.delete(first.id)
+        try:
+            client.responses.input_items.list(gone)
+            raise AssertionError(f"input_items of {gone} answered")
+        except NotFoundError as e:
+            assert e.status_code == 404 and gone in e.message and e.code == "response_not_found", (e.status_code, e.body)
+    print(f"openai SDK: input_items.list of a {len(ids)}-item chain ok, paged and in both orders")
+
+
 async def check_agent(base: str, model: str) -> None:
     set_tracing_disabled(True)
     client = AsyncOpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
@@ -97,6 +137,7 @@ def main() -> None:
     try:
         model = OpenAI(base_url=base + "/v1", api_key="unused").models.list().data[0].id
         check_openai_sdk(base, model)
+        check_input_items(base, model)
         asyncio.run(check_agent(base, model))
     finally:
         proc.terminate()

@@ -181,10 +181,21 @@ std::string count_tokens(Probe& p) {
   require(a.status == 200, fmt::format("status {}", a.status));
   require(a.is_json_object() && a.parsed.contains("input_tokens") && a.parsed["input_tokens"].is_number_integer(),
           "the body is not {\"input_tokens\": integer}");
-  const json used = created.parsed.value("usage", json::object()).value("input_tokens", json());
+  // Anthropic's usage counts the prompt in three parts: input_tokens (not from a cache),
+  // cache_read_input_tokens and cache_creation_input_tokens; count_tokens is their sum.
+  const json usage = created.parsed.value("usage", json::object());
+  long used = 0;
+  std::string parts;
+  for (const char* key : {"input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}) {
+    const json part = usage.is_object() ? usage.value(key, json()) : json();
+    if (part.is_null()) continue;
+    require(part.is_number_integer(), fmt::format("/v1/messages' usage.{} is not an integer", key));
+    used += part.get<long>();
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : " + ", key, part.get<long>());
+  }
   require(a.parsed["input_tokens"] == used,
-          fmt::format("input_tokens {} differs from /v1/messages' usage.input_tokens {}", a.parsed["input_tokens"].dump(), used.dump()));
-  return fmt::format("input_tokens {}", a.parsed["input_tokens"].dump());
+          fmt::format("input_tokens {} differs from /v1/messages' prompt of {} ({})", a.parsed["input_tokens"].dump(), used, parts));
+  return fmt::format("input_tokens {} = {}", a.parsed["input_tokens"].dump(), parts);
 }
 
 std::string x_api_key(Probe& p) {
@@ -209,7 +220,7 @@ void add_messages_checks(std::vector<Check>& checks) {
   checks.push_back({"messages.thinking_disabled", "thinking {\"type\": \"disabled\"}: a message with no thinking block", thinking_disabled});
   checks.push_back({"messages.missing_max_tokens", "no max_tokens: 400 invalid_request_error in Anthropic's error shape", missing_max_tokens});
   checks.push_back({"messages.unknown_model", "an unknown model: 404 not_found_error in Anthropic's error shape", unknown_model});
-  checks.push_back({"messages.count_tokens", "POST /v1/messages/count_tokens: input_tokens equal to the message's usage", count_tokens});
+  checks.push_back({"messages.count_tokens", "POST /v1/messages/count_tokens: input_tokens equal to the message's prompt (usage's input + cache read + cache creation tokens)", count_tokens});
   checks.push_back({"messages.x_api_key", "with --api-key: the key as x-api-key is accepted, a wrong one is 401 authentication_error", x_api_key});
 }
 

@@ -34,6 +34,8 @@ std::vector<Check> all_checks() {
   conform::add_serving_checks(checks);
   conform::add_responses_checks(checks);
   conform::add_messages_checks(checks);
+  conform::add_embeddings_checks(checks);
+  conform::add_sampling_checks(checks);
   return checks;
 }
 

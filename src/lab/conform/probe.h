@@ -123,6 +123,8 @@ void add_error_checks(std::vector<Check>& checks);
 void add_serving_checks(std::vector<Check>& checks);
 void add_responses_checks(std::vector<Check>& checks);
 void add_messages_checks(std::vector<Check>& checks);  // Anthropic's /v1/messages
+void add_embeddings_checks(std::vector<Check>& checks);
+void add_sampling_checks(std::vector<Check>& checks);  // repetition_penalty, min_tokens
 
 // Shared assertions.
 // OpenAI's error answer: `status`, a JSON body {"error": {"message": non-empty string, "type":

@@ -25,6 +25,7 @@ std::span<const Route> server_routes() {
       {"POST", "/v1/responses", create_response},
       {"GET", "/v1/responses/{id}", get_response},
       {"DELETE", "/v1/responses/{id}", delete_response},
+      {"GET", "/v1/responses/{id}/input_items", list_response_input_items},
   };
   return kRoutes;
 }

@@ -15,7 +15,7 @@ using RouteHandler = void (*)(ServerState& state, const HttpRequest& req, HttpRe
 
 struct Route {
   const char* method;  // "GET", "POST" or "DELETE"
-  const char* path;    // exact, or ending in "{name}" (HttpServer::get)
+  const char* path;    // exact, or with one "{name}" (HttpServer::get)
   RouteHandler handler;
   ErrorShape error_shape = nullptr;  // how errors on this path are written (nullptr: OpenAI's)
 };
@@ -43,6 +43,7 @@ void detokenize(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void create_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void get_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void delete_response(ServerState& state, const HttpRequest& req, HttpResponse& res);
+void list_response_input_items(ServerState& state, const HttpRequest& req, HttpResponse& res);
 // observability.cpp: what the server runs with and how it is doing.
 void get_server_info(ServerState& state, const HttpRequest& req, HttpResponse& res);
 void get_metrics(ServerState& state, const HttpRequest& req, HttpResponse& res);

@@ -39,6 +39,26 @@ json function_call_item(const std::string& id, const ToolCall& call, const std::
           {"status", status}};
 }
 
+// An input item as the store keeps it and GET /v1/responses/{id}/input_items lists it, in OpenAI's
+// layout: an id of its own (clients page by them), a type, a status, a message's content as parts.
+// Items that came from the store (a previous response's) already are so.
+json stored_input_item(json item) {
+  if (!item.contains("type")) item["type"] = "message";  // an EasyInputMessage
+  const std::string type = item["type"].get<std::string>();
+  if (!item.contains("id") || !item["id"].is_string()) {
+    const char* prefix = type == "message" ? "msg_" : type == "function_call" ? "fc_" : type == "reasoning" ? "rs_" : "fco_";
+    item["id"] = new_id(prefix);
+  }
+  if (type == "message" && item.contains("content") && item["content"].is_string()) {
+    const bool assistant = item.value("role", "") == "assistant";
+    json part = {{"type", assistant ? "output_text" : "input_text"}, {"text", item["content"]}};
+    if (assistant) part["annotations"] = json::array();
+    item["content"] = json::array({std::move(part)});
+  }
+  if (!item.contains("status") || item["status"].is_null()) item["status"] = "completed";
+  return item;
+}
+
 class OpenAiResponseWriter final : public ResponseWriter {
  public:
   OpenAiResponseWriter(std::string model_name, json echo, json conversation, std::shared_ptr<ResponseStore> store)
@@ -47,7 +67,10 @@ class OpenAiResponseWriter final : public ResponseWriter {
         conversation_(std::move(conversation)),
         store_(std::move(store)),
         id_(new_id("resp_")),
-        created_at_(std::time(nullptr)) {}
+        created_at_(std::time(nullptr)) {
+    if (store_)
+      for (json& item : conversation_) item = stored_input_item(std::move(item));
+  }
 
   json body(const Completion& completion) const override {
     const Choice& choice = *completion.choices().front();
@@ -140,7 +163,7 @@ class OpenAiResponseWriter final : public ResponseWriter {
     if (store_) {
       json conversation = conversation_;
       for (const json& item : response["output"]) conversation.push_back(item);
-      store_->put(id_, {response, std::move(conversation)});
+      store_->put(id_, {response, std::move(conversation), conversation_.size()});
     }
     return response;
   }
