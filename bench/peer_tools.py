@@ -261,7 +261,7 @@ VLLM_BENCH_SERVE = ("import sys; from vllm.utils.argparse_utils import FlexibleA
 
 
 def tool_command(tool: str, a, server: Server, files: dict, tokenizer: Path, run_dir: Path) -> list[str]:
-    venv = Path(a.venvs) / tool / "bin"
+    venv = Path(a.venvs).resolve() / tool / "bin"
     n, c, L, seed = str(a.num_requests), str(a.concurrency), str(a.output_len), str(a.seed)
     chat = a.endpoint == "chat"
     path = "/v1/chat/completions" if chat else "/v1/completions"
@@ -550,7 +550,7 @@ def table(server: str, results: dict, tools: list[str]) -> str:
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
-    venvs = Path(a.venvs)
+    venvs = Path(a.venvs).resolve()
     missing = {}
     for tool in [t for t in a.tools if t in PEERS]:
         why = venv_state(venvs, tool)
@@ -570,7 +570,7 @@ def main(argv=None):
         print(f"{tool}: {why}", file=sys.stderr)
     tools = [t for t in a.tools if t not in missing]
 
-    model = Path(a.model)
+    model = Path(a.model).resolve()
     if not model.is_file():
         fail(f"--model {model}: no such file", 1)
     if "inferlab" in a.servers or "inferlab" in tools:
@@ -584,7 +584,7 @@ def main(argv=None):
     if "inferlab" not in tools:
         fail("--tools must include inferlab: ours is what the peers are compared with", 2)
 
-    out = Path(a.out)
+    out = Path(a.out).resolve()  # the tools run in their own folders
     out.mkdir(parents=True, exist_ok=True)
     files = write_prompts(out, a.num_requests, a.prompt_words, a.output_len, a.seed)
     tokenizer = write_tokenizer(model, out) if any(t in PEERS for t in tools) else out / "tokenizer"
