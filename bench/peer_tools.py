@@ -483,6 +483,11 @@ def run_tool(tool, a, server, files, tokenizer, run_dir: Path) -> dict:
     (run_dir / "command.txt").write_text(" ".join(cmd) + "\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    if tool == "aiperf":
+        # aiperf 0.13 under HF_HUB_OFFLINE takes a local tokenizer folder for a hub repo id
+        # (HFValidationError: "Repo id must be in the form 'repo_name'..."); online it loads the folder.
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            env.pop(name)
     t0 = time.time()
     try:
         r = subprocess.run(cmd, cwd=run_dir, env=env, capture_output=True, text=True, timeout=a.timeout)
