@@ -94,6 +94,39 @@ TEST(ResponseWriter, ChatCompletionStreamsTheRoleThenContentDeltasThenTheFinish)
   EXPECT_EQ(body["usage"]["completion_tokens"], completion->choices().front()->completion_tokens);
 }
 
+// The role chunk waits for the first token: written when the request arrives (before its prompt is
+// computed), it is what a client timing the first chunk (vLLM's bench serve) took for the TTFT.
+TEST(ResponseWriter, ChatRoleChunkGoesOutWithTheFirstTokenNotBefore) {
+  auto completion = generated(false);
+  auto writer = api::chat_completion_writer("demo", "fp_test");
+  std::string out;
+  writer->stream_start(*completion, out);
+  EXPECT_EQ(out, "");  // the request is queued or its prompt computed: nothing to say yet
+
+  api::Choice& choice = *completion->choices().front();
+  inferlab::StreamEvent first;
+  const int32_t id = qwen_text().tokenize(" world", false).front();
+  first.token = inferlab::SampledToken{.token = id, .logprob = -0.5f, .top = {{.token = id, .logprob = -0.5f}}};
+  api::Delta delta;
+  completion->absorb(choice, first, delta);
+  writer->stream_delta(*completion, choice, delta, out);
+  const std::size_t split = out.find("\n\ndata: ");
+  ASSERT_NE(split, std::string::npos) << out;  // two events: the role, then the token
+  json role = json::parse(out.substr(6, split - 6));
+  json token = json::parse(out.substr(split + 8, out.size() - split - 10));
+  EXPECT_EQ(role["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_EQ(token["choices"][0]["delta"]["content"], " world");
+
+  std::string later;
+  inferlab::StreamEvent finish;
+  finish.finish = inferlab::FinishReason::length;
+  api::Delta last;
+  completion->absorb(choice, finish, last);
+  writer->stream_delta(*completion, choice, last, later);
+  writer->stream_finish(*completion, choice, later);
+  EXPECT_EQ(later.find("\"role\""), std::string::npos) << later;  // once per choice
+}
+
 TEST(ResponseWriter, TextCompletionEchoesThePromptAndWritesLegacyLogprobs) {
   auto completion = generated(true);
   auto writer = api::text_completion_writer("demo", "fp_test");

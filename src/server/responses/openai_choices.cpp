@@ -61,16 +61,25 @@ json OpenAiChoicesWriter::chunk(const Completion& completion, json choice_items)
   return c;
 }
 
-void OpenAiChoicesWriter::stream_start(const Completion& completion, std::string& out) {
-  for (auto& c : completion.choices())
-    if (auto item = opening_item(completion, *c)) out += sse_data(chunk(completion, json::array({*item})));
+// Nothing yet: the opening item (chat's role chunk) goes out with the choice's first token, as
+// vLLM's server sends it. Sent on arrival, before the prompt is computed, it made
+// the TTFT of a client that times the first chunk (`vllm bench serve --backend openai-chat`) the
+// connection's time instead of queue + prefill (docs/measurement.md, "Checked against the peers'
+// tools").
+void OpenAiChoicesWriter::stream_start(const Completion&, std::string&) {}
+
+void OpenAiChoicesWriter::open(const Completion& completion, const Choice& choice, std::string& out) {
+  if (!opened_.insert(choice.index).second) return;
+  if (auto item = opening_item(completion, choice)) out += sse_data(chunk(completion, json::array({*item})));
 }
 
 void OpenAiChoicesWriter::stream_delta(const Completion& completion, const Choice& choice, const Delta& delta, std::string& out) {
+  open(completion, choice, out);
   if (auto item = delta_item(completion, choice, delta)) out += sse_data(chunk(completion, json::array({*item})));
 }
 
 void OpenAiChoicesWriter::stream_finish(const Completion& completion, const Choice& choice, std::string& out) {
+  open(completion, choice, out);
   json finish = chunk(completion, json::array({finish_item(choice)}));
   if (completion.timings()) finish["timings"] = timings_json(*choice.timings);  // the chunk holds this one choice
   out += sse_data(finish);

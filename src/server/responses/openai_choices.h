@@ -7,6 +7,7 @@
 #pragma once
 #include <ctime>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "server/response_writer.h"
@@ -33,20 +34,24 @@ class OpenAiChoicesWriter : public ResponseWriter {
 
   // The shape's own fields of a choice in the whole body (message or text, logprobs).
   virtual json choice_fields(const Completion& completion, const Choice& choice) const = 0;
-  // Streaming items: the first one (none: nothing before the tokens), one per delta (none:
-  // nothing new to say), the last one (with the finish reason).
+  // Streaming items: the first one (none: nothing before the tokens; written with the choice's
+  // first token, see stream_start), one per delta (none: nothing new to say), the last one (with
+  // the finish reason).
   virtual std::optional<json> opening_item(const Completion& completion, const Choice& choice) const = 0;
   virtual std::optional<json> delta_item(const Completion& completion, const Choice& choice, const Delta& delta) const = 0;
   virtual json finish_item(const Choice& choice) const = 0;
 
  private:
   json chunk(const Completion& completion, json choice_items) const;
+  // Writes the choice's opening item the first time the choice has something to stream.
+  void open(const Completion& completion, const Choice& choice, std::string& out);
 
   Names names_;
   std::string model_name_;
   std::string system_fingerprint_;
   std::string id_;
   std::time_t created_;
+  std::set<int> opened_;  // indices of the choices whose opening item is written
 };
 
 }  // namespace inferlab::api
