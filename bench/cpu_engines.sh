@@ -129,7 +129,8 @@ declare -A DRIVER=([inferlab]=inferlab [llama.cpp]=llama_cpp [vllm]=vllm [openvi
 is_venv_engine() { [[ "$1" != inferlab && "$1" != llama.cpp ]]; }
 engine_python() { if is_venv_engine "$1"; then echo "$VENVS/$1/bin/python"; else echo "$SYSTEM_PYTHON"; fi; }
 
-# One virtual environment per Python engine, from its pinned requirements (remade when they change).
+# One virtual environment per Python engine, from its pinned requirements (remade when they change):
+# every package is listed as `pip freeze` printed it, so pip installs the list as it is (--no-deps).
 declare -A SETUP_ERROR=()
 setup_venv() {
   local engine=$1 requirements="bench/cpu_engines/requirements-$1.txt" venv="$VENVS/$1"
@@ -143,7 +144,7 @@ setup_venv() {
   rm -rf "$venv"
   local log="$OUT_DIR/logs/setup-$engine.log"
   if python3 -m venv "$venv" >"$log" 2>&1 &&
-     "$venv/bin/pip" install --disable-pip-version-check -r "$requirements" >>"$log" 2>&1; then
+     "$venv/bin/pip" install --disable-pip-version-check --no-deps -r "$requirements" >>"$log" 2>&1; then
     cp "$requirements" "$venv/.requirements"
   else
     SETUP_ERROR[$engine]="pip install -r $requirements failed: $(grep -v '^\s*$' "$log" | tail -n 1) (log: $log)"
