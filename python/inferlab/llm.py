@@ -225,7 +225,7 @@ class LLM:
         return self._outputs(choices, texts, prompt_ids, params.n, params.logprobs is not None)
 
     def _chat_body(self, messages: Any, params: SamplingParams, tools: Any, tool_choice: Any, response_format: Any,
-                   chat_template_kwargs: Any) -> dict[str, Any]:
+                   chat_template_kwargs: Any, parallel_tool_calls: Any = None) -> dict[str, Any]:
         body = params.to_body(chat=True)
         body["messages"] = _conversation("messages", messages)
         if tools is not None:
@@ -234,6 +234,9 @@ class LLM:
             body["tools"] = list(tools)
         if tool_choice is not None:
             body["tool_choice"] = tool_choice
+        if parallel_tool_calls is not None:
+            _check_type("parallel_tool_calls", parallel_tool_calls, (bool,), "a bool")
+            body["parallel_tool_calls"] = parallel_tool_calls
         if response_format is not None:
             if not isinstance(response_format, dict):
                 raise TypeError(f"'response_format' must be a dict (OpenAI's shape), got {type(response_format).__name__}")
@@ -246,11 +249,13 @@ class LLM:
 
     def chat(self, messages: Union[Sequence[Message], Sequence[Sequence[Message]]],
              sampling_params: Optional[SamplingParams] = None, *, tools: Optional[Sequence[dict]] = None,
-             tool_choice: Union[str, dict, None] = None, response_format: Optional[dict] = None,
+             tool_choice: Union[str, dict, None] = None, parallel_tool_calls: Optional[bool] = None,
+             response_format: Optional[dict] = None,
              chat_template_kwargs: Optional[dict[str, Any]] = None) -> list[RequestOutput]:
         """Answers a conversation (or a list of them) through the model's chat template, as
         /v1/chat/completions does: tools and tool_choice, response_format (json_object,
-        json_schema) in OpenAI's shapes. A tool call comes back in outputs[i].tool_calls."""
+        json_schema) in OpenAI's shapes; parallel_tool_calls=False: one call at most. A tool call
+        comes back in outputs[i].tool_calls."""
         params = self._params(sampling_params)
         if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
             raise TypeError("'messages' must be a conversation (a list of message dicts) or a list of conversations, "
@@ -261,7 +266,8 @@ class LLM:
         requests = []
         try:
             for conversation in conversations:  # one request each, all submitted before any is read: batched
-                body = self._chat_body(conversation, params, tools, tool_choice, response_format, chat_template_kwargs)
+                body = self._chat_body(conversation, params, tools, tool_choice, response_format, chat_template_kwargs,
+                                       parallel_tool_calls)
                 request = self._engine.submit("chat", json.dumps(body))
                 requests.append((request, _Choices(1, params.n)))
             while not all(r.done for r, _ in requests):

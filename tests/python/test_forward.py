@@ -4,6 +4,7 @@ greedy(use_cache) loop both ways matching generate, and the tokenizer's encode /
 template equal to transformers' AutoTokenizer."""
 import numpy as np
 import pytest
+import tokenizers
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -75,12 +76,20 @@ def test_course_greedy_matches_generate(demo, use_cache):
     assert matches
 
 
-def test_tokenizer_equals_transformers(hf_tokenizer):
+def test_tokenizer_equals_hugging_faces():
+    # The reference is Hugging Face's tokenizers on the folder's tokenizer.json (what it says it is;
+    # transformers 5's AutoTokenizer swaps in Qwen2Tokenizer's own pre-tokenizer for a qwen2 model).
     tokenizer = Tokenizer(DEMO)
+    reference = tokenizers.Tokenizer.from_file(f"{DEMO}/tokenizer.json")
     for text in (PROMPT, "  Two spaces, punctuation!? and 123 numbers.\nNew line", "naïve café — ünïcödé"):
         ids = tokenizer.encode(text)
-        assert ids == hf_tokenizer.encode(text)
-        assert tokenizer.decode(ids) == hf_tokenizer.decode(ids)
+        assert ids == reference.encode(text).ids
+        assert tokenizer.decode(ids) == reference.decode(ids, skip_special_tokens=False)
+
+
+def test_tokenizer_tokens_equal_transformers(hf_tokenizer):
+    tokenizer = Tokenizer(DEMO)
+    assert tokenizer.encode(PROMPT) == hf_tokenizer.encode(PROMPT)
     assert tokenizer.vocab_size == len(hf_tokenizer)
     assert tokenizer.eos_token == hf_tokenizer.eos_token
     assert tokenizer.eos_token_id == hf_tokenizer.eos_token_id
