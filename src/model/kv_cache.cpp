@@ -1,9 +1,11 @@
 #include "inferlab/model/kv_cache.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "inferlab/util/error.h"
 #include "inferlab/model/config.h"
+#include "inferlab/loading/safetensors.h"
 
 namespace inferlab {
 
@@ -39,6 +41,14 @@ std::size_t KVCache::bytes() const { return storage_->bytes(); }
 
 std::size_t kv_bytes_per_token(int layers, int kv_heads, int head_dim, std::size_t bytes_per_element) {
   return 2 * static_cast<std::size_t>(layers) * kv_heads * head_dim * bytes_per_element;
+}
+
+std::size_t kv_dtype_bytes(const std::string& dtype) {
+  std::string name = dtype;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (name == "fp8" || name == "int8" || name == "i8" || name == "f8") return 1;
+  if (auto d = parse_dtype(name)) return dtype_size(*d);
+  return 0;
 }
 
 std::size_t kv_bytes_per_token(const ModelConfig& config, std::size_t bytes_per_element) {

@@ -91,42 +91,8 @@ void Server::load(const std::string& model_name) {
     std::fprintf(stderr, "inferlab serve: warning: chat template not usable (%s); /v1/chat/completions will refuse\n",
                  error.c_str());
 
-  s.context.text = &s.engine->text();
-  s.context.accepted_names = s.engine->accepted_names();
-  s.context.context_length = s.engine->context_length();
-  s.context.vocab_size = s.engine->vocab_size();
-  s.context.kv_capacity_tokens = s.engine->kv_capacity_tokens();
-  s.context.generates = s.engine->generates();
-  s.context.embedding_dimensions = s.engine->embedding_dimensions();
-  s.context.max_embedding_input_tokens = s.engine->max_embedding_input_tokens();
-  s.context.reasoning = api::reasoning_markers_for(s.engine->text().chat_template_source());
-  if (s.context.reasoning) {
-    auto one_token = [&](const std::string& marker) {
-      const auto ids = s.engine->text().tokenize(marker, false);
-      return ids.size() == 1 ? ids.front() : -1;
-    };
-    s.context.reasoning_tokens = {one_token(s.context.reasoning->start), one_token(s.context.reasoning->end)};
-  }
-  s.context.separate_reasoning = s.options.reasoning_format != "none";
-  s.context.test_hooks = s.options.test_hooks;
-  if (!s.options.chat_template_kwargs.empty()) {
-    s.context.template_defaults = api::json::parse(s.options.chat_template_kwargs, nullptr, false);
-    if (!s.context.template_defaults.is_object())
-      fail("--chat-template-kwargs must be a JSON object, got '{}'", s.options.chat_template_kwargs);
-  }
-  s.context.limits = {.max_n = s.options.max_n,
-                      .max_messages = s.options.max_messages,
-                      .max_prompt_tokens = s.options.max_prompt_tokens,
-                      .max_tokens = s.options.max_tokens_limit,
-                      .max_json_depth = s.options.max_json_depth,
-                      .max_prompt_bytes = s.options.max_prompt_bytes,
-                      .grammar = {}};
-  s.context.limits.grammar.max_grammar_bytes = s.options.max_grammar_bytes;
-  s.context.limits.grammar.max_regex_bytes = s.options.max_regex_bytes;
-  s.context.limits.grammar.max_schema_depth = s.options.max_schema_depth;
+  s.context = api::model_context_of(*s.engine, s.options);
   s.system_fingerprint = fingerprint_of(*s.engine, s.options);
-  for (int32_t id = 0; id < s.engine->text().vocab_size(); ++id)
-    s.context.longest_token_bytes = std::max(s.context.longest_token_bytes, s.engine->text().token_bytes(id).size());
   s.housekeeper = std::thread([&s] {
     name_this_thread("housekeeping");
     s.housekeeping();

@@ -19,6 +19,10 @@
 namespace inferlab::api {
 
 
+// What request parsing knows of the engine's model under these options (the served names, the
+// context, the reasoning markers, the limits): the server's, and an in-process caller's (in_process.h).
+ModelContext model_context_of(const Engine& engine, const ServerOptions& options);
+
 struct ServerState {
   explicit ServerState(ServerOptions options);
 

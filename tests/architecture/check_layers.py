@@ -4,7 +4,7 @@
 The layers and their allowed edges are written once, in docs/architecture.md, in the fenced block
 tagged `layers` ("model: util tensor loading" = files of model/ may include util, tensor, loading
 and model itself). A file's layer is its folder: include/inferlab/<layer>/, src/<layer>/,
-tools/ (tools), examples/ (examples); a sub-folder named as a layer of its own ("model/graph") is
+tools/ (tools), examples/ (examples), python/ (python); a sub-folder named as a layer of its own ("model/graph") is
 that layer, with its own, usually stricter, rule. An include's layer is read from its path:
 "inferlab/<layer>/x.h" (public), "<layer>/x.h" (an internal header under src/), or "x.h" next to
 the including file (its own layer).
@@ -61,7 +61,7 @@ def layer_of_file(rel: pathlib.PurePosixPath, layers):
         return deepest_layer(parts[2:-1], layers)
     if parts[0] == "src" and len(parts) > 2:
         return deepest_layer(parts[1:-1], layers)
-    if parts[0] in ("tools", "examples") and parts[0] in layers:
+    if parts[0] in ("tools", "examples", "python") and parts[0] in layers:
         return parts[0]
     return None
 
@@ -80,7 +80,7 @@ def main() -> int:
     rules = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else root / "docs" / "architecture.md"
     allowed, third_party = read_rules(rules)
     problems, checked = [], 0
-    for top in ("include", "src", "tools", "examples"):
+    for top in ("include", "src", "tools", "examples", "python"):
         for file in sorted((root / top).rglob("*")):
             if file.suffix not in (".h", ".hpp", ".cpp", ".cc"):
                 continue

@@ -241,12 +241,8 @@ void run_kv_size(const KvSizeArgs& args) {
   } else if (layers <= 0 || kv_heads <= 0 || head_dim <= 0) {
     fail("give MODEL, or all of --layers, --kv-heads and --head-dim (> 0)");
   }
-  std::string dtype = args.dtype;
-  std::transform(dtype.begin(), dtype.end(), dtype.begin(), ::tolower);
-  int element = 0;
-  if (dtype == "fp8" || dtype == "int8" || dtype == "i8" || dtype == "f8") element = 1;
-  else if (auto d = parse_dtype(dtype)) element = static_cast<int>(dtype_size(*d));
-  else fail("--dtype '{}' is not one of f32, bf16, f16, fp8, int8", args.dtype);
+  const std::size_t element = kv_dtype_bytes(args.dtype);
+  if (element == 0) fail("--dtype '{}' is not one of f32, bf16, f16, fp8, int8", args.dtype);
   const uint64_t per_token = kv_bytes_per_token(layers, kv_heads, head_dim, element);
   std::printf("%s bytes / token\n", with_commas(per_token).c_str());
   for (int32_t t : parse_id_list(args.tokens, "--tokens"))

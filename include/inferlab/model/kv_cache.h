@@ -23,6 +23,9 @@ struct SequenceKV;
 std::size_t kv_bytes_per_token(int layers, int kv_heads, int head_dim, std::size_t bytes_per_element);
 // The same for a model's shape, with the cache's fp32 elements unless told otherwise.
 std::size_t kv_bytes_per_token(const ModelConfig& config, std::size_t bytes_per_element = sizeof(float));
+// The bytes of one element of a KV dtype named as `inferlab kv-size --dtype` takes it: f32, bf16,
+// f16 (and their other spellings), fp8 / int8 one byte; 0 for a name it does not know.
+std::size_t kv_dtype_bytes(const std::string& dtype);
 
 // KVType (backend.h): f32, or f16 for half the memory at the cost of rounding.
 KVType parse_kv_type(const std::string& name);  // "f32" or "f16"; else an Error naming both
