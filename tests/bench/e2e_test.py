@@ -35,6 +35,8 @@ import tempfile
 import threading
 import time
 
+from scripted_server import ScriptedServer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE, CLI, SHARED = sys.argv[1], sys.argv[2], sys.argv[3]
 PYTHON = sys.executable
@@ -55,27 +57,6 @@ def check(condition, message):
 
 def run(args, **kw):
     return subprocess.run([CLI] + args, capture_output=True, text=True, timeout=kw.pop("timeout", 120), **kw)
-
-
-class ScriptedServer:
-    def __enter__(self):
-        self.proc = subprocess.Popen([PYTHON, os.path.join(HERE, "sse_server.py")], stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORT "):
-            self.proc.kill()
-            raise SystemExit("the scripted server did not start")
-        self.port = int(line.split()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        return self
-
-    def stats(self):
-        import urllib.request
-        with urllib.request.urlopen(self.url + "/stats", timeout=10) as r:
-            return json.load(r)
-
-    def __exit__(self, *exc):
-        self.proc.kill()
-        self.proc.wait()
 
 
 def read_rows(path):

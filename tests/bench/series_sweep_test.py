@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from scripted_server import ScriptedServer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE, CLI = sys.argv[1], sys.argv[2]
 failures = []
@@ -42,21 +44,6 @@ def read_series(path):
         r["time_ms"] = float(r["time_ms"])
         r["value"] = float(r["value"].replace("+Inf", "inf").replace("-Inf", "-inf"))
     return rows
-
-
-class ScriptedServer:
-    def __enter__(self):
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "sse_server.py")], stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORT "):
-            self.proc.kill()
-            raise SystemExit("the scripted server did not start")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.kill()
-        self.proc.wait()
 
 
 def schedule(c):

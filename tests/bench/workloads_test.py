@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.request
 
+from scripted_server import ScriptedServer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE, CLI, SOURCE = sys.argv[1], sys.argv[2], sys.argv[3]
 ANSWER = "KV Cache 把注意力的键值存起来。"  # what the scripted server streams: 3 words
@@ -49,38 +51,15 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
-class ScriptedServer:
-    def __enter__(self):
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "sse_server.py")], stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORT "):
-            self.proc.kill()
-            raise SystemExit("the scripted server did not start")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-        return self
-
-    def bodies(self):
-        with urllib.request.urlopen(self.url + "/stats", timeout=10) as r:
-            return json.load(r)["bodies"]
-
-    def max_open_streams(self):
-        with urllib.request.urlopen(self.url + "/stats", timeout=10) as r:
-            return json.load(r)["max_open_streams"]
-
-    def __exit__(self, *exc):
-        self.proc.kill()
-        self.proc.wait()
-
-
 # ------------------------------------------------------------------ the formats
 
 def test_datasets_cli():
     with ScriptedServer() as server, tempfile.TemporaryDirectory() as d:
         def serve(args, n, concurrency="1"):
-            before = len(server.bodies())
+            before = len(server.stats()["bodies"])
             r = run(["bench", "serve", "--base-url", server.url + "/ok", "--model", "m", "--num-requests", str(n),
                      "--concurrency", concurrency, "--seed", "3", "--output", os.path.join(d, "requests.csv")] + args)
-            return r, server.bodies()[before:]
+            return r, server.stats()["bodies"][before:]
 
         def user_text(body):
             return body["messages"][-1]["content"]
@@ -128,9 +107,9 @@ def test_datasets_cli():
         # ... and from bench soak, whose prompts may come from it too (single requests only).
         for args, needle in [(["--dataset", "custom", "--dataset-path", bad], f'{bad}:3: "prompt" must be a string'),
                              (["--dataset", "random-multi-turn"], "bench soak sends single requests")]:
-            before = len(server.bodies())
+            before = len(server.stats()["bodies"])
             r = run(["bench", "soak", "--base-url", server.url + "/ok", "--model", "m", "--duration", "1"] + args)
-            check(r.returncode == 1 and needle in r.stderr and len(server.bodies()) == before, f"soak {args}: {r.stderr}")
+            check(r.returncode == 1 and needle in r.stderr and len(server.stats()["bodies"]) == before, f"soak {args}: {r.stderr}")
 
         # Sonnet: the instruction, the first lines shared (20 words' worth: 2 lines), random lines up to 40.
         poem = os.path.join(d, "poem.txt")
@@ -206,10 +185,10 @@ def test_multi_turn_scripted():
         first_end = min(float(by_conversation[c][-1]["end_ms"]) for c in ("c01", "c02"))
         check(float(by_conversation["c03"][0]["start_ms"]) >= first_end,
               f"c03 started at {by_conversation['c03'][0]['start_ms']} before a conversation ended ({first_end})")
-        check(server.max_open_streams() <= 2, f"{server.max_open_streams()} streams open at once")
+        check(server.stats()["max_open_streams"] <= 2, f"{server.stats()['max_open_streams']} streams open at once")
 
         # What the server received: each turn the whole history, with the answers as streamed.
-        bodies = server.bodies()
+        bodies = server.stats()["bodies"]
         conversations = {}
         for b in bodies:
             conversations.setdefault(b["messages"][0]["content"], []).append(b["messages"])
@@ -239,13 +218,13 @@ def test_multi_turn_scripted():
         check(again["multi_turn"] == s["multi_turn"], f"report --json: {again.get('multi_turn')} vs {s['multi_turn']}")
 
         # A turn that fails ends its conversation: its later turns are rows marked skipped, never sent.
-        before = len(server.bodies())
+        before = len(server.stats()["bodies"])
         failed_csv = os.path.join(d, "failed.csv")
         r = run(["bench", "serve", "--base-url", server.url + "/http500", "--model", "m", "--dataset",
                  "random-multi-turn", "--num-requests", "2", "--num-turns", "3", "--concurrency", "2",
                  "--output", failed_csv])
         rows = read_rows(failed_csv)
-        check(r.returncode == 0 and len(server.bodies()) - before == 2, f"failed run: {r.stderr}, sent {len(server.bodies()) - before}")
+        check(r.returncode == 0 and len(server.stats()["bodies"]) - before == 2, f"failed run: {r.stderr}, sent {len(server.stats()['bodies']) - before}")
         check([(row["turn"], row["status"]) for row in rows] == [("1", "http_500"), ("2", "skipped"), ("3", "skipped")] * 2,
               f"failed rows: {rows}")
         check(all(row["error"] == "not sent: turn 1 of this conversation ended with http_500"
