@@ -83,6 +83,27 @@ Completion::Completion(std::shared_ptr<const ParsedRequest> request, const Engin
 
 Completion::~Completion() { cancel_all(); }
 
+void Completion::submit_choices(Engine& engine, std::optional<Clock::time_point> deadline) {
+  const ParsedRequest& r = *request_;
+  for (std::size_t p = 0; p < r.prompts.size(); ++p) {
+    for (int j = 0; j < r.n; ++j) {
+      ChoiceRequest choice;
+      choice.generation.prompt = r.prompts[p];
+      choice.generation.max_tokens = r.max_tokens[p];
+      choice.generation.sampling = r.sampling;
+      choice.generation.sampling.logprobs = r.logprobs;
+      choice.generation.stop_token_ids = r.stop_token_ids;
+      choice.generation.deadline = deadline;
+      choice.generation.grammar = r.grammar;
+      choice.generation.grammar_trigger = r.grammar_trigger;
+      choice.generation.reasoning = r.reasoning_span;
+      choice.ignore_eos = r.ignore_eos;
+      choice.choice_index = static_cast<int>(choices_.size());
+      add_choice(static_cast<int>(p), engine.submit(std::move(choice)));
+    }
+  }
+}
+
 void Completion::add_choice(int prompt_index, std::shared_ptr<RequestStream> stream) {
   // A harmony answer is read with its special tokens' text: they are the markers of its channels.
   const bool harmony = request_->reasoning && request_->reasoning->harmony;

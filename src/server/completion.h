@@ -100,6 +100,9 @@ class Completion {
   bool timings() const { return timings_; }
   const std::vector<std::unique_ptr<Choice>>& choices() const { return choices_; }
   void add_choice(int prompt_index, std::shared_ptr<RequestStream> stream);
+  // Submits the request's n choices per prompt to `engine`, each its own sequence added here (a failed
+  // submit throws; the choices already running are cancelled when the completion goes away).
+  void submit_choices(Engine& engine, std::optional<Clock::time_point> deadline);
   void cancel_all();
   // A choice is settled once its text is done and, with timings on, the engine's last event (which
   // carries them) came: a stop string ends the text before the engine has let the sequence go.

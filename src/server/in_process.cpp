@@ -146,23 +146,8 @@ std::unique_ptr<InProcessRequest> InProcessServer::submit(const std::string& rou
       parsed = std::make_shared<const api::ParsedRequest>(api::parse_completion_request(request_body, context));
     else fail("route '{}' is not one of chat, completions", route);
     auto request = std::make_unique<Request>(parsed, impl_->engine->text());
-    // As answer_generation submits: n choices per prompt, each its own sequence.
-    for (std::size_t p = 0; p < parsed->prompts.size(); ++p) {
-      for (int j = 0; j < parsed->n; ++j) {
-        ChoiceRequest choice;
-        choice.generation.prompt = parsed->prompts[p];
-        choice.generation.max_tokens = parsed->max_tokens[p];
-        choice.generation.sampling = parsed->sampling;
-        choice.generation.sampling.logprobs = parsed->logprobs;
-        choice.generation.stop_token_ids = parsed->stop_token_ids;
-        choice.generation.grammar = parsed->grammar;
-        choice.generation.grammar_trigger = parsed->grammar_trigger;
-        choice.generation.reasoning = parsed->reasoning_span;
-        choice.ignore_eos = parsed->ignore_eos;
-        choice.choice_index = static_cast<int>(request->completion().choices().size());
-        request->completion().add_choice(static_cast<int>(p), impl_->engine->submit(std::move(choice)));
-      }
-    }
+    // As answer_generation submits: n choices per prompt, each its own sequence (no deadline).
+    request->completion().submit_choices(*impl_->engine, std::nullopt);
     request->listen();
     return request;
   } catch (const api::ApiError& e) {

@@ -37,23 +37,7 @@ void answer_generation(ServerState& state, HttpResponse& res, ParsedRequest pars
     deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.request_timeout_s * 1000));
   // n choices per prompt, each its own sequence (a failed submit cancels those already running:
   // the completion goes away).
-  for (std::size_t p = 0; p < request->prompts.size(); ++p) {
-    for (int j = 0; j < request->n; ++j) {
-      ChoiceRequest choice;
-      choice.generation.prompt = request->prompts[p];
-      choice.generation.max_tokens = request->max_tokens[p];
-      choice.generation.sampling = request->sampling;
-      choice.generation.sampling.logprobs = request->logprobs;
-      choice.generation.stop_token_ids = request->stop_token_ids;
-      choice.generation.deadline = deadline;
-      choice.generation.grammar = request->grammar;
-      choice.generation.grammar_trigger = request->grammar_trigger;
-      choice.generation.reasoning = request->reasoning_span;
-      choice.ignore_eos = request->ignore_eos;
-      choice.choice_index = static_cast<int>(completion->choices().size());
-      completion->add_choice(static_cast<int>(p), state.engine->submit(std::move(choice)));
-    }
-  }
+  completion->submit_choices(*state.engine, deadline);
   if (request->stream) {
     stream_completion(res, completion, std::move(writer), state.active_streams,
                       std::chrono::milliseconds(static_cast<int64_t>(options.sse_ping_interval_s * 1000)));
