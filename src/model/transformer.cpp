@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/loading/json_config.h"
+#include "inferlab/tensor/fast/ggml_blocks.h"
 #include "inferlab/util/error.h"
 #include "model/graph/blocks.h"
 
@@ -105,6 +106,14 @@ Linear tied_head(const TransformerWeights& t, int vocab, int hidden) {
   head.out = vocab;
   head.weight = t.embedding;
   return head;
+}
+
+TensorView mxfp4_rows_view(const std::vector<uint8_t>& bytes, int rows, int cols, const std::string& origin) {
+  if (bytes.size() != fast::ggml_row_bytes(fast::kGgmlMXFP4, cols) * static_cast<std::size_t>(rows))
+    fail("{}: {} bytes are not {} rows of {} MXFP4 weights", origin, bytes.size(), rows, cols);
+  TensorView view{DType::U8, {rows, cols}, bytes.data(), bytes.size(), origin};
+  view.ggml_type = static_cast<int>(fast::kGgmlMXFP4);
+  return view;
 }
 
 nlohmann::json rope_scaling_of(const nlohmann::json& config, const std::string& where) {

@@ -87,6 +87,11 @@ class WeightLoader {
 
 Linear tied_head(const TransformerWeights& t, int vocab, int hidden);
 
+// `rows` x `cols` weights held in `bytes` as rows of GGUF's MXFP4 blocks (a scale byte, then 16 bytes
+// of e2m1 codes: weight j in byte j's low nibble, weight j + 16 in its high one): a view that the
+// backend prepares as it prepares a GGUF file's MXFP4 tensor (--weights auto: 17 bytes per 32 weights).
+TensorView mxfp4_rows_view(const std::vector<uint8_t>& bytes, int rows, int cols, const std::string& origin);
+
 // HF's default RoPE inverse frequencies, with the rope_scaling types we support applied.
 std::vector<float> rope_inv_freq(int head_dim, double theta, const nlohmann::json& rope_scaling, const std::string& where);
 

@@ -1,6 +1,6 @@
 // The mixture-of-experts operations of the backend: route_top_k (softmax, top-k, renormalised or
-// not) and expert_swiglu (rows grouped by expert) against a per-row reference, in every load format;
-// and the Qwen3-MoE settings the engine does not run, refused naming the key.
+// not) and expert_swiglu (rows grouped by expert) against a per-row reference, in every load format
+// and in gpt-oss's MXFP4; and the Qwen3-MoE settings the engine does not run, refused naming the key.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -14,6 +14,7 @@
 
 #include "inferlab/backend/backend.h"
 #include "inferlab/model/config.h"
+#include "inferlab/tensor/fast/ggml_blocks.h"
 #include "inferlab/util/error.h"
 
 using namespace inferlab;
@@ -30,7 +31,42 @@ std::vector<float> random_values(std::size_t n, uint32_t seed, float stddev) {
   return v;
 }
 
+// values [rows][cols] in GGUF's MXFP4 blocks, quantized as the format defines it: per 32 values the
+// power of two 2^(e - 127) that brings the largest |value| to 6 or less, each value the nearest e2m1
+// code (0, 0.5, 1, 1.5, 2, 3, 4, 6; sign bit 3), weight j in byte j's low nibble and j + 16 in its high.
+std::vector<uint8_t> mxfp4_rows(const std::vector<float>& values, int rows, int cols) {
+  constexpr double kMagnitudes[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  std::vector<uint8_t> bytes(static_cast<std::size_t>(rows) * cols / 32 * 17, 0);
+  for (int r = 0; r < rows; ++r)
+    for (int b = 0; b < cols / 32; ++b) {
+      const float* v = values.data() + static_cast<std::size_t>(r) * cols + b * 32;
+      double largest = 0;
+      for (int k = 0; k < 32; ++k) largest = std::max(largest, std::fabs(static_cast<double>(v[k])));
+      const int e = largest > 0 ? std::clamp(static_cast<int>(std::ceil(std::log2(largest / 6))), -127, 127) : -127;
+      uint8_t* block = bytes.data() + (static_cast<std::size_t>(r) * (cols / 32) + b) * 17;
+      block[0] = static_cast<uint8_t>(e + 127);
+      for (int k = 0; k < 32; ++k) {
+        const double scaled = std::ldexp(static_cast<double>(v[k]), -e);
+        int code = 0;
+        for (int c = 1; c < 8; ++c)
+          if (std::fabs(std::fabs(scaled) - kMagnitudes[c]) < std::fabs(std::fabs(scaled) - kMagnitudes[code])) code = c;
+        if (scaled < 0) code |= 8;
+        block[1 + k % 16] = static_cast<uint8_t>(block[1 + k % 16] | (code << (k < 16 ? 0 : 4)));
+      }
+    }
+  return bytes;
+}
+
+// "mxfp4": the values as a GGUF MXFP4 tensor, which the backend keeps in the mxfp4 panels.
 MatrixPtr matrix_of(Backend& backend, const std::vector<float>& values, int rows, int cols, const std::string& format) {
+  if (format == "mxfp4") {
+    const std::vector<uint8_t> bytes = mxfp4_rows(values, rows, cols);
+    TensorView view{DType::U8, {rows, cols}, bytes.data(), bytes.size(), "an MXFP4 test matrix"};
+    view.ggml_type = static_cast<int>(fast::kGgmlMXFP4);
+    MatrixPtr m = backend.matrix(view, rows, cols, "auto");
+    if (m->format() != "mxfp4") fail("MXFP4 blocks were held as {}, not in the mxfp4 panels", m->format());
+    return m;
+  }
   TensorView view;
   view.dtype = DType::F32;
   view.shape = {rows, cols};
@@ -136,7 +172,7 @@ TEST_P(ExpertFormats, GroupedEqualsEachRowAlone) {
     ASSERT_NEAR(grouped.data[i], reference[i], 2e-5f * scale) << GetParam() << " element " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Moe, ExpertFormats, ::testing::Values("f32", "bf16", "int8", "q4"));
+INSTANTIATE_TEST_SUITE_P(Moe, ExpertFormats, ::testing::Values("f32", "bf16", "int8", "q4", "mxfp4"));
 
 TEST(ExpertSwiglu, F32MatchesTheSwigluWrittenOut) {
   Fixture f("f32");

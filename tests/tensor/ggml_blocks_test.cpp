@@ -66,6 +66,7 @@ WeightFormat packed_format(uint32_t type) {
     case kGgmlQ4_K: return WeightFormat::Q4K;
     case kGgmlQ5_K: return WeightFormat::Q5K;
     case kGgmlQ6_K: return WeightFormat::Q6K;
+    case kGgmlMXFP4: return WeightFormat::MXFP4;
     default: return WeightFormat::Blocks;
   }
 }
@@ -145,8 +146,104 @@ TEST(GgmlBlocks, Mxfp4DecodesAsTheFormatDescribes) {
   EXPECT_STREQ(ggml_type_name(kGgmlMXFP4), "MXFP4");
 }
 
+// The mxfp4 panels at every scale byte: E8M0's 2^(e - 127) is a subnormal fp32 for e 0 (and its
+// half, which the kernels multiply by, for e 0 and 1), which the kernels build as bits on every
+// instruction set. The panels' values are the file's for e 0..254; every instruction set, prefetch
+// hint, thread count and batch gives the scalar kernel's bits; and those are within the
+// int8-activation tolerance of a float64 dot product wherever the scales stay normal floats.
+TEST(GgmlBlocks, Mxfp4PanelsAtEveryScaleByte) {
+  const int out = 255, in = 64;  // row r: both blocks with scale byte r
+  std::vector<uint8_t> rows = random_rows(kGgmlMXFP4, out, in, 9);
+  const std::size_t row_bytes = ggml_row_bytes(kGgmlMXFP4, in);
+  for (int r = 0; r < out; ++r)
+    for (int b = 0; b < in / 32; ++b) rows[r * row_bytes + b * 17] = static_cast<uint8_t>(r);
+  const PackedMatrix all = PackedMatrix::from_ggml(rows.data(), kGgmlMXFP4, out, in);
+  ASSERT_EQ(all.format(), WeightFormat::MXFP4);
+  std::vector<float> expected(in), got(in);
+  for (int r = 0; r < out; ++r) {
+    dequantize_ggml_row(kGgmlMXFP4, rows.data() + r * row_bytes, in, expected.data());
+    all.dequantize_row(r, got.data());
+    ASSERT_EQ(got, expected) << "scale byte " << r;
+  }
+  // Scale bytes 0..200: every product finite (2^72 times codes and activations).
+  const int finite = 201;
+  const PackedMatrix w = PackedMatrix::from_ggml(rows.data(), kGgmlMXFP4, finite, in);
+  IsaGuard guard;
+  std::mt19937 rng(10);
+  std::normal_distribution<float> dist;
+  for (int batch : {1, 2, 5, 8, 19}) {
+    std::vector<float> x(static_cast<std::size_t>(batch) * in);
+    for (auto& v : x) v = dist(rng);
+    set_isa_limit(Isa::Scalar);
+    std::vector<float> scalar(static_cast<std::size_t>(batch) * finite);
+    matmul(x.data(), batch, w, nullptr, scalar.data());
+    PreparedInput prepared;
+    prepare_input(x.data(), batch, in, w, prepared);
+    for (int o = 16; o < finite; ++o) {  // from 2^-112 on, scale times activation scale is a normal float
+      w.dequantize_row(o, got.data());
+      for (int r = 0; r < batch; ++r) {
+        double acc = 0, mag = 0;
+        for (int k = 0; k < in; ++k) {
+          const std::size_t at = static_cast<std::size_t>(r) * in + k;
+          const double term = static_cast<double>(got[k]) * prepared.q8[at] * prepared.scale[at / 32];
+          acc += term, mag += std::fabs(term);
+        }
+        ASSERT_NEAR(scalar[static_cast<std::size_t>(r) * finite + o], acc, 2e-6 * mag) << "scale byte " << o << ", row " << r;
+      }
+    }
+    for (Isa isa : runnable_isas())
+      for (StreamPrefetch hint : prefetch_hints(isa))
+        for (int threads : {1, 2}) {
+          set_isa_limit(isa);
+          set_stream_prefetch(hint);
+          set_threads(threads);
+          std::vector<float> y(scalar.size(), NAN);
+          matmul(x.data(), batch, w, nullptr, y.data());
+          for (std::size_t i = 0; i < y.size(); ++i)
+            ASSERT_EQ(std::memcmp(&y[i], &scalar[i], 4), 0)
+                << isa_name(isa) << " prefetch " << stream_prefetch_name(hint) << ", " << threads << " threads, " << batch
+                << " rows: scale byte " << i % finite << " gives " << y[i] << ", the scalar kernel " << scalar[i];
+        }
+    set_threads(0);
+  }
+}
+
+// The largest products: every code +-6 (twice: 12, which the kernels dot as 24 or 0 with their
+// offset of 12) against activations all at +-127 after quantization. A block's 16 products per
+// int16 lane of AVX2's vpmaddubsw sums would reach 48,768 (past int16) if they were not widened
+// every two groups; each instruction set must give the exact sum, 6 * 32 per block.
+TEST(GgmlBlocks, Mxfp4LargestCodesAgainstLargestActivations) {
+  const int out = 16, in = 128;
+  std::vector<uint8_t> rows(ggml_row_bytes(kGgmlMXFP4, in) * out);
+  for (int r = 0; r < out; ++r)
+    for (int b = 0; b < in / 32; ++b) {
+      uint8_t* block = rows.data() + (static_cast<std::size_t>(r) * (in / 32) + b) * 17;
+      block[0] = 127;                                      // 2^0
+      const uint8_t code = r % 2 == 0 ? 0x07 : 0x0f;      // +6 or -6
+      std::memset(block + 1, code | (code << 4), 16);
+    }
+  const PackedMatrix w = PackedMatrix::from_ggml(rows.data(), kGgmlMXFP4, out, in);
+  IsaGuard guard;
+  for (const float sign : {1.0f, -1.0f})
+    for (int batch : {1, 2, 5, 8, 19}) {
+      const std::vector<float> x(static_cast<std::size_t>(batch) * in, sign);
+      for (Isa isa : runnable_isas())
+        for (StreamPrefetch hint : prefetch_hints(isa)) {
+          set_isa_limit(isa);
+          set_stream_prefetch(hint);
+          std::vector<float> y(static_cast<std::size_t>(batch) * out, NAN);
+          matmul(x.data(), batch, w, nullptr, y.data());
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            const double expected = (i % out % 2 == 0 ? 6.0 : -6.0) * sign * in;
+            ASSERT_NEAR(y[i], expected, 1e-5 * std::fabs(expected))
+                << isa_name(isa) << " prefetch " << stream_prefetch_name(hint) << ", " << batch << " rows, output " << i;
+          }
+        }
+    }
+}
+
 TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
-  for (uint32_t type : {kGgmlF16, kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K}) {
+  for (uint32_t type : {kGgmlF16, kGgmlQ8_0, kGgmlQ5_0, kGgmlQ4_0, kGgmlQ4_1, kGgmlQ5_1, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K, kGgmlMXFP4}) {
     const bool k_quant = type == kGgmlQ4_K || type == kGgmlQ5_K || type == kGgmlQ6_K;
     const int out = 37, in = k_quant ? 512 : 96;
     auto rows = random_rows(type, out, in, 1);
@@ -157,7 +254,8 @@ TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
     const PackedMatrix m = PackedMatrix::from_ggml(rows.data(), type, out, in);
     EXPECT_EQ(m.format(), type == kGgmlQ4_0 ? WeightFormat::Q4 : type == kGgmlQ8_0 ? WeightFormat::Q8 : packed_format(type));
     if (type == kGgmlF16) EXPECT_EQ(m.bytes(), static_cast<std::size_t>(m.panels()) * kPanel * in * 2);
-    if (k_quant) EXPECT_EQ(m.bytes(), static_cast<std::size_t>(m.panels()) * kPanel * in * bytes_per_weight(m.format()));
+    if (k_quant || type == kGgmlMXFP4)
+      EXPECT_EQ(m.bytes(), static_cast<std::size_t>(m.panels()) * kPanel * in * bytes_per_weight(m.format()));
     std::vector<float> expected(in), got(in), back_values(in);
     const PackedMatrix back = m.to_blocks();
     for (int r = 0; r < out; ++r) {
@@ -178,11 +276,12 @@ TEST(GgmlBlocks, PanelTypesRepackWithoutChangingAValue) {
   EXPECT_EQ(PackedMatrix::from_ggml(rows.data(), kGgmlQ8_0, 16, 32).format(), WeightFormat::Blocks);
 }
 
-TEST(GgmlBlocks, KQuantPanelsConcatenateWithoutChangingAValue) {
-  // Parts of one K-quant type: whole panels are copied (32 | 16 rows), ragged ones repacked row by
-  // row (20 | 17 rows); the file's bytes come back from either, and each output keeps its bits.
+TEST(GgmlBlocks, KQuantAndMxfp4PanelsConcatenateWithoutChangingAValue) {
+  // Parts of one K-quant type or MXFP4 (gpt-oss's gate | up): whole panels are copied (32 | 16
+  // rows), ragged ones repacked row by row (20 | 17 rows); the file's bytes come back from either,
+  // and each output keeps its bits.
   const int in = 512;
-  for (uint32_t type : {kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K})
+  for (uint32_t type : {kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K, kGgmlMXFP4})
     for (int first_rows : {32, 20}) {
       const int second_rows = first_rows == 32 ? 16 : 17;
       const auto a = random_rows(type, first_rows, in, 40), b = random_rows(type, second_rows, in, 41);
@@ -213,14 +312,15 @@ TEST(GgmlBlocks, KQuantPanelsConcatenateWithoutChangingAValue) {
 }
 
 TEST(GgmlBlocks, PanelFormatsFuseAsAMixedMatrixWhoseRowsKeepTheirBits) {
-  // A GGUF K-quant mix (q and k Q4_K, v Q6_K), with a Q8_0 part between and a second Q4_K part
-  // after: each part keeps its panels and kernel, and each row of the fused matmul is the same
-  // float as in its own part's matmul, on every instruction set, thread count and batch.
+  // A GGUF K-quant mix (q and k Q4_K, v Q6_K), with a Q8_0 part between, an MXFP4 part and a
+  // second Q4_K part after: each part keeps its panels and kernel, and each row of the fused matmul
+  // is the same float as in its own part's matmul, on every instruction set, thread count and batch.
   const int in = 512;
-  const uint32_t types[] = {kGgmlQ4_K, kGgmlQ8_0, kGgmlQ6_K, kGgmlQ4_K};
-  const int outs[] = {20, 16, 5, 12};
+  const uint32_t types[] = {kGgmlQ4_K, kGgmlQ8_0, kGgmlQ6_K, kGgmlMXFP4, kGgmlQ4_K};
+  const int outs[] = {20, 16, 5, 9, 12};
+  constexpr int kParts = 5, kRows = 62;
   std::vector<PackedMatrix> parts;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kParts; ++i) {
     auto rows = random_rows(types[i], outs[i], in, 20 + i);
     if (types[i] == kGgmlQ8_0)  // ggml never writes the code -128 (a file that does keeps its blocks)
       for (std::size_t b = 0; b < rows.size(); b += 34)
@@ -228,14 +328,14 @@ TEST(GgmlBlocks, PanelFormatsFuseAsAMixedMatrixWhoseRowsKeepTheirBits) {
           if (rows[b + 2 + j] == 0x80) rows[b + 2 + j] = 0x81;
     parts.push_back(PackedMatrix::from_ggml(rows.data(), types[i], outs[i], in));
   }
-  const PackedMatrix fused = PackedMatrix::concat_rows({&parts[0], &parts[1], &parts[2], &parts[3]});
+  const PackedMatrix fused = PackedMatrix::concat_rows({&parts[0], &parts[1], &parts[2], &parts[3], &parts[4]});
   ASSERT_EQ(fused.format(), WeightFormat::Mixed);
-  ASSERT_EQ(fused.out(), 53);
-  ASSERT_EQ(fused.parts().size(), 4u);
+  ASSERT_EQ(fused.out(), kRows);
+  ASSERT_EQ(fused.parts().size(), static_cast<std::size_t>(kParts));
   std::vector<float> expected(in), got(in);
   const PackedMatrix as_blocks = fused.to_blocks();
   ASSERT_EQ(as_blocks.format(), WeightFormat::Blocks);
-  for (int i = 0, row = 0; i < 4; ++i)
+  for (int i = 0, row = 0; i < kParts; ++i)
     for (int r = 0; r < outs[i]; ++r, ++row) {
       parts[i].dequantize_row(r, expected.data());
       fused.dequantize_row(row, got.data());
@@ -246,7 +346,7 @@ TEST(GgmlBlocks, PanelFormatsFuseAsAMixedMatrixWhoseRowsKeepTheirBits) {
   IsaGuard guard;
   std::mt19937 rng(12);
   std::normal_distribution<float> dist;
-  std::vector<float> bias(53);
+  std::vector<float> bias(kRows);
   for (auto& v : bias) v = dist(rng);
   for (Isa isa : runnable_isas())
     for (int threads : {1, 2})
@@ -255,14 +355,14 @@ TEST(GgmlBlocks, PanelFormatsFuseAsAMixedMatrixWhoseRowsKeepTheirBits) {
         set_threads(threads);
         std::vector<float> x(static_cast<std::size_t>(rows) * in);
         for (auto& v : x) v = dist(rng);
-        std::vector<float> y(static_cast<std::size_t>(rows) * 53, NAN);
+        std::vector<float> y(static_cast<std::size_t>(rows) * kRows, NAN);
         matmul(x.data(), rows, fused, bias.data(), y.data());
-        for (int i = 0, first = 0; i < 4; first += outs[i], ++i) {
+        for (int i = 0, first = 0; i < kParts; first += outs[i], ++i) {
           std::vector<float> own(static_cast<std::size_t>(rows) * outs[i]);
           matmul(x.data(), rows, parts[i], bias.data() + first, own.data());
           for (int r = 0; r < rows; ++r)
             for (int o = 0; o < outs[i]; ++o)
-              ASSERT_EQ(y[r * 53 + first + o], own[r * outs[i] + o])
+              ASSERT_EQ(y[r * kRows + first + o], own[r * outs[i] + o])
                   << isa_name(isa) << ", " << threads << " threads, " << rows << " rows: part " << i << " row " << o;
         }
       }

@@ -12,9 +12,10 @@
 // instead: *_blocks [experts][out][in / 32][16] (two e2m1 codes a byte, the low nibble first) and
 // *_scales [experts][out][in / 32] (e8m0: 2^(byte - 127)), rows in [out][in] order. Both are laid
 // out here as the backend's fused [gate rows | up rows] [2 * inter][hidden] and down [hidden][inter];
-// MXFP4 is dequantized at load to bf16 (exact: an e2m1 code times a power of two), which
-// --weights auto then keeps. GGUF files (llama.cpp's "gpt-oss", gguf_model.cpp) hold each expert's
-// gate, up and down apart, in the file's type (MXFP4 blocks run as they are).
+// MXFP4 experts are handed to the backend as GGUF's MXFP4 blocks (the same scale bytes and codes,
+// re-paired), which --weights auto packs into the mxfp4 panels, as a GGUF file's (17 bytes per 32
+// weights; --weights f32 / bf16 widen them exactly). GGUF files (llama.cpp's "gpt-oss",
+// gguf_model.cpp) hold each expert's gate, up and down apart, in the file's type.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -109,11 +110,10 @@ ModelConfig parse(const json& raw, const std::string& where) {
 // Row r of the fused [gate | up] matrix is row gate_up_row(r) of the checkpoint's interleaved one.
 int gate_up_row(int r, int inter) { return r < inter ? 2 * r : 2 * (r - inter) + 1; }
 
-// A matrix the loader assembled in memory, handed to the backend (which copies it).
-Linear owned_linear(Backend& backend, const LoadOptions& options, DType dtype, const std::vector<uint8_t>& bytes, int rows,
-                    int cols, const std::string& origin) {
-  // origin names no file: the backend releases a file's pages after reading them, never a buffer's.
-  const TensorView view{dtype, {rows, cols}, bytes.data(), bytes.size(), origin};
+// A matrix the loader assembled in memory (`view` over its bytes), handed to the backend (which
+// copies it). The view's origin names no file: the backend releases a file's pages after reading
+// them, never a buffer's.
+Linear owned_linear(Backend& backend, const LoadOptions& options, const TensorView& view, int rows, int cols) {
   Linear layer;
   layer.in = cols;
   layer.out = rows;
@@ -144,35 +144,33 @@ Linear transposed_expert(const TensorView& view, int expert, int in, int out, So
     for (int c = 0; c < in; ++c)
       std::memcpy(&bytes[(static_cast<std::size_t>(r) * in + c) * size], from + (static_cast<std::size_t>(c) * out + column) * size, size);
   }
-  return owned_linear(backend, options, view.dtype, bytes, out, in, "stacked experts, rearranged");
+  const TensorView rearranged{view.dtype, {out, in}, bytes.data(), bytes.size(), "stacked experts, rearranged"};
+  return owned_linear(backend, options, rearranged, out, in);
 }
 
-// The e2m1 codes' values (sign bit 3, then two exponent bits and one mantissa bit).
-constexpr float kE2M1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-
 // Expert e of an MXFP4 pair (*_blocks [experts][out][in / 32][16], *_scales [experts][out][in / 32])
-// dequantized to bf16 [out][in]; out row r is stored row source_row(r).
+// as rows of GGUF's MXFP4 blocks [out][in / 32] (out row r is stored row source_row(r)): each block's
+// scale byte, then its 32 codes re-paired from the Hub's order (byte j: elements 2j and 2j + 1, the
+// low nibble first) into GGUF's (byte j: elements j and j + 16). No value changes.
 template <typename SourceRow>
 Linear mxfp4_expert(const TensorView& blocks, const TensorView& scales, int expert, int out, int in, SourceRow source_row,
                     Backend& backend, const LoadOptions& options) {
+  constexpr int kGgufBlockBytes = 17;
   const int groups = in / 32;
   const auto* block_bytes = static_cast<const uint8_t*>(blocks.data);
   const auto* scale_bytes = static_cast<const uint8_t*>(scales.data);
-  std::vector<uint8_t> bytes(static_cast<std::size_t>(out) * in * sizeof(uint16_t));
-  auto* values = reinterpret_cast<uint16_t*>(bytes.data());
+  std::vector<uint8_t> bytes(static_cast<std::size_t>(out) * groups * kGgufBlockBytes);
   for (int r = 0; r < out; ++r) {
     const std::size_t stored = static_cast<std::size_t>(expert) * out + source_row(r);
     for (int g = 0; g < groups; ++g) {
-      const int exponent = static_cast<int>(scale_bytes[stored * groups + g]) - 127;
       const uint8_t* codes = block_bytes + (stored * groups + g) * 16;
-      uint16_t* to = values + static_cast<std::size_t>(r) * in + g * 32;
-      for (int b = 0; b < 16; ++b) {
-        to[2 * b] = f32_to_bf16(std::ldexp(kE2M1[codes[b] & 0x0F], exponent));
-        to[2 * b + 1] = f32_to_bf16(std::ldexp(kE2M1[codes[b] >> 4], exponent));
-      }
+      auto code = [codes](int k) { return (codes[k / 2] >> (4 * (k % 2))) & 0x0F; };
+      uint8_t* to = bytes.data() + (static_cast<std::size_t>(r) * groups + g) * kGgufBlockBytes;
+      to[0] = scale_bytes[stored * groups + g];
+      for (int j = 0; j < 16; ++j) to[1 + j] = static_cast<uint8_t>(code(j) | (code(j + 16) << 4));
     }
   }
-  return owned_linear(backend, options, DType::BF16, bytes, out, in, "MXFP4 experts dequantized");
+  return owned_linear(backend, options, mxfp4_rows_view(bytes, out, in, "MXFP4 experts as GGUF's blocks"), out, in);
 }
 
 std::string expert_name(const std::string& experts, int expert, const char* matrix) {

@@ -1,5 +1,6 @@
 // GGUF tensors into panels without changing a value: Q8_0 -> int8, Q4_0 -> q4, Q5_0 / Q4_1 / Q5_1
-// -> panels like q4's (here), F16 (f16_panels.cpp), Q4_K / Q5_K / Q6_K (kquant_panels.cpp); the
+// -> panels like q4's (here), F16 (f16_panels.cpp), Q4_K / Q5_K / Q6_K (kquant_panels.cpp), MXFP4
+// (mxfp4_panels.cpp); the
 // blocks format (packed.h) that keeps the rest as stored, and its kernel; and the exact conversion of
 // every format to blocks, so that a mix of types with a float part can be fused (q|k|v, gate|up).
 #include <algorithm>
@@ -54,6 +55,7 @@ PackedMatrix PackedMatrix::from_ggml(const uint8_t* rows, uint32_t ggml_type, in
   if (ggml_type == kGgmlBF16) return from_bf16(reinterpret_cast<const uint16_t*>(rows), out, in, WeightFormat::BF16);
   if (ggml_type == kGgmlF16) return from_f16(reinterpret_cast<const uint16_t*>(rows), out, in);
   if (ggml_type == kGgmlQ4_K || ggml_type == kGgmlQ5_K || ggml_type == kGgmlQ6_K) return from_k_quant(rows, ggml_type, out, in);
+  if (ggml_type == kGgmlMXFP4) return from_mxfp4(rows, out, in);
   // Q8_0's code -128 has no place in the int8 panels (q + 128 must stay below the q8 kernels'
   // saturation limits): ggml's quantizer never writes it; a file that does keeps its blocks.
   // Q5_0 (d * (q - 16), q of 5 bits; the Q4_K_M mixes of models whose rows are not whole 256-weight
@@ -145,7 +147,8 @@ PackedMatrix PackedMatrix::to_blocks() const {
                         : format_ == WeightFormat::Q5  ? kGgmlQ5_0
                         : format_ == WeightFormat::Q4_1 ? kGgmlQ4_1
                         : format_ == WeightFormat::Q5_1 ? kGgmlQ5_1
-                        : format_ == WeightFormat::Q4K ? kGgmlQ4_K : format_ == WeightFormat::Q5K ? kGgmlQ5_K : kGgmlQ6_K;
+                        : format_ == WeightFormat::Q4K ? kGgmlQ4_K : format_ == WeightFormat::Q5K ? kGgmlQ5_K
+                        : format_ == WeightFormat::MXFP4 ? kGgmlMXFP4 : kGgmlQ6_K;
   if (int8_activations(format_) && in_ % kBlock != 0)
     fail("a {} matrix with rows of {} weights (not whole 32-weight blocks) cannot be fused with other formats", format_name(format_), in_);
   const std::size_t row_bytes = ggml_row_bytes(type, in_);
@@ -204,6 +207,7 @@ PackedMatrix PackedMatrix::to_blocks() const {
       case WeightFormat::Q4K:
       case WeightFormat::Q5K:
       case WeightFormat::Q6K: k_panels_to_blocks(dst, row); break;
+      case WeightFormat::MXFP4: mxfp4_panels_to_blocks(dst, row); break;
       case WeightFormat::Mixed:
       case WeightFormat::Blocks: break;
     }

@@ -206,8 +206,8 @@ inline __m256 k_scales(const uint8_t* at, const uint8_t* head) {
   return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(head))));
 }
 
-// Block b's weight scales for half h of a panel (8 outputs), all formats but q6_k: ws, and for
-// the formats with a min wm (q4_1 / q5_1: fp16 d and m, d * q + m; q4_k / q5_k: float(sc) * d and
+// Block b's weight scales for half h of a panel (8 outputs), all formats but q6_k: ws (mxfp4:
+// 2^(e - 128)), and for the formats with a min wm (q4_1 / q5_1: fp16 d and m, d * q + m; q4_k / q5_k: float(sc) * d and
 // float(m) * dmin, (d * sc) * q - dmin * m).
 template <WeightFormat F>
 inline void half_scales(const uint8_t* sp, int b, int h, __m256& ws, __m256& wm) {
@@ -219,6 +219,9 @@ inline void half_scales(const uint8_t* sp, int b, int h, __m256& ws, __m256& wm)
     const uint8_t* head = sp + kheader_offset(F, b);
     ws = k_scales<false>(bs + h * 8, head + h * 16);
     wm = k_scales<false>(bs + kPanel + h * 8, head + 32 + h * 16);
+  } else if constexpr (F == WeightFormat::MXFP4) {
+    ws = e8m0_halves(sp + b * kPanel + h * 8);
+    wm = _mm256_setzero_ps();
   } else {
     ws = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * kPanel * 2 + h * 16)));
     wm = _mm256_setzero_ps();
@@ -236,7 +239,7 @@ inline __m256 add_block(__m256 acc, __m256i isum, __m256 ws, __m256 wm, float s,
   return acc;
 }
 
-// The quantized formats (int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k) against q8 activations, one
+// The quantized formats (int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k, mxfp4) against q8 activations, one
 // block of 32 k at a time: exact int32 sums per block (q6_k: per half), then the format's fp32 FMAs
 // in the order of the AVX-512 and scalar kernels. AVX2 has no u8 x s8 -> i32 dot product:
 // vpmaddubsw gives i16 pair sums and vpmaddwd widens them; both run on one pipe on Zen 1, so the
@@ -244,10 +247,12 @@ inline __m256 add_block(__m256 acc, __m256i isum, __m256 ws, __m256 wm, float s,
 // (the only one in decode); Far: see prefetch_block (stream_panel.h).
 template <int MR, WeightFormat F, bool Prefetch, int Far = 0>
 void quant_tile(const KernelArgs& a, int row0, int panel) {
-  constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K;
+  constexpr bool Q8 = F == WeightFormat::Q8, K6 = F == WeightFormat::Q6K, mxfp4 = F == WeightFormat::MXFP4;
   constexpr bool fifth = five_bit_codes(F);  // 5-bit codes: nibble + a bit plane
+  constexpr bool wide = fifth || mxfp4;      // codes above 15: int16 pair sums widened every two groups
   const PackedMatrix& w = *a.w;
   const auto [ldx, blocks, x, xscale, xsum] = Q8Rows(a, row0);
+  [[maybe_unused]] const __m256i mxfp4_table = mxfp4_code_table();
   const int32_t* xsum_low = K6 ? a.in->sum_low.data() + static_cast<std::size_t>(row0) * blocks : nullptr;
   const uint8_t* wp = w.panel_data(panel);
   const uint8_t* sp = w.panel_scale_bytes(panel);
@@ -339,13 +344,14 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
     } else {
       // Nibbles (0..15) times q8 (|x| <= 127): a pair sum is at most 3,810, so the eight pair
       // sums of a block add up in int16 (<= 30,480) and one vpmaddwd per block widens them;
-      // 5-bit codes (q5_0, q5_k: 0..31) make pair sums up to 7,874, widened every two groups.
+      // 5-bit codes (q5_0, q5_k: 0..31) make pair sums up to 7,874 and mxfp4's looked-up codes
+      // (0..24) up to 6,096: widened every two groups.
       __m256i pairs[MR][2];
       #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) {
-        // q4's and q5_0's codes keep their +8 / +16 offset: subtract it times sum(x) of the block
-        // (the formats with a min have none).
-        constexpr int offset = stored_code_offset(F);
+        // q4's, q5_0's and mxfp4's codes keep their +8 / +16 / +12 offset: subtract it times sum(x)
+        // of the block (the formats with a min have none).
+        constexpr int offset = dotted_code_offset(F);
         isum[m][0] = isum[m][1] = _mm256_set1_epi32(-offset * xsum[m * blocks + b]);
         pairs[m][0] = pairs[m][1] = _mm256_setzero_si256();
       }
@@ -360,13 +366,16 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           __m256i lo, hi;
-          nibble_codes_half<fifth>(wp + b * block_bytes, g, h * 32, lo, hi);
+          if constexpr (mxfp4)
+            mxfp4_codes_half(wp + b * block_bytes, g, h * 32, mxfp4_table, lo, hi);
+          else
+            nibble_codes_half<fifth>(wp + b * block_bytes, g, h * 32, lo, hi);
           #pragma GCC unroll 16
           for (int m = 0; m < MR; ++m)
             pairs[m][h] = _mm256_add_epi16(
                 pairs[m][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo[m]), _mm256_maddubs_epi16(hi, xhi[m])));
         }
-        if (g == 3 || (fifth && g == 1))
+        if (g == 3 || (wide && g == 1))
           #pragma GCC unroll 16
           for (int m = 0; m < MR; ++m)
             #pragma GCC unroll 2
@@ -388,17 +397,19 @@ void quant_tile(const KernelArgs& a, int row0, int panel) {
   store_panel_rows<MR>(a, row0, panel, acc);
 }
 
-// Decode batches of 3 to 8 rows in int8, q4 and q5_0: all rows per block of 32 k while the block
+// Decode batches of 3 to 8 rows in int8, q4, q5_0 and mxfp4: all rows per block of 32 k while the block
 // is in registers. quant_tile holds two rows' sums in registers and so went over a panel four
 // times for 8 rows, unpacking the codes each time; here the codes are unpacked once per block and
 // half panel (8 outputs) and the rows' fp32 accumulators wait in L1. Per row the int32 block sums
 // and the FMAs are quant_tile's, so a row's bits do not depend on the batch.
 template <int MR, WeightFormat F>
 void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
-  static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
-  constexpr bool Q8 = F == WeightFormat::Q8, fifth = five_bit_codes(F);
+  static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5 || F == WeightFormat::MXFP4);
+  constexpr bool Q8 = F == WeightFormat::Q8, fifth = five_bit_codes(F), mxfp4 = F == WeightFormat::MXFP4;
+  constexpr bool wide = fifth || mxfp4;  // as quant_tile's
   const PackedMatrix& w = *a.w;
   const auto [ldx, blocks, x, xscale, xsum] = Q8Rows(a, row0);
+  [[maybe_unused]] const __m256i mxfp4_table = mxfp4_code_table();
   const uint8_t* wp = w.panel_data(panel);
   const uint8_t* sp = w.panel_scale_bytes(panel);
   constexpr int block_bytes = panel_block_bytes(F);
@@ -437,13 +448,18 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
             }
         }
       } else {
-        // As quant_tile: nibbles (5-bit codes: with their bit plane) times q8, pair sums added in
-        // int16 for the whole block (5-bit: every two groups), q4's / q5_0's code offset times
-        // sum(x) after.
+        // As quant_tile: nibbles (5-bit codes: with their bit plane; mxfp4: looked up) times q8,
+        // pair sums added in int16 for the whole block (5-bit, mxfp4: every two groups), q4's /
+        // q5_0's / mxfp4's code offset times sum(x) after.
         __m256i lo[4], hi[4];
         #pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) nibble_codes_half<fifth>(wp + b * block_bytes, g, h * 32, lo[g], hi[g]);
-        constexpr int offset = stored_code_offset(F);
+        for (int g = 0; g < 4; ++g) {
+          if constexpr (mxfp4)
+            mxfp4_codes_half(wp + b * block_bytes, g, h * 32, mxfp4_table, lo[g], hi[g]);
+          else
+            nibble_codes_half<fifth>(wp + b * block_bytes, g, h * 32, lo[g], hi[g]);
+        }
+        constexpr int offset = dotted_code_offset(F);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           isum[m] = _mm256_set1_epi32(-offset * xsum[m * blocks + b]);
@@ -453,7 +469,7 @@ void quant_batch_tile(const KernelArgs& a, int row0, int panel) {
             const __m256i xlo = _mm256_set1_epi32(load_i32(xb + m * ldx + g * 4));
             const __m256i xhi = _mm256_set1_epi32(load_i32(xb + m * ldx + (g + 4) * 4));
             pairs = _mm256_add_epi16(pairs, _mm256_add_epi16(_mm256_maddubs_epi16(lo[g], xlo), _mm256_maddubs_epi16(hi[g], xhi)));
-            if (g == 3 || (fifth && g == 1)) {
+            if (g == 3 || (wide && g == 1)) {
               isum[m] = _mm256_add_epi32(isum[m], _mm256_madd_epi16(pairs, ones));
               pairs = _mm256_setzero_si256();
             }
@@ -595,7 +611,7 @@ void f16_avx2(const KernelArgs& a, int pb, int pe) {
 // 1.23x; 8 streams through the server (bench/batching.sh) int8 1.24x, q4 1.21x (docs/speed.md).
 template <WeightFormat F, int RowFar>
 void quant_avx2(const KernelArgs& a, int pb, int pe) {
-  if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5) {
+  if constexpr (F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5 || F == WeightFormat::MXFP4) {
     if (a.rows >= 3 && a.rows <= kDecodeBatchRows) {
       static constexpr auto batch = table_of<quant_batch_tile<3, F>, quant_batch_tile<4, F>, quant_batch_tile<5, F>,
                                              quant_batch_tile<6, F>, quant_batch_tile<7, F>, quant_batch_tile<8, F>>();
@@ -724,6 +740,7 @@ constexpr KernelTable avx2_table{bf16_avx2<RowFar>,
                                  quant_avx2<WeightFormat::Q4K, RowFar>,
                                  quant_avx2<WeightFormat::Q5K, RowFar>,
                                  quant_avx2<WeightFormat::Q6K, RowFar>,
+                                 quant_avx2<WeightFormat::MXFP4, RowFar>,
                                  bf16_row_avx2,
                                  q8_row_avx2,
                                  /*bf16_as_f32=*/true,

@@ -39,6 +39,16 @@ inline int32_t load_i32(const void* p) {
 
 inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
 
+// 16 E8M0 scale bytes (a panel's outputs of one block) as 2^(e - 128) in fp32: e8m0_half_bits' bits,
+// the exponent field e - 1 for e >= 2 and the subnormals 2^-128 << e below (as nibble_codes.h's
+// e8m0_halves on 8).
+inline __m512 e8m0_halves16(const uint8_t* bytes) {
+  const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __mmask16 tiny = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+  return _mm512_castsi512_ps(_mm512_mask_sllv_epi32(normal, tiny, _mm512_set1_epi32(0x00200000), e));
+}
+
 // Hint and InFlight: the prefetch's hint and the bytes a tile keeps in flight over its NV panels.
 // Far (bytes, 0: none): each panel's lines also asked for that far ahead into the L2 (prefetcht1).
 template <int MR, int NV, int Hint = _MM_HINT_T0, int InFlight = kBytesInFlight, int Far = 0>
@@ -115,11 +125,12 @@ void f16_tile(const KernelArgs& a, int row0, int panel0) {
     for (int v = 0; v < NV; ++v) store_tile_row(a, row0 + m, (panel0 + v) * kPanel, acc[m][v]);
 }
 
-// The quantized formats (F: int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k) against int8 activations:
-// exact int32 sums per block of 32 (q6_k: per half block, each with its own scale), then fp32 FMAs
-// with the scales. The codes are unsigned (vpdpbusd's first operand): int8, q4 and q5_0 keep an
-// offset (q + 128, q + 8, q + 16) that the block's activation sum takes off; q4_1 / q5_1 (d * q + m)
-// and q4_k / q5_k ((d * sc) * q - dmin * m) add their min times that sum; q6_k's 0..63 mean q - 32.
+// The quantized formats (F: int8, q4, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k, mxfp4) against int8
+// activations: exact int32 sums per block of 32 (q6_k: per half block, each with its own scale), then
+// fp32 FMAs with the scales. The codes are unsigned (vpdpbusd's first operand): int8, q4 and q5_0
+// keep an offset (q + 128, q + 8, q + 16) that the block's activation sum takes off, as mxfp4's
+// e2m1 nibbles looked up (vpshufb) as twice their value + 12; q4_1 / q5_1 (d * q + m) and q4_k /
+// q5_k ((d * sc) * q - dmin * m) add their min times that sum; q6_k's 0..63 mean q - 32.
 // ByBlock: the tile holds every row of a decode batch (row0 0, MR rows) and reads the activations'
 // *_by_block copies, whose strides are constants: with the rows' own strides (in_padded, blocks)
 // the 8-row tiles ran out of general registers for the rows' pointers and spilled them (8 rows of
@@ -142,12 +153,13 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   const float* xscale = ByBlock ? in.scale_by_block.data() : in.scale.data() + row0 * s_row;
   const int32_t* xsum = ByBlock ? in.sum_by_block.data() : in.sum.data() + row0 * s_row;
   const int32_t* xsum_low = !K6 ? nullptr : ByBlock ? in.sum_low_by_block.data() : in.sum_low.data() + row0 * s_row;
-  constexpr int offset = stored_code_offset(F);
+  constexpr int offset = dotted_code_offset(F);
   const uint8_t* wp[NV];
   const uint8_t* sp[NV];
   #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scale_bytes(panel0 + v);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f), high_bits = _mm512_set1_epi8(0x30);
+  [[maybe_unused]] const __m512i mxfp4_table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes)));
   __m512 acc[MR][NV];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -257,6 +269,9 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
           for (int v = 0; v < NV; ++v) prefetch(v, 4);
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) nibble_codes<fifth>(wp[v] + b * block_bytes, g, lo[v], hi[v]);
+        if constexpr (F == WeightFormat::MXFP4)  // e2m1 nibbles -> twice their value + 12
+          #pragma GCC unroll 16
+          for (int v = 0; v < NV; ++v) lo[v] = _mm512_shuffle_epi8(mxfp4_table, lo[v]), hi[v] = _mm512_shuffle_epi8(mxfp4_table, hi[v]);
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           const __m512i xlo = _mm512_set1_epi32(load_i32(xb + m * x_row + g * 4));
@@ -299,8 +314,12 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
     }
     __m512 wscale[NV];
     #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v)
-      wscale[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes)));
+    for (int v = 0; v < NV; ++v) {
+      if constexpr (F == WeightFormat::MXFP4)
+        wscale[v] = e8m0_halves16(sp[v] + b * scale_bytes);
+      else
+        wscale[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sp[v] + b * scale_bytes)));
+    }
     #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512 xs = _mm512_set1_ps(xscale[m * s_row + b * s_block]);
@@ -336,7 +355,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
 template <int Hint>
 constexpr int kRowFar = Hint == _MM_HINT_T0 ? kSingleRowFarBytes : 0;
 
-// One decode row of int8 / q4 / q5_0 (whose codes carry an offset and one scale per block): each
+// One decode row of int8 / q4 / q5_0 / mxfp4 (whose codes carry an offset and one scale per block): each
 // panel's 16 outputs as two 256-bit halves (rows 0-7 and 8-15, each its own vpdpbusd chain), one
 // panel at a time, each block asking at its start for its lines kSingleRowBytesInFlight ahead with
 // Hint; under prefetcht0 (Intel) also kSingleRowFarBytes ahead into the L2 and its scales
@@ -345,10 +364,11 @@ constexpr int kRowFar = Hint == _MM_HINT_T0 ? kSingleRowFarBytes : 0;
 // fp32 FMAs in block order: the bits of every other tile.
 template <WeightFormat F, int Hint>
 void quant_row_tile(const KernelArgs& a, int panel) {
-  static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5);
-  constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5;
-  constexpr int offset = stored_code_offset(F);
+  static_assert(F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5 || F == WeightFormat::MXFP4);
+  constexpr bool Q8 = F == WeightFormat::Q8, fifth = F == WeightFormat::Q5, mxfp4 = F == WeightFormat::MXFP4;
+  constexpr int offset = dotted_code_offset(F);
   constexpr int block_bytes = panel_block_bytes(F), scale_bytes = scale_block_bytes(F);
+  [[maybe_unused]] const __m256i mxfp4_table = mxfp4_code_table();
   const PackedMatrix& w = *a.w;
   const int blocks = w.blocks();
   const int8_t* x = a.in->q8.data();
@@ -377,7 +397,10 @@ void quant_row_tile(const KernelArgs& a, int panel) {
         #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           __m256i lo, hi;
-          nibble_codes_half<fifth>(wb, g, h * 32, lo, hi);
+          if constexpr (mxfp4)
+            mxfp4_codes_half(wb, g, h * 32, mxfp4_table, lo, hi);
+          else
+            nibble_codes_half<fifth>(wb, g, h * 32, lo, hi);
           isum[h] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(isum[h], lo, xlo), hi, xhi);
         }
       }
@@ -385,7 +408,8 @@ void quant_row_tile(const KernelArgs& a, int panel) {
     const __m256 xs = _mm256_set1_ps(xscale[b]);
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const __m256 ws = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * scale_bytes + h * 16)));
+      const __m256 ws = mxfp4 ? e8m0_halves(sp + b * scale_bytes + h * 8)
+                              : _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sp + b * scale_bytes + h * 16)));
       acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(ws, xs), acc[h]);
     }
   }
@@ -476,7 +500,7 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // compiler keeps in L1 (touched once per block): reading the weights once beat the register-only
 // 4 x 2 tiles by 10-15 % at 8 rows on the Zen 5 (bench kernels --rows 8), and lost 12 % in prefill.
 // 2 to 8 rows read the activations' *_by_block copies (quant_tile's ByBlock).
-// One row of int8 / q4 / q5_0: quant_row_tile's one panel in two 256-bit halves, with the row
+// One row of int8 / q4 / q5_0 / mxfp4: quant_row_tile's one panel in two 256-bit halves, with the row
 // hint; under nta-panels (Zen 5) two 512-bit panels per tile with 5 KiB in flight, prefetchnta, as
 // at 6b6815f. Measured in separate processes (bench/ab_binaries.sh, 6 interleaved rounds, issue
 // 46): on a Zen 5 the halves decoded Q8_0 / Q4_0 at 0.73-0.80x of the two panels at 1 thread and
@@ -487,7 +511,7 @@ void f16_avx512(const KernelArgs& a, int pb, int pe) {
 // tg64 119-126 -> 129-138 t/s at 1 thread, 213 -> 233-246 at 2; docs/speed.md).
 template <WeightFormat F, int RowHint, bool RowPanels>
 void quant_avx512(const KernelArgs& a, int pb, int pe) {
-  constexpr bool offset_codes = F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5;
+  constexpr bool offset_codes = F == WeightFormat::Q8 || F == WeightFormat::Q4 || F == WeightFormat::Q5 || F == WeightFormat::MXFP4;
   if (a.rows == 1) {
     if constexpr (offset_codes && RowPanels)
       return run_single_row<quant_tile<1, 2, F, false, 0, RowHint, kRowFlight>, quant_tile<1, 1, F, false, 0, RowHint, kRowFlight>>(a, pb, pe);
@@ -603,6 +627,7 @@ constexpr KernelTable avx512_table{bf16_avx512<RowHint>,
                                    quant_avx512<WeightFormat::Q4K, RowHint, RowPanels>,
                                    quant_avx512<WeightFormat::Q5K, RowHint, RowPanels>,
                                    quant_avx512<WeightFormat::Q6K, RowHint, RowPanels>,
+                                   quant_avx512<WeightFormat::MXFP4, RowHint, RowPanels>,
                                    bf16_row_avx512,
                                    q8_row_avx512,
                                    false,

@@ -40,6 +40,17 @@ constexpr int stored_code_offset(WeightFormat f) {
 }
 // q4_1 / q5_1: an fp16 d and m per (row, block), value d * q + m.
 constexpr bool block_mins(WeightFormat f) { return f == WeightFormat::Q4_1 || f == WeightFormat::Q5_1; }
+// mxfp4: the integer kernels look each e2m1 nibble up in kMxfp4Codes: twice its value (0, 1, 2, 3, 4,
+// 6, 8, 12 and their negatives, all integers) plus kMxfp4CodeOffset, so that the codes are unsigned
+// for vpdpbusd / vpmaddubsw (0..24) like q4's; the offset times the block's activation sum is taken
+// off as q4's 8 is, and the scale is halved to match: value = kMxfp4Codes[q] - 12 times 2^(e - 128).
+constexpr int kMxfp4CodeOffset = 12;
+alignas(16) inline constexpr int8_t kMxfp4Codes[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+// The offset of the unsigned codes the integer kernels dot: the stored one, or mxfp4's looked-up one.
+constexpr int dotted_code_offset(WeightFormat f) { return f == WeightFormat::MXFP4 ? kMxfp4CodeOffset : stored_code_offset(f); }
+// An E8M0 scale byte's half, 2^(e - 128), exactly as fp32 bits for every byte (e 0 and 1 give the
+// subnormals 2^-128 and 2^-127; e 255, E8M0's NaN, 2^127): the SIMD kernels build the same bits.
+inline uint32_t e8m0_half_bits(uint32_t e) { return e >= 2 ? (e - 1) << 23 : 0x00200000u << e; }
 // Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
 constexpr int panel_block_bytes(WeightFormat f) {
   return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : five_bit_codes(f) ? 320 : 256;
@@ -48,8 +59,8 @@ constexpr int panel_block_bytes(WeightFormat f) {
 // then dmin[16]; q6_k: d[16]), then per block 32 bytes (q4_k, q5_k: sc[16] then m[16], u8; q6_k:
 // sc[16] of k 0-15 then sc[16] of k 16-31, int8).
 constexpr int kheader_bytes(WeightFormat f) { return f == WeightFormat::Q6K ? 32 : 64; }
-constexpr int scale_block_bytes(WeightFormat f) {  // the average for q4_k / q5_k / q6_k; q4_1 / q5_1: d[16], m[16]
-  return k_panels(f) ? (kheader_bytes(f) + 8 * 32) / 8 : block_mins(f) ? kPanel * 4 : kPanel * 2;
+constexpr int scale_block_bytes(WeightFormat f) {  // the average for q4_k / q5_k / q6_k; q4_1 / q5_1: d[16], m[16]; mxfp4: e[16]
+  return k_panels(f) ? (kheader_bytes(f) + 8 * 32) / 8 : block_mins(f) ? kPanel * 4 : f == WeightFormat::MXFP4 ? kPanel : kPanel * 2;
 }
 constexpr std::size_t kheader_offset(WeightFormat f, int block) {
   return static_cast<std::size_t>(block / 8) * (kheader_bytes(f) + 8 * 32);
@@ -135,7 +146,7 @@ using Dot16Fn = void (*)(const float* w, std::size_t w_stride, int w_rows, const
                          int n, float* acc);
 
 struct KernelTable {
-  PanelKernel bf16, f16, q8, q4, q5, q4_1, q5_1, q4k, q5k, q6k;
+  PanelKernel bf16, f16, q8, q4, q5, q4_1, q5_1, q4k, q5k, q6k, mxfp4;
   Bf16RowFn bf16_row = nullptr;  // null: the scalar code in prepare_rows
   Q8RowFn q8_row = nullptr;
   bool bf16_as_f32 = false;  // the bf16 kernel reads PreparedInput::bf16_f32 (filled by prepare_rows)
@@ -208,6 +219,7 @@ inline PanelKernel panel_kernel(const KernelTable& table, WeightFormat f) {
     case WeightFormat::Q4K: return table.q4k;
     case WeightFormat::Q5K: return table.q5k;
     case WeightFormat::Q6K: return table.q6k;
+    case WeightFormat::MXFP4: return table.mxfp4;
     default: return nullptr;
   }
 }
@@ -217,6 +229,8 @@ void f16_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q4k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q5k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q6k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
+// The scalar mxfp4 kernel (mxfp4_panels.cpp): the oracle of the SIMD ones.
+void mxfp4_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();  // of active_stream_prefetch()

@@ -31,6 +31,7 @@ const char* format_name(WeightFormat format) {
     case WeightFormat::Q4K: return "q4_k";
     case WeightFormat::Q5K: return "q5_k";
     case WeightFormat::Q6K: return "q6_k";
+    case WeightFormat::MXFP4: return "mxfp4";
     case WeightFormat::Mixed: return "mixed";
     case WeightFormat::Blocks: return "blocks";
   }
@@ -58,6 +59,7 @@ double bytes_per_weight(WeightFormat format) {
     case WeightFormat::Q4K: return 148.0 / 256.0;
     case WeightFormat::Q5K: return 180.0 / 256.0;
     case WeightFormat::Q6K: return 210.0 / 256.0;
+    case WeightFormat::MXFP4: return 17.0 / 32.0;
     case WeightFormat::Mixed: return 0;
     case WeightFormat::Blocks: return 0;
   }
@@ -290,6 +292,7 @@ PackedMatrix PackedMatrix::pack(const Source& source, int out, int in, WeightFor
     case WeightFormat::Q4K:
     case WeightFormat::Q5K:
     case WeightFormat::Q6K:
+    case WeightFormat::MXFP4:
       fail("weights cannot be packed into {} from floats: it holds a GGUF file's tensors as they are "
            "(quantize with bench/hf_to_gguf.py --type q4_k_m, or choose --weights q4 / int8)",
            format_name(format));
@@ -340,6 +343,10 @@ void PackedMatrix::copy_quantized_row(const PackedMatrix& src, int from, int to)
       std::memcpy(d + b * block_bytes + 256 + dr * 4, s + b * block_bytes + 256 + sr * 4, 4);
     if (detail::block_mins(format_)) {  // d[16] then m[16] per block
       for (int h = 0; h < 2; ++h) std::memcpy(ds + b * 64 + h * 32 + dr * 2, ss + b * 64 + h * 32 + sr * 2, 2);
+      continue;
+    }
+    if (format_ == WeightFormat::MXFP4) {  // a scale byte per row
+      ds[b * kPanel + dr] = ss[b * kPanel + sr];
       continue;
     }
     if (!k_panels(format_)) {
@@ -490,6 +497,7 @@ void PackedMatrix::dequantize_row(int row, float* dst) const {
     case WeightFormat::Q4K:
     case WeightFormat::Q5K:
     case WeightFormat::Q6K: return dequantize_k_panel_row(row, dst);
+    case WeightFormat::MXFP4: return dequantize_mxfp4_panel_row(row, dst);
     case WeightFormat::Mixed: return;  // above
     case WeightFormat::Q8:
     case WeightFormat::Q4:
@@ -681,7 +689,8 @@ const KernelTable& scalar_kernels() {
                                  quant_scalar<WeightFormat::Q5_1>,
                                  q4k_scalar,
                                  q5k_scalar,
-                                 q6k_scalar};
+                                 q6k_scalar,
+                                 mxfp4_scalar};
   return table;
 }
 }  // namespace detail

@@ -44,9 +44,9 @@
 
 namespace inferlab::fast {
 
-enum class WeightFormat { F32, BF16, F16, Q8, Q4, Q5, Q4_1, Q5_1, Q4K, Q5K, Q6K, Mixed, Blocks };
+enum class WeightFormat { F32, BF16, F16, Q8, Q4, Q5, Q4_1, Q5_1, Q4K, Q5K, Q6K, MXFP4, Mixed, Blocks };
 
-// "f32", "bf16", "f16", "int8", "q4", "q5_0", "q4_1", "q5_1", "q4_k", "q5_k", "q6_k", "mixed", "blocks"
+// "f32", "bf16", "f16", "int8", "q4", "q5_0", "q4_1", "q5_1", "q4_k", "q5_k", "q6_k", "mxfp4", "mixed", "blocks"
 const char* format_name(WeightFormat format);
 WeightFormat parse_format(const std::string& name);  // f32|fp32|float32, bf16, int8|q8|q8_0, q4|q4_0
 // Bytes one weight takes in this format, scales included (for bandwidth figures); blocks and mixed:
@@ -61,7 +61,7 @@ constexpr int kSuperBlock = 256;  // q4_k / q5_k / q6_k: input elements per GGUF
 constexpr bool int8_activations(WeightFormat format) {
   return format == WeightFormat::Q8 || format == WeightFormat::Q4 || format == WeightFormat::Q5 || format == WeightFormat::Q4_1 ||
          format == WeightFormat::Q5_1 || format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K ||
-         format == WeightFormat::Mixed;
+         format == WeightFormat::MXFP4 || format == WeightFormat::Mixed;
 }
 constexpr bool k_panels(WeightFormat format) {
   return format == WeightFormat::Q4K || format == WeightFormat::Q5K || format == WeightFormat::Q6K;
@@ -101,11 +101,11 @@ class PackedMatrix {
   static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
   // `out` rows of `in` weights in a GGUF tensor type (rows of ggml blocks, ggml_blocks.h), packed
   // without changing a stored value: Q8_0 -> int8, Q4_0 -> q4, Q5_0 / Q4_1 / Q5_1 -> q5_0 / q4_1 / q5_1 (the same codes and fp16
-  // scales, rearranged into panels), Q4_K / Q5_K / Q6_K -> q4_k / q5_k / q6_k, BF16 -> bf16, F16 -> f16, F32 -> f32, every
-  // other type kept as blocks.
+  // scales, rearranged into panels), Q4_K / Q5_K / Q6_K -> q4_k / q5_k / q6_k, MXFP4 -> mxfp4, BF16 -> bf16, F16 -> f16,
+  // F32 -> f32, every other type kept as blocks.
   static PackedMatrix from_ggml(const uint8_t* rows, uint32_t ggml_type, int out, int in);
   // The same values as rows of ggml blocks (int8 -> Q8_0, q4 -> Q4_0, q5_0 / q4_1 / q5_1 -> Q5_0 / Q4_1 / Q5_1, q4_k / q5_k /
-  // q6_k -> Q4_K / Q5_K / Q6_K, bf16 -> BF16, f16 -> F16, f32 -> F32): exact, so matrices of different
+  // q6_k -> Q4_K / Q5_K / Q6_K, mxfp4 -> MXFP4, bf16 -> BF16, f16 -> F16, f32 -> F32): exact, so matrices of different
   // formats can be fused.
   PackedMatrix to_blocks() const;
 
@@ -127,7 +127,7 @@ class PackedMatrix {
   // Raw storage, for the kernels.
   const uint8_t* panel_data(int panel) const { return data_.data() + static_cast<std::size_t>(panel) * panel_bytes_; }
   std::size_t panel_bytes() const { return panel_bytes_; }
-  // q8/q4/q5_0: fp16 scales [panel][block][16].
+  // q8/q4/q5_0: fp16 scales [panel][block][16] (mxfp4: E8M0 bytes [panel][block][16], panel_scale_bytes).
   const uint16_t* panel_scales(int panel) const { return reinterpret_cast<const uint16_t*>(panel_scale_bytes(panel)); }
   // A panel's scales as bytes (q4_k / q6_k: see kscale_offset), scale_panel_bytes() per panel.
   const uint8_t* panel_scale_bytes(int panel) const { return scales_.data() + static_cast<std::size_t>(panel) * scale_panel_bytes_; }
@@ -149,13 +149,17 @@ class PackedMatrix {
   static PackedMatrix concat_blocks(const std::vector<const PackedMatrix*>& parts);
   static PackedMatrix concat_mixed(const std::vector<const PackedMatrix*>& parts);
   static PackedMatrix concat_quantized_rows(const std::vector<const PackedMatrix*>& parts, int out);
-  // q8/q4/q5_0/q4_k/q5_k/q6_k storage for panels_ x in_padded_ (both set): code bytes filled with the zero
+  // q8/q4/q5_0/q4_k/q5_k/q6_k/mxfp4 storage for panels_ x in_padded_ (both set): code bytes filled with the zero
   // code (padding rows and columns stay zero), scales zero (q8/q4: [panel][block][16] fp16).
   void allocate_quantized_panels();
   // q4_k / q5_k / q6_k (kquant_panels.cpp): from GGUF rows, back to them, and one row as fp32.
   static PackedMatrix from_k_quant(const uint8_t* rows, uint32_t ggml_type, int out, int in);
   void k_panels_to_blocks(uint8_t* row_bytes, int row) const;
   void dequantize_k_panel_row(int row, float* dst) const;
+  // mxfp4 (mxfp4_panels.cpp): from GGUF MXFP4 rows, back to them, and one row as fp32.
+  static PackedMatrix from_mxfp4(const uint8_t* rows, int out, int in);
+  void mxfp4_panels_to_blocks(uint8_t* row_bytes, int row) const;
+  void dequantize_mxfp4_panel_row(int row, float* dst) const;
   // f16 (f16_panels.cpp): from GGUF F16 rows.
   static PackedMatrix from_f16(const uint16_t* rows, int out, int in);
   // Copies row `from` of `src` (same format and width) to row `to` of this matrix.
