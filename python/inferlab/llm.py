@@ -1,6 +1,6 @@
 """LLM: a model served in-process. generate / chat / stream go through the same engine, request
-parsing and continuous-batching scheduler as `inferlab serve` (no HTTP); forward runs the model
-alone, a step at a time, as the course's pages do with transformers."""
+parsing and continuous-batching scheduler as `inferlab serve` (no HTTP); forward runs the engine's
+model alone, a step at a time, as the course's pages do with transformers."""
 from __future__ import annotations
 
 import json
@@ -148,7 +148,6 @@ class LLM:
         _core.pull_if_missing(self.model, offline)
         self._engine = _core.Engine(self.model, threads, weights, max_batch, kv_tokens, kv_type, prefix_caching, max_n,
                                     json.dumps(chat_template_kwargs) if chat_template_kwargs else "")
-        self._forward: Optional[_core.ForwardModel] = None
         self._tokenizer: Optional[Tokenizer] = None
         self._next_id = 0
 
@@ -326,8 +325,8 @@ class LLM:
         """Logits of every position of `ids` ([len(ids), vocab], float32), as transformers'
         model(ids, past_key_values=..., use_cache=...) gives them. With use_cache, the returned
         past_key_values holds the sequence so far: pass it back with only the new ids. A new cache
-        holds cache_tokens positions (default: the context, at most 4096). The model is loaded a
-        second time for this, apart from the engine's (its scheduler owns that copy)."""
+        holds cache_tokens positions (default: the context, at most 4096). It runs the engine's own
+        model (the weights loaded once), between two of the scheduler's steps."""
         _check_type("use_cache", use_cache, (bool,), "a bool")
         token_ids = _token_ids("ids", ids)
         if past_key_values is not None and not isinstance(past_key_values, KVCache):
@@ -335,13 +334,11 @@ class LLM:
                             f"{type(past_key_values).__name__}")
         if cache_tokens is not None:
             _check_type("cache_tokens", cache_tokens, (int,), "an int")
-        if self._forward is None:
-            self._forward = _core.ForwardModel(self.model, self.threads, self.weights)
         cache = past_key_values
         if cache is None and use_cache:
-            context = self._forward.context_length
-            cache = self._forward.new_cache(cache_tokens or (min(context, 4096) if context > 0 else 4096))
-        logits = self._forward.forward(token_ids, cache)
+            context = self._engine.context_length
+            cache = self._engine.new_cache(cache_tokens or (min(context, 4096) if context > 0 else 4096))
+        logits = self._engine.forward(token_ids, cache)
         return ForwardOutput(logits=logits, past_key_values=cache if use_cache else None)
 
 

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -102,56 +101,60 @@ class PyTokenizer {
 };
 
 // A sequence's KV cache for step-by-step forward passes (transformers' past_key_values): its own
-// pool of `capacity` positions on the model's backend.
+// pool of `capacity` positions on the model's backend, made for one engine's model.
 class ForwardCache {
  public:
-  ForwardCache(Model& model, int capacity)
-      : capacity_(capacity), cache_(model.config(), static_cast<std::size_t>(capacity), 16, KVType::F32, model.backend()) {}
+  ForwardCache(Model& model, int capacity, const InProcessServer& owner)
+      : capacity_(capacity),
+        owner_(&owner),
+        cache_(model.config(), static_cast<std::size_t>(capacity), 16, KVType::F32, model.backend()) {}
   ~ForwardCache() { seq_.release(cache_); }
   int length() const { return seq_.length; }
   int capacity() const { return capacity_; }
+  const InProcessServer* owner() const { return owner_; }
   KVCache& cache() { return cache_; }
   SequenceKV& seq() { return seq_; }
 
  private:
   int capacity_;
+  const InProcessServer* owner_;
   KVCache cache_;
   SequenceKV seq_;
 };
 
 using Logits = nb::ndarray<nb::numpy, float, nb::ndim<2>>;
 
-// The model alone (no scheduler): one forward step over given ids, every position's logits.
-class ForwardModel {
- public:
-  ForwardModel(const std::string& model, int threads, const std::string& weights) {
-    LoadOptions options;
-    options.threads = threads;
-    options.weights = weights;
-    model_ = Model::load(model, options);
+// The engine's own model, one forward step over given ids (transformers' model(ids,
+// past_key_values=...)): each pass runs on the engine thread between two scheduler steps
+// (InProcessServer::run_on_model), so the weights are loaded once and no step runs meanwhile.
+std::unique_ptr<ForwardCache> new_forward_cache(InProcessServer& server, int capacity) {
+  const int context = server.engine().context_length();
+  if (capacity < 1 || (context > 0 && capacity > context))
+    throw RequestError(400, fmt::format("'cache_tokens' must be 1..{} (the context), got {}", context, capacity), "cache_tokens");
+  std::unique_ptr<ForwardCache> made;
+  {
+    nb::gil_scoped_release unlocked;
+    server.run_on_model([&](Model& model) { made = std::make_unique<ForwardCache>(model, capacity, server); });
   }
-  const ModelConfig& config() const { return model_->config(); }
+  return made;
+}
 
-  std::unique_ptr<ForwardCache> new_cache(int capacity) {
-    const int context = model_->config().max_position_embeddings;
-    if (capacity < 1 || (context > 0 && capacity > context))
-      throw RequestError(400, fmt::format("'cache_tokens' must be 1..{} (the context), got {}", context, capacity), "cache_tokens");
-    return std::make_unique<ForwardCache>(*model_, capacity);
-  }
-
-  // Appends ids to `cache` (none: a fresh sequence that is dropped after) and returns their logits.
-  Logits forward(const std::vector<int32_t>& ids, ForwardCache* cache) {
-    const ModelConfig& config = model_->config();
-    if (ids.empty()) throw RequestError(400, "'ids' is empty (give at least one token id)", "ids");
-    for (int32_t id : ids)
-      if (id < 0 || id >= config.vocab_size)
-        throw RequestError(400, fmt::format("'ids' must hold token ids 0..{}, found {}", config.vocab_size - 1, id), "ids");
-    std::vector<float>* logits = nullptr;
-    {
-      nb::gil_scoped_release unlocked;
-      std::lock_guard lock(mutex_);  // one forward at a time on this model's backend
+// Appends ids to `cache` (none: a fresh sequence that is dropped after) and returns their logits.
+Logits forward_pass(InProcessServer& server, const std::vector<int32_t>& ids, ForwardCache* cache) {
+  const int vocab = server.engine().vocab_size();
+  if (ids.empty()) throw RequestError(400, "'ids' is empty (give at least one token id)", "ids");
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab)
+      throw RequestError(400, fmt::format("'ids' must hold token ids 0..{}, found {}", vocab - 1, id), "ids");
+  if (cache && cache->owner() != &server)
+    throw RequestError(400, "'past_key_values' was made by another LLM's forward: pass back the cache this LLM returned",
+                       "past_key_values");
+  auto rows = std::make_unique<std::vector<float>>();
+  {
+    nb::gil_scoped_release unlocked;
+    server.run_on_model([&](Model& model) {
       std::optional<ForwardCache> fresh;
-      if (!cache) fresh.emplace(*model_, static_cast<int>(ids.size()));
+      if (!cache) fresh.emplace(model, static_cast<int>(ids.size()), server);
       ForwardCache& c = cache ? *cache : *fresh;
       if (c.length() + static_cast<int>(ids.size()) > c.capacity())
         throw RequestError(400,
@@ -161,18 +164,13 @@ class ForwardModel {
                            "ids");
       if (!c.seq().reserve(c.cache(), static_cast<int>(ids.size()))) fail("the forward KV cache is exhausted");
       BatchEntry entry{ids, &c.seq(), EntryOutput::all_logits};
-      auto rows = std::make_unique<std::vector<float>>();
-      model_->forward_into(std::span<const BatchEntry>(&entry, 1), c.cache(), *rows);
-      logits = rows.release();
-    }
-    nb::capsule owner(logits, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-    return Logits(logits->data(), {ids.size(), static_cast<std::size_t>(config.vocab_size)}, owner);
+      model.forward_into(std::span<const BatchEntry>(&entry, 1), c.cache(), *rows);
+    });
   }
-
- private:
-  std::unique_ptr<Model> model_;
-  std::mutex mutex_;
-};
+  std::vector<float>* logits = rows.release();
+  nb::capsule owner(logits, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  return Logits(logits->data(), {ids.size(), static_cast<std::size_t>(vocab)}, owner);
+}
 
 ServerOptions server_options(int threads, const std::string& weights, int max_batch, std::size_t kv_tokens,
                              const std::string& kv_type, bool prefix_caching, int max_n,
@@ -216,6 +214,10 @@ NB_MODULE(_core, m) {
       .def("cancel", &InProcessRequest::cancel, nb::call_guard<nb::gil_scoped_release>())
       .def("prompt_token_ids", &InProcessRequest::prompt_token_ids);
 
+  nb::class_<ForwardCache>(m, "KVCache")
+      .def_prop_ro("length", &ForwardCache::length)
+      .def_prop_ro("capacity", &ForwardCache::capacity);
+
   nb::class_<InProcessServer>(m, "Engine")
       .def(
           "__init__",
@@ -235,7 +237,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("context_length", [](const InProcessServer& s) { return s.engine().context_length(); })
       .def_prop_ro("vocab_size", [](const InProcessServer& s) { return s.engine().vocab_size(); })
       .def_prop_ro("kv_capacity_tokens", [](const InProcessServer& s) { return s.engine().kv_capacity_tokens(); })
-      .def_prop_ro("has_chat_template", [](const InProcessServer& s) { return s.engine().text().has_chat_template(); });
+      .def_prop_ro("has_chat_template", [](const InProcessServer& s) { return s.engine().text().has_chat_template(); })
+      .def("new_cache", &new_forward_cache, "capacity"_a, nb::keep_alive<0, 1>())
+      .def("forward", &forward_pass, "ids"_a, "cache"_a.none());
 
   nb::class_<PyTokenizer>(m, "Tokenizer")
       .def(nb::init<const std::string&>(), "model"_a, nb::call_guard<nb::gil_scoped_release>())
@@ -248,18 +252,6 @@ NB_MODULE(_core, m) {
       .def_prop_ro("bos_token", [](const PyTokenizer& t) { return t.tokenizer().bos_token(); })
       .def_prop_ro("eos_token", [](const PyTokenizer& t) { return t.tokenizer().eos_token(); })
       .def_prop_ro("chat_template", [](const PyTokenizer& t) { return t.tokenizer().chat_template(); });
-
-  nb::class_<ForwardCache>(m, "KVCache")
-      .def_prop_ro("length", &ForwardCache::length)
-      .def_prop_ro("capacity", &ForwardCache::capacity);
-
-  nb::class_<ForwardModel>(m, "ForwardModel")
-      .def(nb::init<const std::string&, int, const std::string&>(), "model"_a, "threads"_a, "weights"_a,
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("new_cache", &ForwardModel::new_cache, "capacity"_a, nb::keep_alive<0, 1>())
-      .def("forward", &ForwardModel::forward, "ids"_a, "cache"_a.none())
-      .def_prop_ro("vocab_size", [](const ForwardModel& f) { return f.config().vocab_size; })
-      .def_prop_ro("context_length", [](const ForwardModel& f) { return f.config().max_position_embeddings; });
 
   bind_lab(m);
 }

@@ -139,6 +139,8 @@ std::shared_ptr<RequestStream> Engine::submit(ChoiceRequest request) {
 
 std::shared_ptr<RequestStream> Engine::submit(EmbeddingRequest request) { return scheduler_->submit(std::move(request)); }
 
+void Engine::run_on_model(const std::function<void(Model&)>& task) { scheduler_->run_on_model(task); }
+
 bool Engine::generates() const { return !model_->config().encoder; }
 int Engine::embedding_dimensions() const { return model_->config().hidden_size; }
 int Engine::max_embedding_input_tokens() const { return max_input_tokens(model_->config()); }

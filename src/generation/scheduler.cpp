@@ -177,6 +177,19 @@ void Scheduler::shutdown(const std::string& reason) {
   if (engine_.joinable()) engine_.join();
 }
 
+void Scheduler::run_on_model(const std::function<void(Model&)>& task) {
+  auto item = std::make_shared<ModelTask>();
+  item->run = task;
+  std::future<void> done = item->done.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) fail("the engine has stopped ({}): it runs nothing more", stop_reason_);
+    model_tasks_.push_back(std::move(item));
+  }
+  wake_.notify_all();
+  done.get();
+}
+
 void Scheduler::mark_progress() {
   progress_ticks_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
@@ -197,6 +210,7 @@ SchedulerStats Scheduler::stats() const {
 
 void Scheduler::engine_loop() {
   for (;;) {
+    std::deque<std::shared_ptr<ModelTask>> tasks;
     {
       std::unique_lock lock(mutex_);
       if (stopping_) break;
@@ -206,8 +220,18 @@ void Scheduler::engine_loop() {
         planner_->waiting().push_back(std::move(incoming_.front()));
         incoming_.pop_front();
       }
+      tasks.swap(model_tasks_);
     }
     mark_progress();
+    // Between two steps the model is free: run_on_model's tasks use it here, on this thread.
+    for (auto& task : tasks) {
+      try {
+        task->run(model_);
+        task->done.set_value();
+      } catch (...) {
+        task->done.set_exception(std::current_exception());
+      }
+    }
     bool worked = false;
     try {
       worked = step();
@@ -221,8 +245,10 @@ void Scheduler::engine_loop() {
     publish_stats();
     if (!worked) {
       std::unique_lock lock(mutex_);
-      // Wake for new work, a cancel, shutdown, or to check deadlines of queued requests.
-      wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stopping_ || !incoming_.empty() || has_work_.load(); });
+      // Wake for new work, a task on the model, a cancel, shutdown, or to check deadlines of queued requests.
+      wake_.wait_for(lock, std::chrono::milliseconds(50), [&] {
+        return stopping_ || !incoming_.empty() || !model_tasks_.empty() || has_work_.load();
+      });
       has_work_ = false;
     }
   }
@@ -234,6 +260,9 @@ void Scheduler::engine_loop() {
       planner_->waiting().push_back(std::move(incoming_.front()));
       incoming_.pop_front();
     }
+    for (auto& task : model_tasks_)
+      task->done.set_exception(std::make_exception_ptr(Error(fmt::format("the engine has stopped ({})", reason))));
+    model_tasks_.clear();
   }
   for (auto& seq : planner_->running()) output_->finish(*seq, FinishReason::error, reason);
   for (auto& seq : planner_->waiting()) output_->finish(*seq, FinishReason::error, reason);

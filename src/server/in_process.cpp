@@ -136,6 +136,8 @@ InProcessServer::~InProcessServer() = default;
 
 const Engine& InProcessServer::engine() const { return *impl_->engine; }
 
+void InProcessServer::run_on_model(const std::function<void(Model&)>& task) { impl_->engine->run_on_model(task); }
+
 std::unique_ptr<InProcessRequest> InProcessServer::submit(const std::string& route, const std::string& body) {
   const api::ModelContext& context = impl_->context;
   try {

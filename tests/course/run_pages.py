@@ -5,7 +5,10 @@ A page is plain Markdown. Fenced blocks with these info strings are the runner's
 block (```python for the course's code, plain ```text) is only read by people:
 
   ```sh run            a command: run with bash (-e -o pipefail) in the project root
-  ```text output       the output of the `sh run` block before it (stdout and stderr together)
+  ```python run        Python code: run by --python in the project root, with --python-path (the
+                       build's python/ folder, where `import inferlab` finds the package) on
+                       PYTHONPATH; without --python-path the block is skipped, and so the page
+  ```text output       the output of the `sh run` or `python run` block before it (stdout and stderr together)
   ```sh serve          a server command: started in the background, waited for on
                        http://127.0.0.1:$PORT/health, stopped when the page ends
 
@@ -18,7 +21,7 @@ compared; trailing spaces and trailing blank lines are ignored.
   run_pages.py check PAGE...   run every block, compare outputs; exit 1 on the first difference
   run_pages.py show PAGE       print each command as it runs it, with its live output (for learners)
 
-Info-string option `requires=PATH` on a `sh run` block: when PATH is missing, `check` skips the
+Info-string option `requires=PATH` on a `sh run` or `python run` block: when PATH is missing, `check` skips the
 page (exit 77) and `show` says what is missing.
 """
 import argparse
@@ -69,12 +72,12 @@ def parse_page(path):
             raise PageError(f"{path}:{start}: fenced block never closed")
         i += 1
         text = "\n".join(body)
-        if words[:2] in (["sh", "run"], ["sh", "serve"]):
+        if words[:2] in (["sh", "run"], ["sh", "serve"], ["python", "run"]):
             options = dict(w.split("=", 1) for w in words[2:] if "=" in w)
-            blocks.append(Block(words[1], text, start, options))
+            blocks.append(Block("python" if words[0] == "python" else words[1], text, start, options))
         elif words[:2] == ["text", "output"]:
-            if not blocks or blocks[-1].kind != "run" or blocks[-1].expected is not None:
-                raise PageError(f"{path}:{start}: a `text output` block must follow a `sh run` block")
+            if not blocks or blocks[-1].kind not in ("run", "python") or blocks[-1].expected is not None:
+                raise PageError(f"{path}:{start}: a `text output` block must follow a `sh run` or `python run` block")
             blocks[-1].expected, blocks[-1].expected_line = text, start
     return blocks
 
@@ -127,6 +130,10 @@ class Page:
         self.env["PATH"] = os.pathsep.join([os.path.abspath(args.bin_dir), os.path.abspath(args.examples_dir),
                                             self.env.get("PATH", "/usr/bin:/bin")])
         self.env.update(WORK=work, PORT=str(self.port), LC_ALL="C.UTF-8", NO_COLOR="1")
+        self.python = args.python
+        if args.python_path:  # the package the build made comes first
+            self.env["PYTHONPATH"] = os.pathsep.join(
+                [os.path.abspath(args.python_path)] + ([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else []))
         self.root = os.path.abspath(args.root)
         self.servers = []
 
@@ -134,8 +141,11 @@ class Page:
         return output.replace(self.work, "$WORK").replace(f":{self.port}", ":$PORT")
 
     def run(self, block, live=False):
-        """Runs a command block; returns (exit code, output). live: output goes to the terminal."""
-        command = ["bash", "-e", "-o", "pipefail", "-c", block.text]
+        """Runs a command or Python block; returns (exit code, output). live: output goes to the terminal."""
+        if block.kind == "python":
+            command = [self.python, "-c", block.text]
+        else:
+            command = ["bash", "-e", "-o", "pipefail", "-c", block.text]
         try:
             if live:
                 return subprocess.run(command, cwd=self.root, env=self.env, timeout=BLOCK_TIMEOUT_S).returncode, ""
@@ -198,11 +208,17 @@ def check(path, args):
         return SKIP
     work = tempfile.mkdtemp(prefix="course-")
     page = Page(path, args, work)
+    skipped = 0
     try:
         for block in blocks:
             if block.kind == "serve":
                 page.serve(block)
                 print(f"{path}:{block.line}: server started: {block.text}")
+                continue
+            if block.kind == "python" and not args.python_path:
+                print(f"{path}:{block.line}: skipped (a Python block, and no --python-path: the build has no "
+                      "Python module, INFERLAB_PYTHON is off)")
+                skipped += 1
                 continue
             code, output = page.run(block)
             if code != 0:
@@ -213,10 +229,23 @@ def check(path, args):
                       f"command:\n{block.text}\n--- expected\n{block.expected}\n--- actual\n{output}")
                 return 1
             print(f"{path}:{block.line}: ok: {block.text.splitlines()[0] if block.text else ''}")
+        if skipped:
+            print(f"{path}: every other block passed; skipped as a whole, {skipped} Python block(s) not run")
+            return SKIP
         return 0
     finally:
         page.stop_servers()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def shown_command(block, args, root):
+    """A block as a learner could type it: a command, or Python as a here-document to the interpreter."""
+    lines = block.text.split("\n")
+    if block.kind == "python":  # unindented, so that it can be pasted as it is
+        python = os.path.relpath(args.python, root) if args.python.startswith(root + os.sep) else args.python
+        where = f"PYTHONPATH={os.path.relpath(os.path.abspath(args.python_path), root)} " if args.python_path else ""
+        return "\n".join([f"$ {where}{python} - <<'PY'"] + lines + ["PY"])
+    return "\n".join(("$ " if n == 0 else "  ") + line for n, line in enumerate(lines))
 
 
 def show(path, args):
@@ -233,7 +262,10 @@ def show(path, args):
     print(f"# {path}   (WORK={work} PORT={page.port})")
     try:
         for block in blocks:
-            shown = "\n".join(("$ " if n == 0 else "  ") + line for n, line in enumerate(block.text.split("\n")))
+            shown = shown_command(block, args, page.root)
+            if block.kind == "python" and not args.python_path:
+                print(f"{shown}\n(not run: the build has no Python module; see docs/python.md)\n", flush=True)
+                continue
             if block.kind == "serve":
                 print(f"{shown} &   # started in the background; stopped at the end of the step", flush=True)
                 page.serve(block)
@@ -258,6 +290,12 @@ def main():
     parser.add_argument("--root", default=root, help="the project root (commands run there)")
     parser.add_argument("--bin-dir", default=os.path.join(root, "build", "bin"))
     parser.add_argument("--examples-dir", default=os.path.join(root, "build", "examples"))
+    venv_python = os.path.join(root, ".venv", "bin", "python")
+    parser.add_argument("--python", default=venv_python if os.path.exists(venv_python) else sys.executable,
+                        help="the interpreter of `python run` blocks (default: the project's .venv)")
+    build_python = os.path.join(root, "build", "python")
+    parser.add_argument("--python-path", default=build_python if os.path.isdir(os.path.join(build_python, "inferlab")) else "",
+                        help="the folder holding the inferlab package (the build's python/); empty: Python blocks are skipped")
     args = parser.parse_args()
     if args.mode == "show" and len(args.pages) != 1:
         parser.error("show takes one page")

@@ -21,8 +21,8 @@ def expect(what, condition):
         failures.append(what)
 
 
-def run_runner(page):
-    done = subprocess.run([sys.executable, RUNNER, "check", page] + sys.argv[1:], stdout=subprocess.PIPE,
+def run_runner(page, *extra):
+    done = subprocess.run([sys.executable, RUNNER, "check", page] + sys.argv[1:] + list(extra), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=240)
     return done.returncode, done.stdout.decode("utf-8", "replace")
 
@@ -67,6 +67,43 @@ with tempfile.TemporaryDirectory() as folder:
     open(skipped, "w").write("```sh run requires=no/such/file\ntrue\n```\n")
     code, out = run_runner(skipped)
     expect("a missing requirement skips the page (exit 77)", code == 77)
+
+
+# `python run` blocks: run by the interpreter with the --python-path folder first on PYTHONPATH,
+# their output compared like a command's; no --python-path skips the page, saying so.
+PYTHON_PAGE = """```sh run
+echo shell
+```
+
+```python run
+import os, numbers_module
+print(numbers_module.ANSWER, os.path.isdir(os.environ["WORK"]))
+```
+
+```text output
+42 True
+```
+"""
+with tempfile.TemporaryDirectory() as folder:
+    modules = os.path.join(folder, "modules")
+    os.makedirs(modules)
+    open(os.path.join(modules, "numbers_module.py"), "w").write("ANSWER = 42\n")
+    page = os.path.join(folder, "python.md")
+    open(page, "w").write(PYTHON_PAGE)
+    code, out = run_runner(page, "--python", sys.executable, "--python-path", modules)
+    expect("a Python block runs with --python-path on PYTHONPATH and its output matches", code == 0)
+    changed = os.path.join(folder, "python_changed.md")
+    open(changed, "w").write(PYTHON_PAGE.replace("42 True", "43 True"))
+    code, out = run_runner(changed, "--python", sys.executable, "--python-path", modules)
+    expect("a Python block with a changed output fails", code == 1 and "FAILED: the output differs" in out)
+    raising = os.path.join(folder, "python_raising.md")
+    open(raising, "w").write(PYTHON_PAGE.replace("import os", "raise ValueError('bad step')\nimport os"))
+    code, out = run_runner(raising, "--python", sys.executable, "--python-path", modules)
+    expect("a Python block that raises fails the page with its traceback",
+           code == 1 and "FAILED (exit 1)" in out and "ValueError: bad step" in out)
+    code, out = run_runner(page, "--python", sys.executable, "--python-path=")
+    expect("without --python-path the page is skipped (exit 77) after its other blocks ran",
+           code == 77 and "ok: echo shell" in out and "skipped (a Python block" in out)
 
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

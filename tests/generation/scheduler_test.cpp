@@ -397,6 +397,38 @@ TEST_F(SchedulerTest, ShutdownEndsEverythingWithAnError) {
   EXPECT_THROW(scheduler->submit(greedy(prompt(10, 8), 4)), OverloadedError);
 }
 
+// run_on_model: a forward pass of its own on the scheduler's model, on the engine thread, while a
+// request runs: the pass gives the model's answer and the request's tokens are unchanged.
+TEST_F(SchedulerTest, RunOnModelSharesTheModelBetweenSteps) {
+  const std::vector<int32_t> running_prompt = prompt(12, 9), own_prompt = prompt(7, 10);
+  const std::vector<int32_t> running_expected = reference(running_prompt, 40);  // before the engine thread uses the model
+  const int32_t own_expected = reference(own_prompt, 1).front();
+  SchedulerOptions options;
+  options.kv_tokens = 1024;
+  Scheduler scheduler(*model_, options);
+  auto stream = scheduler.submit(greedy(running_prompt, 40));
+  std::thread::id ran_on;
+  std::vector<float> logits;
+  scheduler.run_on_model([&](Model& model) {
+    ran_on = std::this_thread::get_id();
+    KVCache cache(model.config(), 64, 16, KVType::F32, model.backend());
+    SequenceKV seq;
+    ASSERT_TRUE(seq.reserve(cache, static_cast<int>(own_prompt.size())));
+    BatchEntry entry{own_prompt, &seq, EntryOutput::last_logits};
+    model.forward_into(std::span<const BatchEntry>(&entry, 1), cache, logits);
+    seq.release(cache);
+  });
+  EXPECT_NE(ran_on, std::this_thread::get_id()) << "the task runs on the engine thread";
+  ASSERT_EQ(logits.size(), static_cast<std::size_t>(model_->config().vocab_size));
+  const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  EXPECT_EQ(next, own_expected);
+  EXPECT_EQ(collect(*stream).tokens, running_expected);
+
+  EXPECT_THROW(scheduler.run_on_model([](Model&) { fail("refused by the task"); }), Error);
+  scheduler.shutdown("going away");
+  EXPECT_THROW(scheduler.run_on_model([](Model&) {}), Error);
+}
+
 }  // namespace
 
 // What every finished sequence's timings must satisfy (docs/measurement.md).

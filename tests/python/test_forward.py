@@ -1,7 +1,11 @@
 """LLM.forward and Tokenizer on the trained demo model (models/demo's source, assets/demo-model: a
 Qwen2 HF folder) against transformers: logits within the engine's parity tolerance, the course's
-greedy(use_cache) loop both ways matching generate, and the tokenizer's encode / decode / chat
+greedy(use_cache) loop both ways matching generate, forward on the engine's own weights (not a
+second copy) between the steps of a generation, and the tokenizer's encode / decode / chat
 template equal to transformers' AutoTokenizer."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tokenizers
@@ -9,6 +13,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from conftest import DEMO
+import inferlab
 from inferlab import SamplingParams, Tokenizer
 
 TOL = 1e-4  # tests/model/parity.py's: max abs difference of f32 logits
@@ -74,6 +79,60 @@ def test_course_greedy_matches_generate(demo, use_cache):
     matches = tokens == out.outputs[0].token_ids
     print(f"use_cache={use_cache} lengths={lengths} matches generate: {matches}")
     assert matches
+
+
+# In a process of its own, so that nothing an earlier test allocated is reused: how much loading
+# the LLM grew the process, then how much three forward passes grew it after.
+MEMORY_SCRIPT = """
+import sys
+import inferlab
+
+def rss_mib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+
+before = rss_mib()
+llm = inferlab.LLM(sys.argv[1], threads=1, weights="f32", kv_tokens=1024, max_batch=1)
+loaded = rss_mib()
+for _ in range(3):
+    llm.forward(list(range(100, 108)))
+print(loaded - before, rss_mib() - loaded)
+"""
+
+
+def test_forward_runs_on_the_weights_the_engine_loaded():
+    # The demo model's output projection alone is 24.5 MiB in f32 (50,259 x 128). A forward that
+    # loaded the model a second time grew the process by about as much as loading it did.
+    done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, DEMO], capture_output=True, text=True, check=True)
+    load_mib, forward_mib = map(float, done.stdout.split())
+    print(f"loading the LLM: +{load_mib:.1f} MiB; three forward passes after: +{forward_mib:.1f} MiB")
+    assert load_mib > 20
+    assert forward_mib < load_mib / 4, "forward grew the process by a large part of a model load"
+
+
+def test_forward_between_the_steps_of_a_generation(demo):
+    # forward waits for the scheduler's step to end and runs on the same model: interleaved with a
+    # stream in flight, each gives what it gives alone.
+    ids = demo.get_tokenizer().encode(PROMPT)
+    alone = demo.forward(ids).logits
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    whole = demo.generate(PROMPT, params)[0].outputs[0].text
+    pieces = []
+    for piece in demo.stream(PROMPT, params):
+        pieces.append(piece)
+        np.testing.assert_array_equal(demo.forward(ids).logits, alone)
+    assert len(pieces) > 1
+    assert "".join(pieces) == whole
+
+
+def test_a_cache_of_another_llm_is_refused(demo):
+    other = inferlab.LLM(DEMO, threads=1, weights="f32", kv_tokens=1024, max_batch=1)
+    cache = other.forward([100, 101], use_cache=True).past_key_values
+    with pytest.raises(ValueError, match="'past_key_values' was made by another LLM"):
+        demo.forward([102], past_key_values=cache, use_cache=True)
+    assert other.forward([102], past_key_values=cache, use_cache=True).logits.shape == (1, 50259)
 
 
 def test_tokenizer_equals_hugging_faces():

@@ -4,6 +4,7 @@
 // engine only: it submits requests, tokenizes, detokenizes, renders chats and reads stats.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -109,6 +110,9 @@ class Engine {
   int embedding_dimensions() const;        // the hidden size: the length of every embedding
   int max_embedding_input_tokens() const;  // the longest input an embedding may have
   const EmbeddingPooling& embedding_pooling() const;
+  // task(model) on the engine thread between two steps (Scheduler::run_on_model): the model
+  // alone, beside the scheduled requests, without loading it again.
+  void run_on_model(const std::function<void(Model&)>& task);
   bool idle() const;  // nothing queued or running
   double seconds_since_progress() const;  // of the engine loop (Scheduler::seconds_since_progress)
   SchedulerStats stats() const;

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,6 +65,12 @@ class Scheduler {
   // then stops the engine thread. Later submits are refused.
   void shutdown(const std::string& reason);
 
+  // Runs task(model) on the engine thread between two steps and waits for it: work on the model
+  // beside the scheduled requests (the Python package's step-by-step forward pass) with the one
+  // copy of the weights, never during a step. The task's exception is rethrown here; Error when
+  // the scheduler has stopped.
+  void run_on_model(const std::function<void(Model&)>& task);
+
   bool idle() const;  // nothing queued or running
   // Seconds since the engine loop last made progress: began an iteration (after waking for work)
   // or finished a step. A loop stuck in one step counts up; an idle loop wakes every 50 ms.
@@ -80,13 +88,19 @@ class Scheduler {
   void drop_cancelled_and_expired();
   void publish_stats();
 
+  struct ModelTask {  // run_on_model's task and its caller's wait
+    std::function<void(Model&)> run;
+    std::promise<void> done;
+  };
+
   Model& model_;
   SchedulerOptions options_;
   KVCache cache_;
 
-  mutable std::mutex mutex_;  // guards incoming_, stopping_, stats_
+  mutable std::mutex mutex_;  // guards incoming_, model_tasks_, stopping_, stats_
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Sequence>> incoming_;
+  std::deque<std::shared_ptr<ModelTask>> model_tasks_;
   bool stopping_ = false;
   std::string stop_reason_;
   std::atomic<bool> has_work_{false};

@@ -5,6 +5,7 @@
 // the server's are. Bodies go in as the routes' JSON; progress comes back as JSON text.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -58,6 +59,9 @@ class InProcessServer {
   InProcessServer& operator=(const InProcessServer&) = delete;
 
   const Engine& engine() const;
+  // task(model) with the engine's own model, on its thread between two steps (Engine::run_on_model):
+  // the Python package's step-by-step forward pass, on the weights already loaded.
+  void run_on_model(const std::function<void(Model&)>& task);
   // route: "chat" (/v1/chat/completions' body) or "completions" (/v1/completions'); `stream` in
   // the body is ignored (poll() gives the progress either way). RequestError for what the route
   // answers with a 4xx, OverloadedError when the engine's queue is full.
