@@ -4,8 +4,8 @@
 // 'properties' lists them, as OpenAI, xgrammar and llguidance do; a schema read into a sorted
 // nlohmann::json has lost that order and gets sorted keys; optional ones may be left out),
 // additionalProperties false or a schema (for a map, and beside properties for the names they do
-// not list; unlisted properties are never generated unless additionalProperties or a
-// patternProperties regex says so: xgrammar's strict mode), patternProperties (names grouped by a
+// not list; unlisted properties are never generated unless the schema states additionalProperties
+// or a patternProperties regex matches them: xgrammar's strict mode), patternProperties (names grouped by a
 // DFA of the regexes, src/grammar/pattern_automaton.h), propertyNames of a map, dependentRequired
 // (and dependentSchemas that only require names), minProperties / maxProperties (listed properties
 // counted exactly as written; a map's pairs too, a minimum of at most 1 left to them), enum, const
