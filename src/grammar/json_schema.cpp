@@ -152,6 +152,35 @@ bool disjoint(const json& a, const json& b) {
   return false;
 }
 
+// Whether every object the grammar writes for `a` breaks `b`: `a` is an object schema that writes
+// only the names it lists (strict mode: nothing else that adds names), and `b` requires a name
+// among none of them. Objects with different required names, as oneOf options often are.
+bool writes_none_required_by(const json& a, const json& b) {
+  if (!a.is_object() || value_types(a) != std::set<std::string>{"object"}) return false;
+  static const std::set<std::string> kPlain = {"type", "properties", "required", "dependentRequired", "minProperties", "maxProperties"};
+  for (const auto& [key, unused] : a.items())
+    if (!kAnnotations.count(key) && !kPlain.count(key)) return false;
+  std::set<std::string> writable;
+  bool listed = false;
+  if (a.contains("properties") && a["properties"].is_object())
+    for (const auto& [name, unused] : a["properties"].items()) writable.insert(name), listed = true;
+  if (a.contains("required") && a["required"].is_array())
+    for (const json& n : a["required"])
+      if (n.is_string()) writable.insert(n.get<std::string>()), listed = true;
+  if (!listed) return false;  // a map: any name
+  if (a.contains("dependentRequired") && a["dependentRequired"].is_object())
+    for (const auto& [trigger, names] : a["dependentRequired"].items()) {
+      writable.insert(trigger);
+      if (names.is_array())
+        for (const json& n : names)
+          if (n.is_string()) writable.insert(n.get<std::string>());
+    }
+  if (!b.is_object() || !b.contains("required") || !b["required"].is_array()) return false;
+  for (const json& n : b["required"])
+    if (n.is_string() && !writable.count(n.get<std::string>())) return true;
+  return false;
+}
+
 const std::set<std::string> kEnforced = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "type",
                                          "properties", "required", "additionalProperties", "propertyNames", "patternProperties",
                                          "dependentRequired", "dependentSchemas", "items", "prefixItems", "uniqueItems", "minItems",
@@ -415,7 +444,8 @@ class SchemaConverter {
         if (std::string(key) == "oneOf")
           for (std::size_t i = 0; i < options.size(); ++i)
             for (std::size_t j = i + 1; j < options.size(); ++j)
-              if (!disjoint(options[i], options[j]))
+              if (!disjoint(options[i], options[j]) &&
+                  !(writes_none_required_by(options[i], options[j]) && writes_none_required_by(options[j], options[i])))
                 unsupported("oneOf", fmt::format("'oneOf' options {} and {} may both match one value (the grammar cannot "
                                                  "require exactly one; use anyOf, or options of different types or "
                                                  "different const values)",

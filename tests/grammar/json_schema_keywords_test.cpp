@@ -260,6 +260,14 @@ TEST(JsonSchemaKeywords, BooleanOptionsAndBaseSchemas) {
   EXPECT_TRUE(accepts(base, R"("abcd")"));
   EXPECT_FALSE(accepts(base, R"("abc")"));
   EXPECT_FALSE(accepts(base, "1"));
+  // oneOf of objects that each require a name the other never writes.
+  const char* pay = R"({"oneOf":[{"type":"object","properties":{"card":{"type":"string"}},"required":["card"]},
+                                  {"type":"object","properties":{"iban":{"type":"string"}},"required":["iban"]}]})";
+  EXPECT_TRUE(accepts(pay, R"({"card":"x"})"));
+  EXPECT_TRUE(accepts(pay, R"({"iban":"y"})"));
+  EXPECT_FALSE(accepts(pay, R"({"card":"x","iban":"y"})"));
+  EXPECT_EQ(refused_keyword(R"({"oneOf":[{"type":"object","properties":{"a":{},"b":{}},"required":["a"]},
+                                         {"type":"object","properties":{"b":{}},"required":["b"]}]})"), "oneOf");
   // prefixItems false: no item there, so the array ends before it.
   EXPECT_TRUE(accepts(R"({"prefixItems":[true,false]})", "[1]"));
   EXPECT_FALSE(accepts(R"({"prefixItems":[true,false]})", "[1,2]"));

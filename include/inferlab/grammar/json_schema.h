@@ -15,7 +15,8 @@
 // written without an exponent), multipleOf (digits modulo the step, src/grammar/number_multiples.h),
 // pattern (regex.h), format (date, time, date-time, uuid, email, ipv4, ipv6, duration, json-pointer: asserted, as every grammar engine
 // does), anyOf, oneOf whose options no value can match together (different types, different const
-// values, or a required property with different const values), keywords beside anyOf / oneOf
+// values, a required property with different const values, or objects each requiring a name the
+// other never writes), keywords beside anyOf / oneOf
 // merged into each option, $ref to a JSON pointer, an #anchor or an $id-based URI within the
 // document (src/grammar/schema_references.h; other documents are never fetched), allOf (and $ref
 // beside other keywords) merged into one schema where the parts combine exactly, not and if / then /
