@@ -1304,7 +1304,11 @@ class SchemaConverter {
         try {
           groups = unlisted_name_groups(patterns, listed, sink(), hint + "-key", limits_);
         } catch (const GrammarError& e) {
-          unsupported(patterns.empty() ? "additionalProperties" : "patternProperties", e.what());
+          // Too many listed names to write the others' automaton: where additionalProperties only
+          // allows them (true), they are left out (strict mode) rather than refused.
+          const bool allows_only = patterns.empty() && !is_map && (*unmatched == json(true) || (unmatched->is_object() && unmatched->empty()));
+          if (!allows_only) unsupported(patterns.empty() ? "additionalProperties" : "patternProperties", e.what());
+          unmatched.reset();
         }
         for (const auto& [matched, key] : groups) {
           std::vector<json> parts;

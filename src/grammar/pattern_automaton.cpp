@@ -558,7 +558,8 @@ std::map<std::vector<bool>, std::string> unlisted_name_groups(const std::vector<
   std::map<Tuple, int> ids;
   std::vector<Tuple> tuples;
   std::vector<std::vector<PatternDfa::Edge>> edges;
-  std::size_t state_limit = std::min<std::size_t>(kMaxDfaStates, limits.max_grammar_bytes / 64);
+  // Each state is a rule of some hundred bytes: a bound that keeps the grammar within its limit.
+  const std::size_t state_limit = std::min<std::size_t>(kMaxDfaStates, limits.max_grammar_bytes / 256);
   auto id_of = [&](const Tuple& t) {
     auto it = ids.find(t);
     if (it != ids.end()) return it->second;

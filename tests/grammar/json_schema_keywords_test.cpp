@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "grammar/pattern_automaton.h"
 #include "grammar/schema_references.h"
 #include "inferlab/grammar/grammar_matcher.h"
@@ -167,6 +169,15 @@ TEST(JsonSchemaKeywords, AdditionalPropertiesBesideProperties) {
   EXPECT_TRUE(accepts(schema, R"({"b":true})"));
   EXPECT_FALSE(accepts(schema, R"({"a":1,"b":2})"));
   EXPECT_FALSE(accepts(schema, R"({"a":1,"a":true})"));  // a listed name is not an additional one
+  // additionalProperties true stated beside properties: other names too; beside so many listed
+  // names that their automaton would outgrow the grammar, those are left out (strict mode).
+  EXPECT_TRUE(accepts(R"({"type":"object","properties":{"a":{}},"additionalProperties":true})", R"({"a":1,"b":2})"));
+  EXPECT_FALSE(accepts(R"({"type":"object","properties":{"a":{}}})", R"({"a":1,"b":2})"));
+  nlohmann::ordered_json many = {{"type", "object"}, {"additionalProperties", true}, {"properties", nlohmann::ordered_json::object()}};
+  for (int i = 0; i < 40; ++i) many["properties"][fmt::format("p{}_with_a_long_name", i)] = {{"type", "integer"}};
+  const std::string many_text = many.dump();
+  EXPECT_TRUE(accepts(many_text.c_str(), R"({"p3_with_a_long_name":1})"));
+  EXPECT_FALSE(accepts(many_text.c_str(), R"({"other":1})"));
   const char* falsy = R"({"type":"object","properties":{"foo":true,"bar":false}})";
   EXPECT_TRUE(accepts(falsy, R"({"foo":1})"));
   EXPECT_FALSE(accepts(falsy, R"({"bar":1})"));
