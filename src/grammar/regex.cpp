@@ -58,6 +58,10 @@ std::string utf8(uint32_t cp) {
 const std::vector<Range> kDigit{{'0', '9'}};
 const std::vector<Range> kWord{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 const std::vector<Range> kSpace{{'\t', '\r'}, {' ', ' '}};
+// A schema pattern is ECMAScript's: \s is its white space and line terminators, and `.` stops at
+// any line terminator.
+const std::vector<Range> kEcmaSpace{{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
+                                    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 // Inside a JSON string these need escapes: generated only through their escaped forms.
 const std::vector<Range> kJsonUnsafe{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
 
@@ -133,6 +137,8 @@ class RegexParser {
     if (cp == '\n') return gbnf_literal("\\n");
     if (cp == '\t') return gbnf_literal("\\t");
     if (cp == '\r') return gbnf_literal("\\r");
+    if (cp == '\b') return gbnf_literal("\\b");
+    if (cp == '\f') return gbnf_literal("\\f");
     if (cp < 0x20) return gbnf_literal(fmt::format("\\u{:04x}", cp));
     return gbnf_literal(utf8(cp));
   }
@@ -149,10 +155,13 @@ class RegexParser {
     return out + "]";
   }
 
-  // \s inside a JSON string: the space as is, tab / newline / CR as their escapes.
+  // \s inside a JSON string: the space and the other white space as is, tab / newline / vertical
+  // tab / form feed / CR as their escapes.
   std::string space_class() {
     if (!json_) return char_class(kSpace);
-    return "(\" \" | \"\\\\t\" | \"\\\\n\" | \"\\\\r\")";
+    return "(\" \" | \"\\\\t\" | \"\\\\n\" | \"\\\\u000b\" | \"\\\\f\" | \"\\\\r\" | " +
+           char_class({{0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
+                       {0x3000, 0x3000}, {0xFEFF, 0xFEFF}}) + ")";
   }
 
   uint32_t hex(int digits) {
@@ -184,8 +193,8 @@ class RegexParser {
       case 'D': ranges = complement(kDigit); return true;
       case 'w': ranges = kWord; return true;
       case 'W': ranges = complement(kWord); return true;
-      case 's': ranges = kSpace; return true;
-      case 'S': ranges = complement(kSpace); return true;
+      case 's': ranges = json_ ? kEcmaSpace : kSpace; return true;
+      case 'S': ranges = complement(json_ ? kEcmaSpace : kSpace); return true;
       case 'n': cp = '\n'; return false;
       case 't': cp = '\t'; return false;
       case 'r': cp = '\r'; return false;
@@ -233,6 +242,7 @@ class RegexParser {
     if (c == '[') return bracket();
     if (c == '.') {
       ++pos_;
+      if (json_) return char_class({{0, '\n' - 1}, {'\n' + 1, '\r' - 1}, {'\r' + 1, 0x2027}, {0x202A, kMaxCodepoint}});
       return char_class({{0, '\n' - 1}, {'\n' + 1, kMaxCodepoint}});
     }
     if (c == '^') error("'^' is supported only at the start");
@@ -242,7 +252,7 @@ class RegexParser {
       std::vector<Range> ranges;
       uint32_t cp = 0;
       if (escape(ranges, cp)) {
-        if (json_ && ranges == kSpace) return space_class();
+        if (json_ && ranges == kEcmaSpace) return space_class();
         return char_class(ranges);
       }
       return literal(cp);

@@ -1,7 +1,7 @@
 // JSON Schema through the server on the real model (SmolLM2-135M-Instruct), sampled: 100 answers for
-// each of 11 schemas that use the keywords the compiler enforces (integer and number ranges, string lengths,
+// each of 15 schemas that use the keywords the compiler enforces (integer and number ranges, string lengths,
 // pattern, formats, prefixItems, item counts, const and enum, oneOf of tagged objects, $defs /
-// $ref, optional properties), each answer validated
+// $ref, optional properties, multipleOf, patternProperties, dependentRequired, $ref by $id), each answer validated
 // by ajv (draft 2020-12 with ajv-formats), not by our own code.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -60,6 +60,28 @@ const schemas = {
     type: 'object',
     properties: { a: { type: 'boolean' }, b: { type: 'integer', minimum: 0, maximum: 3 }, c: { enum: ['x', 'y'] } },
     additionalProperties: false,
+  },
+  // multipleOf within bounds (the range and the remainder digit by digit).
+  steps: {
+    type: 'object',
+    properties: { even: { type: 'integer', multipleOf: 2, minimum: 0, maximum: 98 }, fives: { type: 'integer', multipleOf: 5, minimum: -50, maximum: 50 } },
+    required: ['even', 'fives'], additionalProperties: false,
+  },
+  // patternProperties: names by regex, at most 3 of them so that the object ends.
+  patterned: {
+    type: 'object', patternProperties: { '^x_[a-z]{1,4}$': { type: 'integer', minimum: 0, maximum: 9 } },
+    additionalProperties: false, minProperties: 1, maxProperties: 3,
+  },
+  // dependentRequired: a card needs a billing address.
+  dependent: {
+    type: 'object', properties: { card: shortText, billing: shortText, note: shortText },
+    dependentRequired: { card: ['billing'] }, additionalProperties: false,
+  },
+  // $ref by a relative $id within the schema.
+  byId: {
+    $id: 'https://example.com/order.json',
+    $defs: { item: { $id: 'item.json', type: 'object', properties: { sku: { type: 'string', pattern: '^[A-Z]{3}$' }, qty: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['sku', 'qty'], additionalProperties: false } },
+    type: 'object', properties: { first: { $ref: 'item.json' }, second: { $ref: 'item.json' } }, required: ['first', 'second'], additionalProperties: false,
   },
 };
 

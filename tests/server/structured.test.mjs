@@ -70,8 +70,8 @@ test('grammar (GBNF) and regex extensions constrain the whole output', async () 
 
 test('what cannot be enforced is refused with a 400 naming it', async () => {
   await assert.rejects(
-    client.chat.completions.create({ model: 'model', messages, response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'number', multipleOf: 0.5 } } } }),
-    (e) => e.status === 400 && /multipleOf/.test(e.message) && e.param === 'response_format');
+    client.chat.completions.create({ model: 'model', messages, response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'array', items: { type: 'string' }, uniqueItems: true } } } }),
+    (e) => e.status === 400 && /uniqueItems/.test(e.message) && e.param === 'response_format');
   const bad = await postJson(server.base, '/v1/chat/completions', { messages, grammar: 'root ::= undefined-rule' });
   assert.equal(bad.status, 400);
   assert.match(bad.json.error.message, /undefined-rule/);
@@ -82,7 +82,7 @@ test('what cannot be enforced is refused with a 400 naming it', async () => {
   assert.equal(two.status, 400);
   const strictBad = await postJson(server.base, '/v1/chat/completions', {
     messages, tool_choice: 'required',
-    tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', properties: { n: { type: 'number', multipleOf: 3 } } } } }],
+    tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', properties: { n: { type: 'number', multipleOf: 0.5, maximum: 99 } } } } }],
   });
   assert.equal(strictBad.status, 400, strictBad.text);
   assert.match(strictBad.json.error.message, /multipleOf/);

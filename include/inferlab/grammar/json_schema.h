@@ -2,22 +2,30 @@
 // a list, each type under the keywords that apply to it; no type: the union of all six, as a
 // keyword constrains only values of its own type), properties / required (written in the order
 // 'properties' lists them, as OpenAI, xgrammar and llguidance do; a schema read into a sorted
-// nlohmann::json has lost that order and gets sorted keys; optional ones may be left out), additionalProperties
-// false or a schema (unlisted properties are never generated unless additionalProperties says
-// so: xgrammar's strict mode), propertyNames of a map, minProperties / maxProperties (on a map: at
-// most max pairs and, of minimums, 1; beside properties: bounds the required and listed ones
-// imply), enum, const (2.0 written as 2), items /
-// prefixItems / minItems / maxItems, uniqueItems false,
-// minLength / maxLength, minimum / maximum / exclusive* (any, on integers and numbers;
-// bounded numbers are written without an exponent), pattern (regex.h), format (date, time, date-time, uuid, email: asserted,
-// as every grammar engine does), anyOf, oneOf whose options no value can match together
-// (different types, different const values, or a required property with different const values),
-// $ref to a JSON pointer in the schema or an #anchor, allOf (and $ref beside other keywords)
-// merged into one schema where the parts combine exactly, and the annotations (title,
-// description, default, examples, content*, ...). anyOf and oneOf must stand alone beside
-// annotations. Any other keyword is refused with an UnsupportedSchemaError naming it: never a
-// grammar that silently enforces less than the schema (the official test suite checks it:
-// tests/grammar/json_schema_suite.cpp).
+// nlohmann::json has lost that order and gets sorted keys; optional ones may be left out),
+// additionalProperties false or a schema (for a map, and beside properties for the names they do
+// not list; unlisted properties are never generated unless the schema states additionalProperties
+// or a patternProperties regex matches them: xgrammar's strict mode), patternProperties (names grouped by a
+// DFA of the regexes, src/grammar/pattern_automaton.h), propertyNames of a map, dependentRequired
+// (and dependentSchemas that only require names), minProperties / maxProperties (listed properties
+// counted exactly as written; a map's pairs too, a minimum of at most 1 left to them), enum, const
+// (2.0 written as 2), items / prefixItems / minItems / maxItems, uniqueItems (false; true over a
+// few known item values: enum, const, boolean, null), contains / minContains, minLength /
+// maxLength, minimum / maximum / exclusive* (any, on integers and numbers; bounded numbers are
+// written without an exponent), multipleOf (digits modulo the step, src/grammar/number_multiples.h),
+// pattern (regex.h), format (date, time, date-time, uuid, email, ipv4, ipv6, duration, json-pointer: asserted, as every grammar engine
+// does), anyOf, oneOf whose options no value can match together (different types, different const
+// values, a required property with different const values, or objects each requiring a name the
+// other never writes), keywords beside anyOf / oneOf
+// merged into each option, $ref to a JSON pointer, an #anchor or an $id-based URI within the
+// document (src/grammar/schema_references.h; other documents are never fetched), allOf (and $ref
+// beside other keywords) merged into one schema where the parts combine exactly, not and if / then /
+// else where they reduce to plain keywords (not of true, false, {}, a not or a type; if true or
+// false, or without branches), unevaluatedProperties / unevaluatedItems where what is evaluated
+// does not depend on the value (then additionalProperties / items over all that is listed), and the
+// annotations (title, description, default, examples, content*, ...). Any other keyword is refused
+// with an UnsupportedSchemaError naming it: never a grammar that silently enforces less than the
+// schema (the official test suite checks it: tests/grammar/json_schema_suite.cpp).
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 #include <string>
