@@ -507,6 +507,8 @@ def grammar_seeds(out):
                         "$ref": "#/$defs/n"}), '[[null],[]]'),
         (3, 'Sure. <tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>\n{"name": "g"}\n</tool_call>', ''),
         (4, '<|python_tag|>{"name": "f", "parameters": {}}', ''),
+        # harmony's call with its special tokens by id (the fuzz vocabulary's 259 and 260; step byte 1 and 2 take them)
+        (0, 'root ::= <[259]> "commentary to=functions.f " <[260]> "{" [a-z]* "}" <[259]>', '\x01commentary to=functions.f \x02{ab}\x01'),
     ]
     for i, (mode, source, steps) in enumerate(seeds):
         data = bytes([mode]) + source.encode("utf-8") + (b"\0" + steps.encode("utf-8") if steps else b"")
