@@ -515,6 +515,29 @@ def grammar_seeds(out):
         write(folder, f"seed-{i:02d}", data)
 
 
+# ----------------------------------------------------------------------------- query strings
+
+def query_string_seeds(out):
+    """Request targets: GET /v1/responses/{id}/input_items' list parameters, escapes and odd pairs."""
+    folder = os.path.join(out, "query_string")
+    items = "/v1/responses/resp_0123/input_items"
+    targets = [
+        items,
+        items + "?limit=20&order=asc",
+        items + "?limit=100&order=desc&after=msg_1&before=msg_9",
+        items + "?include[]=reasoning.encrypted_content&include=reasoning.encrypted_content",
+        items + "?include%5B%5D=file_search_call.results",
+        items + "?limit=101", items + "?limit=0", items + "?limit=-1", items + "?limit=+5", items + "?limit=1e2",
+        items + "?limit=%31%30", items + "?limit=99999999999999999999", items + "?order=DESC", items + "?order=",
+        items + "?limit=5&limit=7&order=asc&order=desc",
+        "/v1/models/Qwen%2FQwen2.5-0.5B?a+b=c%20d&&flag&=x&==&%zz=%4&%=%%",
+        "/v1/responses/r?after=%E2%9C%93&before=%00%ff",
+        "?", "?&&&", "/%", "/a%2", "/a%41%4a%4A",
+    ]
+    for i, target in enumerate(targets):
+        write(folder, f"seed-{i:02d}", target)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -541,6 +564,7 @@ def main():
     anthropic_request_seeds(args.out)
     sse_seeds(args.out)
     grammar_seeds(args.out)
+    query_string_seeds(args.out)
     for target in sorted(os.listdir(args.out)):
         print(f"{target}: {len(os.listdir(os.path.join(args.out, target)))} seeds")
 

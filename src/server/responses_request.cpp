@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <set>
 
 namespace inferlab::api {
@@ -314,6 +315,32 @@ ResponsesRequest parse_responses_request(const json& body, const ModelContext& m
       {"top_logprobs", 0},
       {"service_tier", "default"},
   };
+  return out;
+}
+
+InputItemsQuery parse_input_items_query(const QueryParams& query) {
+  auto last = [&](std::string_view name) -> std::optional<std::string> {
+    std::optional<std::string> value;
+    for (const auto& [key, given] : query)
+      if (key == name) value = given;
+    return value;
+  };
+  InputItemsQuery out;
+  if (auto text = last("limit")) {
+    int limit = 0;
+    auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), limit);
+    if (error != std::errc() || end != text->data() + text->size() || limit < 1 || limit > 100)
+      throw ApiError(400, fmt::format("limit must be an integer from 1 to 100, got '{}'", *text), "limit");
+    out.limit = limit;
+  }
+  const std::string order = last("order").value_or("desc");
+  if (order != "asc" && order != "desc") throw ApiError(400, fmt::format("order must be asc or desc, got '{}'", order), "order");
+  out.ascending = order == "asc";
+  for (const auto& [key, what] : query)
+    if ((key == "include" || key == "include[]") && what != "reasoning.encrypted_content")
+      throw ApiError(400, fmt::format("include '{}' is not supported", what), "include");
+  out.after = last("after");
+  out.before = last("before");
   return out;
 }
 

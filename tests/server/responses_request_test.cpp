@@ -213,6 +213,27 @@ TEST(ResponsesRequest, ReasoningEffortIsEchoedAndNoneOrMinimalTurnsThinkingOff) 
   EXPECT_EQ(error_of([&] { to_chat({{"input", "x"}, {"reasoning", {{"summary", "long"}}}}); }).param, "reasoning.summary");
 }
 
+TEST(ResponsesRequest, InputItemsQueryHasOpenAIsDefaultsAndNamesABadParameter) {
+  const api::InputItemsQuery defaults = api::parse_input_items_query({});
+  EXPECT_EQ(defaults.limit, 20);
+  EXPECT_FALSE(defaults.ascending);
+  EXPECT_FALSE(defaults.after || defaults.before);
+  const api::InputItemsQuery given = api::parse_input_items_query(
+      api::parse_query("limit=5&limit=100&order=asc&after=msg_1&before=msg_2&before=msg_3&include[]=reasoning.encrypted_content&x=y"));
+  EXPECT_EQ(given.limit, 100);  // the last value of a parameter given twice
+  EXPECT_TRUE(given.ascending);
+  EXPECT_EQ(given.after, "msg_1");
+  EXPECT_EQ(given.before, "msg_3");
+  for (const auto& [query, param] : std::vector<std::pair<const char*, const char*>>{
+           {"limit=0", "limit"}, {"limit=101", "limit"}, {"limit=1e2", "limit"}, {"limit=+5", "limit"}, {"limit=", "limit"},
+           {"limit=99999999999", "limit"}, {"order=DESC", "order"}, {"include=file_search_call.results", "include"},
+           {"include%5B%5D=x", "include"}}) {
+    const ApiError e = error_of([&] { api::parse_input_items_query(api::parse_query(query)); });
+    EXPECT_EQ(e.status, 400) << query;
+    EXPECT_EQ(e.param, param) << query;
+  }
+}
+
 TEST(ResponseStore, EvictsTheLeastRecentlyUsed) {
   ResponseStore store(2);
   store.put("a", {json(1), json::array()});
