@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto format = mode == 3 ? inferlab::api::make_hermes_format() : inferlab::api::make_llama3_format();
     const auto parsed = format->parse(text);
     inferlab::api::ToolCallStream stream(*format);
-    nlohmann::json deltas = nlohmann::json::array();
+    inferlab::api::json deltas = inferlab::api::json::array();  // the stream's ordered json
     std::string content;
     for (char c : text) content += stream.feed(std::string(1, c), deltas);
     std::vector<inferlab::api::ToolCall> calls;
