@@ -2,7 +2,8 @@
 // is: GBNF, a regex, a JSON schema (each compiled, then driven over a one-byte-per-token
 // vocabulary by the rest of the input), or a model's answer for the Hermes / Llama 3 tool-call
 // parsers. Compilers may only throw GrammarError; the streaming split fed one byte at a time must
-// find the same calls as the whole-answer parse.
+// find the same calls as the whole-answer parse. Two tokens of the vocabulary have no bytes (special
+// tokens, named <[259]> and <[260]>): step bytes 1 and 2 take them where the mask offers them.
 #include <nlohmann/json.hpp>
 
 #include "fuzz_common.h"
@@ -20,6 +21,8 @@ std::shared_ptr<const inferlab::TokenVocabulary> bytes_vocabulary() {
     bytes.push_back("{\"");  // a few multi-byte tokens too
     bytes.push_back("\":");
     bytes.push_back("<tool_call>");
+    bytes.push_back("");  // 259, 260: special tokens (no bytes), which a grammar names as <[259]>
+    bytes.push_back("");
     return std::make_shared<inferlab::TokenVocabulary>(bytes);
   }();
   return v;
@@ -31,9 +34,15 @@ void drive(const std::string& gbnf, std::string_view steps) {
   auto grammar = std::make_shared<inferlab::CompiledGrammar>(inferlab::parse_gbnf(gbnf, limits), bytes_vocabulary());
   inferlab::GrammarMatcher matcher(grammar);
   inferlab::TokenMask mask;
+  constexpr int32_t kSpecials[] = {259, 260};
   for (char c : steps.substr(0, 64)) {
     matcher.fill_mask(mask);
-    const int32_t id = static_cast<uint8_t>(c);
+    for (int32_t special : kSpecials)
+      if (mask.test(special) != inferlab::GrammarMatcher(matcher).accept_token(special))
+        inferlab::fuzz::invariant_failed("mask and accept disagree on a special token");
+    // Step bytes 1 and 2 take the special tokens where the mask offers them.
+    int32_t id = static_cast<uint8_t>(c);
+    if ((id == 1 || id == 2) && mask.test(kSpecials[id - 1])) id = kSpecials[id - 1];
     if (mask.test(id) != inferlab::GrammarMatcher(matcher).accept_token(id)) inferlab::fuzz::invariant_failed("mask and accept disagree");
     if (!matcher.accept_token(id)) break;
   }
@@ -62,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto format = mode == 3 ? inferlab::api::make_hermes_format() : inferlab::api::make_llama3_format();
     const auto parsed = format->parse(text);
     inferlab::api::ToolCallStream stream(*format);
-    nlohmann::json deltas = nlohmann::json::array();
+    inferlab::api::json deltas = inferlab::api::json::array();  // the stream's ordered json
     std::string content;
     for (char c : text) content += stream.feed(std::string(1, c), deltas);
     std::vector<inferlab::api::ToolCall> calls;

@@ -507,10 +507,35 @@ def grammar_seeds(out):
                         "$ref": "#/$defs/n"}), '[[null],[]]'),
         (3, 'Sure. <tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>\n{"name": "g"}\n</tool_call>', ''),
         (4, '<|python_tag|>{"name": "f", "parameters": {}}', ''),
+        # harmony's call with its special tokens by id (the fuzz vocabulary's 259 and 260; step byte 1 and 2 take them)
+        (0, 'root ::= <[259]> "commentary to=functions.f " <[260]> "{" [a-z]* "}" <[259]>', '\x01commentary to=functions.f \x02{ab}\x01'),
     ]
     for i, (mode, source, steps) in enumerate(seeds):
         data = bytes([mode]) + source.encode("utf-8") + (b"\0" + steps.encode("utf-8") if steps else b"")
         write(folder, f"seed-{i:02d}", data)
+
+
+# ----------------------------------------------------------------------------- query strings
+
+def query_string_seeds(out):
+    """Request targets: GET /v1/responses/{id}/input_items' list parameters, escapes and odd pairs."""
+    folder = os.path.join(out, "query_string")
+    items = "/v1/responses/resp_0123/input_items"
+    targets = [
+        items,
+        items + "?limit=20&order=asc",
+        items + "?limit=100&order=desc&after=msg_1&before=msg_9",
+        items + "?include[]=reasoning.encrypted_content&include=reasoning.encrypted_content",
+        items + "?include%5B%5D=file_search_call.results",
+        items + "?limit=101", items + "?limit=0", items + "?limit=-1", items + "?limit=+5", items + "?limit=1e2",
+        items + "?limit=%31%30", items + "?limit=99999999999999999999", items + "?order=DESC", items + "?order=",
+        items + "?limit=5&limit=7&order=asc&order=desc",
+        "/v1/models/Qwen%2FQwen2.5-0.5B?a+b=c%20d&&flag&=x&==&%zz=%4&%=%%",
+        "/v1/responses/r?after=%E2%9C%93&before=%00%ff",
+        "?", "?&&&", "/%", "/a%2", "/a%41%4a%4A",
+    ]
+    for i, target in enumerate(targets):
+        write(folder, f"seed-{i:02d}", target)
 
 
 def main():
@@ -539,6 +564,7 @@ def main():
     anthropic_request_seeds(args.out)
     sse_seeds(args.out)
     grammar_seeds(args.out)
+    query_string_seeds(args.out)
     for target in sorted(os.listdir(args.out)):
         print(f"{target}: {len(os.listdir(os.path.join(args.out, target)))} seeds")
 

@@ -31,6 +31,13 @@ std::size_t CompiledGrammar::StateSetHash::operator()(const StackSet& s) const n
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocabulary)
     : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)) {
+  // A token element stands for a token no byte path reaches: one with bytes would be allowed two
+  // ways (whole, and as its bytes), which the byte automaton does not track.
+  for (const Grammar::Element& e : grammar_.elements)
+    if (e.kind == Grammar::token &&
+        (e.value >= static_cast<uint32_t>(vocabulary_->size()) || !vocabulary_->bytes(static_cast<int32_t>(e.value)).empty()))
+      throw GrammarError(fmt::format("grammar: <[{}]> is not a special token of this vocabulary (a token with no text of its "
+                                     "own); write an ordinary token's text as a literal", e.value));
   nodes_.push_back({UINT32_MAX, 0});  // node 0: the empty stack
   intern({});                          // state 0: no stack left, nothing matches
 }
@@ -69,7 +76,7 @@ CompiledGrammar::StackSet CompiledGrammar::expand(std::vector<uint32_t>& todo) {
     if (seen_[id] == epoch_) continue;
     seen_[id] = epoch_;
     const Node n = nodes_[id];
-    if (id == 0 || grammar_.elements[n.position].kind == Grammar::bytes) {
+    if (id == 0 || grammar_.elements[n.position].kind == Grammar::bytes || grammar_.elements[n.position].kind == Grammar::token) {
       out.push_back(id);
       if (out.size() > kMaxStacks)
         throw GrammarError(fmt::format("the grammar is too ambiguous: more than {} ways to parse the output at once "
@@ -128,6 +135,21 @@ int32_t CompiledGrammar::next(int32_t state, uint8_t byte) {
   return to;
 }
 
+int32_t CompiledGrammar::next_token(int32_t state, int32_t token) {
+  // Not in the transition table: special tokens are few and rare in an output.
+  std::vector<uint32_t>& todo = expand_todo_;
+  todo.clear();
+  for (uint32_t id : states_[state]) {
+    if (id == 0) continue;
+    const Node n = nodes_[id];
+    const Grammar::Element e = grammar_.elements[n.position];
+    if (e.kind != Grammar::token || e.value != static_cast<uint32_t>(token)) continue;
+    const uint32_t after = n.position + 1;
+    todo.push_back(grammar_.elements[after].kind == Grammar::end ? n.parent : node(after, n.parent));
+  }
+  return intern(expand(todo));
+}
+
 const CompiledGrammar::Mask& CompiledGrammar::mask(int32_t state) {
   auto it = masks_.find(state);
   if (it != masks_.end()) {
@@ -155,6 +177,15 @@ const CompiledGrammar::Mask& CompiledGrammar::mask(int32_t state) {
       tokens.insert(tokens.end(), trie_tokens.begin() + trie[c].tokens_begin, trie_tokens.begin() + trie[c].tokens_end);
       if (trie[c].child_count) todo.push_back({c, to});
     }
+  }
+  // The special tokens a stack waits for (token elements), which the trie of bytes cannot reach.
+  const std::size_t from_trie = tokens.size();
+  for (uint32_t id : states_[state])
+    if (id != 0 && grammar_.elements[nodes_[id].position].kind == Grammar::token)
+      tokens.push_back(static_cast<int32_t>(grammar_.elements[nodes_[id].position].value));
+  if (tokens.size() > from_trie + 1) {
+    std::sort(tokens.begin() + static_cast<std::ptrdiff_t>(from_trie), tokens.end());
+    tokens.erase(std::unique(tokens.begin() + static_cast<std::ptrdiff_t>(from_trie), tokens.end()), tokens.end());
   }
   Mask m;
   if (tokens.size() >= kListBelow) {

@@ -205,11 +205,13 @@ class Parser {
         if (pos_ >= text_.size() || text_[pos_] != ')') error("')'");
         ++pos_;
         seq.push_back({Grammar::ref, group});
+      } else if (c == '<') {
+        seq.push_back({Grammar::token, token_id()});
       } else if (name_char(c)) {
         std::string name = identifier();
         seq.push_back({Grammar::ref, rule(name)});
       } else {
-        error("a literal, a class, a group or a rule name");
+        error("a literal, a class, a group, a token <[id]> or a rule name");
       }
       quantifier(seq, item_start);
       count_elements(seq.size());
@@ -294,6 +296,22 @@ class Parser {
     }
     if (pos_ == start) error("a number");
     return static_cast<int>(value);
+  }
+
+  // <[123]>: a token by its id (whether the vocabulary has it is checked against the vocabulary).
+  uint32_t token_id() {
+    if (text_.substr(pos_, 2) != "<[") error("'<[' opening a token id such as <[200005]>");
+    pos_ += 2;
+    const std::size_t start = pos_;
+    uint64_t id = 0;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      id = id * 10 + static_cast<uint64_t>(text_[pos_++] - '0');
+      if (id > static_cast<uint64_t>(INT32_MAX)) error("a token id below 2^31");
+    }
+    if (pos_ == start) error("a token id (digits) inside <[...]>");
+    if (text_.substr(pos_, 2) != "]>") error("']>' closing a token id");
+    pos_ += 2;
+    return static_cast<uint32_t>(id);
   }
 
   uint32_t hex(int digits) {

@@ -37,8 +37,13 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
 bool GrammarMatcher::accept_token(int32_t id) {
   if (id < 0 || id >= grammar_->vocabulary_->size()) return false;
   const std::string& bytes = grammar_->vocabulary_->bytes(id);
-  if (bytes.empty()) return false;
-  return accept_bytes(bytes);
+  if (!bytes.empty()) return accept_bytes(bytes);
+  // A token with no bytes (a special token) fits only where the grammar names it (<[id]>).
+  std::lock_guard lock(grammar_->mutex_);
+  const int32_t state = grammar_->next_token(state_, id);
+  if (state == 0) return false;
+  state_ = state;
+  return true;
 }
 
 bool GrammarMatcher::can_finish() const {

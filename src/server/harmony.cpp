@@ -1,8 +1,12 @@
 // The harmony format's channels as reasoning, content and tool calls (see harmony.h).
 #include "server/harmony.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <span>
+
+#include "inferlab/grammar/json_schema.h"
 
 namespace inferlab::api {
 namespace {
@@ -134,6 +138,21 @@ std::string HarmonySplitter::finish(std::string& reasoning, std::vector<ToolCall
   state_ = State::header;
   calls = calls_found_;  // each was announced (deltas) when its message ended
   return content;
+}
+
+std::string harmony_forced_call_grammar(const std::vector<ToolDefinition>& tools, const HarmonyCallTokens& tokens,
+                                        const GrammarLimits& limits) {
+  auto token = [](int32_t id) { return fmt::format("<[{}]>", id); };
+  std::string rules, choice;
+  for (std::size_t i = 0; i < tools.size(); ++i) {
+    const std::string rule = fmt::format("call-{}", i);
+    rules += rule + " ::= " + gbnf_literal(tools[i].name + " ") + " " + token(tokens.constrain) + " " + gbnf_literal("json") +
+             " " + token(tokens.message) + " " + rule + "-args\n";
+    rules += tool_arguments_rules(tools[i], rule + "-args", limits);
+    choice += (i ? " | " : "") + rule;
+  }
+  return "root ::= " + token(tokens.channel) + " " + gbnf_literal("commentary to=functions.") + " ( " + choice + " ) " +
+         token(tokens.call) + "\n" + rules + json_primitives_gbnf();
 }
 
 HarmonyParsed parse_harmony(std::string_view text, bool calls) {

@@ -49,6 +49,19 @@ class HarmonySplitter {
   std::vector<ToolCall> calls_found_;
 };
 
+// The special tokens a harmony call is written with, by their ids in the model's vocabulary.
+struct HarmonyCallTokens {
+  int32_t channel = -1, constrain = -1, message = -1, call = -1;  // <|channel|> <|constrain|> <|message|> <|call|>
+};
+
+// GBNF that makes the whole answer one call of one of `tools` (tool_choice required, or the named
+// tool alone), as gpt-oss writes a call after its generation prompt (<|start|>assistant):
+//   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{arguments}<|call|>
+// with the arguments following the tool's parameter schema and the special tokens named by id
+// (<[id]>). No analysis message comes first, and harmony ends the turn at <|call|>, so it is one call.
+std::string harmony_forced_call_grammar(const std::vector<ToolDefinition>& tools, const HarmonyCallTokens& tokens,
+                                        const GrammarLimits& limits);
+
 // The whole answer split at once (the non-streamed view of the splitter, for tests and callers
 // that have all the text).
 struct HarmonyParsed {

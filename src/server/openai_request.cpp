@@ -10,6 +10,8 @@
 #include "inferlab/grammar/json_schema.h"
 #include "inferlab/grammar/regex.h"
 #include "inferlab/util/error.h"
+#include "server/harmony.h"
+#include "server/reasoning_effort.h"
 #include "server/request_fields.h"
 
 namespace inferlab::api {
@@ -119,6 +121,15 @@ void parse_tool_choice(const json& body, const ModelContext& model, const std::v
   apply_tool_choice(parsed, tools, model, out);
 }
 
+// A harmony marker's id: gpt-oss's vocabulary has each as one special token.
+int32_t harmony_token(const ModelContext& model, const char* marker) {
+  const std::vector<int32_t> ids = model.text->tokenize(marker, false);
+  if (ids.size() != 1)
+    bad("tool_choice", "a forced tool call in the harmony format needs {} to be one token of this model's vocabulary, "
+                       "as in gpt-oss's; here it is {} tokens", marker, ids.size());
+  return ids[0];
+}
+
 }  // namespace
 
 void apply_tool_choice(const ToolChoice& tool_choice, const std::vector<ToolDefinition>& tools, const ModelContext& model,
@@ -134,20 +145,7 @@ void apply_tool_choice(const ToolChoice& tool_choice, const std::vector<ToolDefi
     return;
   }
   if (choice == "none") return;
-  if (model.reasoning && model.reasoning->harmony) {
-    // Harmony's calls open with special tokens (<|channel|>commentary to=functions.f …), which a
-    // grammar cannot write: forcing or constraining a call is refused rather than ignored.
-    if (choice == "required" || choice == "named")
-      bad("tool_choice", "tool_choice '{}' is not supported with this model's harmony chat format (gpt-oss); use auto",
-          choice == "named" ? named : choice);
-    if (std::any_of(tools.begin(), tools.end(), [](const ToolDefinition& t) { return t.strict; }))
-      bad("tools", "strict tools are not supported with this model's harmony chat format (gpt-oss): its calls start with "
-                   "special tokens a grammar cannot follow");
-    out.harmony_calls = true;
-    return;
-  }
-  auto format = std::shared_ptr<const ToolCallFormat>(tool_call_format_for(model.text->chat_template_source()));
-  out.tool_format = format;
+  const bool harmony = model.reasoning && model.reasoning->harmony;
   std::vector<ToolDefinition> chosen;
   for (const auto& t : tools)
     if (choice != "named" || t.name == named) chosen.push_back(t);
@@ -165,6 +163,27 @@ void apply_tool_choice(const ToolChoice& tool_choice, const std::vector<ToolDefi
     }
     return defs;
   };
+  if (harmony) {
+    // Harmony's calls are messages to functions.NAME (harmony.h), not a ToolCallFormat's text.
+    out.harmony_calls = true;
+    if (choice == "required" || choice == "named") {
+      if (out.grammar) bad("tool_choice", "tool_choice '{}' cannot be combined with response_format, grammar or regex", choice);
+      const HarmonyCallTokens ids{harmony_token(model, "<|channel|>"), harmony_token(model, "<|constrain|>"),
+                                  harmony_token(model, "<|message|>"), harmony_token(model, "<|call|>")};
+      auto defs = with_enforceable_schemas(chosen);
+      out.grammar = compile(model, "tools", [&] { return harmony_forced_call_grammar(defs, ids, model.limits.grammar); });
+      out.harmony_forced_call = true;
+      return;
+    }
+    // auto: a strict tool's grammar would wait for a call's opening, which is special tokens here,
+    // and the engine's trigger is text.
+    if (std::any_of(tools.begin(), tools.end(), [](const ToolDefinition& t) { return t.strict; }))
+      bad("tools", "strict tools with tool_choice auto are not supported with this model's harmony chat format (gpt-oss): "
+                   "its calls open with special tokens; use tool_choice required or a named function");
+    return;
+  }
+  auto format = std::shared_ptr<const ToolCallFormat>(tool_call_format_for(model.text->chat_template_source()));
+  out.tool_format = format;
   if (choice == "required" || choice == "named") {
     if (out.grammar) bad("tool_choice", "tool_choice '{}' cannot be combined with response_format, grammar or regex", choice);
     auto defs = with_enforceable_schemas(chosen);
@@ -523,6 +542,7 @@ ParsedRequest chat_request(const json& body, const ModelContext& model, bool ser
     if (!kwargs->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     for (const auto& [key, value] : kwargs->items()) extra[key] = value;
   }
+  apply_reasoning_effort(field(body, "reasoning_effort"), "reasoning_effort", model, extra);
   add_chat_prompt(rendered, extra, model, server_limits, out);
   fit_max_tokens(out, max_tokens, model, server_limits);
   parse_reasoning_fields(body, out);
@@ -548,6 +568,9 @@ void add_chat_prompt(const json& messages, const json& extra, const ModelContext
     out.reasoning_start = reasoning_start_of(prompt, *model.reasoning);
     out.reasoning_span = engine_reasoning_span(out.reasoning_start, *model.reasoning, model.reasoning_tokens);
     out.separate_reasoning = model.separate_reasoning;
+    // A forced harmony call's grammar writes the whole answer, headers included: the engine applies
+    // it from the first token instead of waiting for the final channel.
+    if (out.harmony_forced_call) out.reasoning_span.reset();
   }
   out.prompts.push_back(model.text->tokenize(prompt, false));
   out.prompt_texts.push_back(prompt);

@@ -77,6 +77,9 @@ struct ParsedRequest {
   // A harmony template (gpt-oss) has no ToolCallFormat: its calls are messages to functions.NAME,
   // which the harmony splitter (harmony.h) returns as calls when this is set.
   bool harmony_calls = false;
+  // tool_choice required / named on a harmony template: the grammar writes the whole answer (the
+  // call's headers too), so the engine applies it from the first token (no reasoning span).
+  bool harmony_forced_call = false;
   // A thinking template's chat (reasoning.h): its markers, where the prompt leaves the output, the
   // span the engine's grammar waits out, whether the thoughts are split from the answer
   // (reasoning_format) and whether they are returned at all (include_reasoning).

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <set>
 
 namespace inferlab::api {
@@ -183,7 +184,7 @@ json chat_response_format(const json& text) {
   return {{"type", "json_schema"}, {"json_schema", std::move(spec)}};
 }
 
-// `reasoning`: {effort, summary}. The effort picks thinking on or off (responses_to_chat); no
+// `reasoning`: {effort, summary}. The effort goes to the template (responses_to_chat); no
 // summary is written (the thoughts come whole, as reasoning_text), so `summary` is only checked.
 void check_reasoning(const json& reasoning) {
   if (!reasoning.is_object()) bad("reasoning", "'reasoning' must be an object");
@@ -203,6 +204,7 @@ std::string responses_param(const std::string& chat_param) {
   if (chat_param == "messages") return "input";
   if (chat_param == "response_format") return "text.format";
   if (chat_param == "max_completion_tokens" || chat_param == "max_tokens") return "max_output_tokens";
+  if (chat_param == "reasoning_effort") return "reasoning.effort";
   return chat_param;
 }
 
@@ -270,10 +272,9 @@ json responses_to_chat(const json& body, const StoredLookup& lookup, json& conve
   if (const json* v = field(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(*v);
   if (const json* v = field(body, "text"))
     if (json format = chat_response_format(*v); !format.is_null()) chat["response_format"] = std::move(format);
-  // A thinking template has one switch: effort none (and minimal, the least OpenAI has that still
-  // may think) turns it off; the other efforts leave the template's default, which thinks.
-  if (const json* effort = reasoning ? field(*reasoning, "effort") : nullptr; effort && (*effort == "none" || *effort == "minimal"))
-    chat["chat_template_kwargs"] = {{"enable_thinking", false}};
+  // The effort as chat's reasoning_effort, which the chat parser gives the template as it takes it
+  // (reasoning_effort.h: gpt-oss's Reasoning line, or Qwen3's thinking off for none / minimal).
+  if (const json* effort = reasoning ? field(*reasoning, "effort") : nullptr) chat["reasoning_effort"] = *effort;
   if (const json* v = field(body, "test_forced_output")) chat["test_forced_output"] = *v;  // --test-hooks
   return chat;
 }
@@ -314,6 +315,32 @@ ResponsesRequest parse_responses_request(const json& body, const ModelContext& m
       {"top_logprobs", 0},
       {"service_tier", "default"},
   };
+  return out;
+}
+
+InputItemsQuery parse_input_items_query(const QueryParams& query) {
+  auto last = [&](std::string_view name) -> std::optional<std::string> {
+    std::optional<std::string> value;
+    for (const auto& [key, given] : query)
+      if (key == name) value = given;
+    return value;
+  };
+  InputItemsQuery out;
+  if (auto text = last("limit")) {
+    int limit = 0;
+    auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), limit);
+    if (error != std::errc() || end != text->data() + text->size() || limit < 1 || limit > 100)
+      throw ApiError(400, fmt::format("limit must be an integer from 1 to 100, got '{}'", *text), "limit");
+    out.limit = limit;
+  }
+  const std::string order = last("order").value_or("desc");
+  if (order != "asc" && order != "desc") throw ApiError(400, fmt::format("order must be asc or desc, got '{}'", order), "order");
+  out.ascending = order == "asc";
+  for (const auto& [key, what] : query)
+    if ((key == "include" || key == "include[]") && what != "reasoning.encrypted_content")
+      throw ApiError(400, fmt::format("include '{}' is not supported", what), "include");
+  out.after = last("after");
+  out.before = last("before");
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "server/http_message.h"
 #include "server/openai_request.h"
 #include "server/response_store.h"
 
@@ -29,5 +30,16 @@ using StoredLookup = std::function<std::optional<StoredResponse>(const std::stri
 json responses_to_chat(const json& body, const StoredLookup& lookup, json& conversation);
 
 ResponsesRequest parse_responses_request(const json& body, const ModelContext& model, const StoredLookup& lookup);
+
+// GET /v1/responses/{id}/input_items' query, OpenAI's list parameters: `limit` 1..100 (default 20),
+// `order` asc or desc (default desc), `include` / `include[]` (only reasoning.encrypted_content,
+// which changes nothing here), and the `after` / `before` item-id cursors. A parameter given twice
+// counts by its last value; unknown ones are ignored. ApiError 400 naming the parameter.
+struct InputItemsQuery {
+  int limit = 20;
+  bool ascending = false;
+  std::optional<std::string> after, before;
+};
+InputItemsQuery parse_input_items_query(const QueryParams& query);
 
 }  // namespace inferlab::api

@@ -75,6 +75,47 @@ TEST(Gbnf, ErrorsNameTheProblem) {
   EXPECT_THROW(parse_gbnf("root ::= \"aaaaaaaaaaaa\"", small), GrammarError);
 }
 
+// Special tokens by id (<[id]>): the byte vocabulary plus two tokens with no bytes (ids 256, 257),
+// as a chat format's markers are. The mask offers such a token only where the grammar names it, and
+// its bytes never spell it.
+TEST(Gbnf, SpecialTokensByIdAreOfferedOnlyWhereNamed) {
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, static_cast<char>(b)));
+  bytes.push_back("");  // 256: a special token, e.g. <|channel|>
+  bytes.push_back("");  // 257: another, e.g. <|call|>
+  auto vocabulary = std::make_shared<TokenVocabulary>(bytes);
+  auto compiled = std::make_shared<CompiledGrammar>(parse_gbnf(R"(root ::= <[256]> "to=" [a-z]+ <[257]>)"), vocabulary);
+  GrammarMatcher m(compiled);
+  TokenMask mask;
+  m.fill_mask(mask);
+  EXPECT_EQ(mask.count(), 1);
+  EXPECT_TRUE(mask.test(256));
+  EXPECT_FALSE(GrammarMatcher(m).accept_token(257));
+  EXPECT_FALSE(GrammarMatcher(m).accept_bytes("<"));
+  ASSERT_TRUE(m.accept_token(256));
+  ASSERT_TRUE(m.accept_bytes("to=f"));
+  m.fill_mask(mask);
+  EXPECT_TRUE(mask.test(257));
+  EXPECT_TRUE(mask.test('g'));
+  EXPECT_FALSE(mask.test(256));
+  EXPECT_FALSE(m.can_finish());
+  ASSERT_TRUE(m.accept_token(257));
+  EXPECT_TRUE(m.can_finish());
+  EXPECT_TRUE(m.terminated());
+
+  // A token id that has bytes (an ordinary token), or none of the vocabulary, is refused by name.
+  for (const char* g : {R"(root ::= <[97]>)", R"(root ::= <[9999]>)"}) {
+    try {
+      CompiledGrammar(parse_gbnf(g), vocabulary);
+      ADD_FAILURE() << g << " compiled";
+    } catch (const GrammarError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a special token"), std::string::npos) << e.what();
+    }
+  }
+  for (const char* g : {"root ::= <[]>", "root ::= <[12", "root ::= <12>", "root ::= <[99999999999]>"})
+    EXPECT_THROW(parse_gbnf(g), GrammarError) << g;
+}
+
 std::string nested(int levels, const std::string& inner) { return std::string(levels, '(') + inner + std::string(levels, ')'); }
 
 // The parser recurses per parenthesis: 30,000 of them (60 KB, under the size limit) overflowed a

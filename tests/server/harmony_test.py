@@ -19,7 +19,12 @@ as message.reasoning_content and the final channel as content, whole and streame
 first), counted in reasoning_tokens; a commentary message to functions.NAME is a tool call (finish
 reason tool_calls), one written inside the analysis is not; a json_schema applies to the final
 channel only (the analysis is free text); max_tokens inside the analysis ends with length and no
-content; reasoning_format none keeps the analysis in the content; tool_choice required is refused.
+content; reasoning_format none keeps the analysis in the content. The reasoning effort (chat's
+`reasoning_effort`, `chat_template_kwargs`, the Responses API's `reasoning.effort`) renders the
+prompt transformers renders with that `reasoning_effort`; one gpt-oss cannot take is a 400.
+tool_choice required or a named function makes the answer a call in harmony's format with no script:
+the grammar drives the random model (the script's final answer is refused by it), whole, streamed and
+through the Responses API.
 """
 import argparse
 import json
@@ -41,6 +46,12 @@ HARMONY.update({i: f"<|reserved_{i}|>" for i in range(199998, 200019) if i not i
 THOUGHTS = "The user asks 2 + 2. That is 4."
 FORCED = f"<|channel|>analysis<|message|>{THOUGHTS}<|end|><|start|>assistant<|channel|>final<|message|>It is 4.<|return|>"
 USER = [{"role": "user", "content": "What is 2 + 2?"}]
+# Tools whose arguments a random model cannot make endless (every value bounded), for forced calls.
+CITY_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather of a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]}},
+                   "required": ["city"], "additionalProperties": False}}}
+TIME_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The time now", "parameters": {}}}
 WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather of a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]},
@@ -97,6 +108,7 @@ def template_cases():
          "kwargs": {}},
         {"messages": [{"role": "developer", "content": "Answer in French."}] + USER, "add_generation_prompt": True,
          "kwargs": {"model_identity": "You are a test."}},
+        {"messages": USER, "add_generation_prompt": True, "kwargs": {"reasoning_effort": "low", "tools": [CITY_TOOL]}},
     ]
 
 
@@ -252,15 +264,108 @@ def run_sdk(args):
             check(r.choices[0].message.content == "It is 4." and "reasoning_content" not in (r.choices[0].message.model_extra or {}),
                   f"include_reasoning false: {r.choices[0].message}")
 
-            # What harmony cannot force is refused by name.
-            for kw, field in [({"tool_choice": "required"}, "tool_choice"),
-                              ({"tools": [dict(WEATHER_TOOL, function=dict(WEATHER_TOOL["function"], strict=True))]}, "tools")]:
-                try:
-                    chat(**dict({"tools": [WEATHER_TOOL]}, **kw), max_tokens=4)
-                    raise AssertionError(f"{kw} was accepted")
-                except openai.BadRequestError as e:
-                    check(e.body.get("param") == field and "harmony" in e.message, f"{kw}: {e.body}")
+            # Strict tools with tool_choice auto would need a grammar that waits for special tokens: refused by name.
+            try:
+                chat(tools=[dict(WEATHER_TOOL, function=dict(WEATHER_TOOL["function"], strict=True))], max_tokens=4)
+                raise AssertionError("strict tools with auto were accepted")
+            except openai.BadRequestError as e:
+                check(e.body.get("param") == "tools" and "harmony" in e.message, f"strict tools: {e.body}")
+
+            check_forced_calls(client, chat)
+            check_reasoning_effort(client, base, chat, model)
     print("harmony through the openai Python SDK: every check passed")
+
+
+def check_forced_calls(client, chat):
+    """tool_choice required / named: the grammar writes harmony's call; the script's final answer is refused by it."""
+    for tool_choice, tools, name in [("required", [CITY_TOOL], "get_weather"),
+                                     ({"type": "function", "function": {"name": "get_time"}}, [CITY_TOOL, TIME_TOOL], "get_time")]:
+        r = chat(tools=tools, tool_choice=tool_choice, max_tokens=200)
+        m, finish = r.choices[0].message, r.choices[0].finish_reason
+        check(finish == "tool_calls" and m.tool_calls and len(m.tool_calls) == 1, f"{tool_choice}: {finish} {m}")
+        call = m.tool_calls[0]
+        arguments = json.loads(call.function.arguments)
+        check(call.function.name == name, f"{tool_choice}: called {call.function.name}")
+        check(arguments in ({"city": "Paris"}, {"city": "Rome"}) if name == "get_weather" else arguments == {},
+              f"{tool_choice}: arguments {call.function.arguments!r} do not follow the schema")
+        check(not m.content and not (m.model_extra or {}).get("reasoning_content"), f"{tool_choice}: a call and nothing else: {m}")
+        print(f"tool_choice {json.dumps(tool_choice)}: {call.function.name}({call.function.arguments})")
+    # Streamed: the same call, announced whole.
+    names, arguments, finish = [], "", None
+    for chunk in chat(tools=[CITY_TOOL], tool_choice="required", max_tokens=200, stream=True):
+        for choice in chunk.choices:
+            for entry in choice.delta.tool_calls or []:
+                if entry.function and entry.function.name:
+                    names.append(entry.function.name)
+                if entry.function and entry.function.arguments:
+                    arguments += entry.function.arguments
+            finish = choice.finish_reason or finish
+    check(names == ["get_weather"] and json.loads(arguments)["city"] in ("Paris", "Rome") and finish == "tool_calls",
+          f"streamed forced call: {names} {arguments!r} {finish}")
+    # The Responses API's required choice: a function_call output item.
+    r = client.responses.create(model=MODEL_NAME, input="Weather in Rome?", temperature=0, max_output_tokens=200,
+                                tools=[{"type": "function", "name": "get_weather", "parameters": CITY_TOOL["function"]["parameters"]}],
+                                tool_choice="required", extra_body={"test_forced_output": FORCED})
+    calls = [item for item in r.output if item.type == "function_call"]
+    check(len(calls) == 1 and calls[0].name == "get_weather" and json.loads(calls[0].arguments)["city"] in ("Paris", "Rome"),
+          f"responses tool_choice required: {r.output}")
+    print("forced calls: whole, streamed and through /v1/responses, each a harmony call the grammar wrote")
+
+
+def check_reasoning_effort(client, base, chat, model):
+    """The effort as gpt-oss's template takes it: the prompt transformers renders with that reasoning_effort."""
+    import openai
+    from transformers import AutoTokenizer
+
+    def post(path, body):
+        request = urllib.request.Request(base + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        return json.load(urllib.request.urlopen(request))
+
+    reference = AutoTokenizer.from_pretrained(model)
+    for effort in ("low", "medium", "high"):
+        expected = reference.apply_chat_template(USER, add_generation_prompt=True, tokenize=False, reasoning_effort=effort)
+        check(f"Reasoning: {effort}\n" in expected, f"transformers' prompt has the effort {effort}")
+        for body in ({"reasoning_effort": effort}, {"chat_template_kwargs": {"reasoning_effort": effort}}):
+            tokens = post("/tokenize", dict(body, messages=USER))["tokens"]
+            ours = post("/detokenize", {"tokens": tokens})["prompt"]
+            check(ours == expected, f"{body}: the server's prompt differs from transformers':\n{ours!r}\n{expected!r}")
+    print("reasoning_effort low / medium / high (field and chat_template_kwargs): prompts byte-identical to transformers'")
+
+    # /v1/responses' reasoning.effort renders the same prompt: as many tokens, and the prefix cache
+    # (warmed by the chat request with that effort) reuses it past the Reasoning line; another
+    # effort shares the prompt only up to that line.
+    def tokens_of(effort):
+        return post("/tokenize", {"messages": USER, "reasoning_effort": effort})["tokens"]
+
+    before_effort = len(post("/tokenize", {"prompt": reference.apply_chat_template(USER, add_generation_prompt=True, tokenize=False,
+                                                                                    reasoning_effort="high").split("Reasoning:")[0] + "Reasoning:",
+                                           "add_special_tokens": False})["tokens"])
+    chat(reasoning_effort="high", max_tokens=1)
+    same = client.responses.create(model=MODEL_NAME, input=USER[0]["content"], reasoning={"effort": "high"}, max_output_tokens=16,
+                                   temperature=0, extra_body={"test_forced_output": FORCED})
+    other = client.responses.create(model=MODEL_NAME, input=USER[0]["content"], reasoning={"effort": "low"}, max_output_tokens=16,
+                                    temperature=0, extra_body={"test_forced_output": FORCED})
+    check(same.usage.input_tokens == len(tokens_of("high")) and other.usage.input_tokens == len(tokens_of("low")),
+          f"input tokens {same.usage.input_tokens} / {other.usage.input_tokens}")
+    cached_same, cached_other = same.usage.input_tokens_details.cached_tokens, other.usage.input_tokens_details.cached_tokens
+    check(cached_same > before_effort >= cached_other,
+          f"cached {cached_same} (same effort) and {cached_other} (another) around the Reasoning line at token {before_effort}")
+    print(f"/v1/responses reasoning.effort: the chat's prompt ({cached_same} tokens reused; another effort {cached_other})")
+
+    # What gpt-oss cannot take: a 400 naming the field, in each API's shape.
+    for effort in ("none", "minimal", "xhigh"):
+        for call, param in [(lambda: chat(reasoning_effort=effort, max_tokens=1), "reasoning_effort"),
+                            (lambda: chat(extra_body={"chat_template_kwargs": {"reasoning_effort": effort}}, max_tokens=1),
+                             "chat_template_kwargs"),
+                            (lambda: client.responses.create(model=MODEL_NAME, input="Hi", reasoning={"effort": effort},
+                                                             max_output_tokens=1), "reasoning.effort")]:
+            try:
+                call()
+                raise AssertionError(f"effort {effort} ({param}) was accepted")
+            except openai.BadRequestError as e:
+                error = e.body if "param" in (e.body or {}) else (e.body or {}).get("error", {})
+                check(error.get("param") == param and "low, medium or high" in error.get("message", ""), f"{effort} {param}: {e.body}")
+    print("efforts gpt-oss cannot take (none, minimal, xhigh): 400 naming reasoning_effort / chat_template_kwargs / reasoning.effort")
 
 
 def main():

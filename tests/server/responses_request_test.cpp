@@ -195,10 +195,13 @@ TEST(ResponsesRequest, ReasoningItemsAreTheNextAssistantTurnsReasoningContent) {
 }
 
 TEST(ResponsesRequest, ReasoningEffortIsEchoedAndNoneOrMinimalTurnsThinkingOff) {
-  EXPECT_FALSE(to_chat({{"input", "x"}, {"reasoning", {{"effort", "high"}}}}).contains("chat_template_kwargs"));
-  for (const char* effort : {"none", "minimal"})
-    EXPECT_EQ(to_chat({{"input", "x"}, {"reasoning", {{"effort", effort}}}})["chat_template_kwargs"],
-              json({{"enable_thinking", false}}));
+  // The effort goes on as chat's reasoning_effort; the chat parser gives the template what it takes
+  // (harmony_request_test.cpp: gpt-oss's Reasoning line; here Qwen3's thinking off for none / minimal).
+  for (const char* effort : {"none", "minimal", "high"}) {
+    const json chat = to_chat({{"input", "x"}, {"reasoning", {{"effort", effort}}}});
+    EXPECT_EQ(chat["reasoning_effort"], effort);
+    EXPECT_FALSE(chat.contains("chat_template_kwargs"));
+  }
   const api::ModelContext model = context();
   const auto off = api::parse_responses_request({{"input", "x"}, {"reasoning", {{"effort", "none"}}}}, model, {});
   EXPECT_TRUE(off.parsed.prompt_texts.front().ends_with("<think>\n\n</think>\n\n"));
@@ -208,6 +211,27 @@ TEST(ResponsesRequest, ReasoningEffortIsEchoedAndNoneOrMinimalTurnsThinkingOff) 
   EXPECT_FALSE(low.parsed.prompt_texts.front().ends_with("</think>\n\n"));
   EXPECT_EQ(error_of([&] { to_chat({{"input", "x"}, {"reasoning", {{"effort", "huge"}}}}); }).param, "reasoning.effort");
   EXPECT_EQ(error_of([&] { to_chat({{"input", "x"}, {"reasoning", {{"summary", "long"}}}}); }).param, "reasoning.summary");
+}
+
+TEST(ResponsesRequest, InputItemsQueryHasOpenAIsDefaultsAndNamesABadParameter) {
+  const api::InputItemsQuery defaults = api::parse_input_items_query({});
+  EXPECT_EQ(defaults.limit, 20);
+  EXPECT_FALSE(defaults.ascending);
+  EXPECT_FALSE(defaults.after || defaults.before);
+  const api::InputItemsQuery given = api::parse_input_items_query(
+      api::parse_query("limit=5&limit=100&order=asc&after=msg_1&before=msg_2&before=msg_3&include[]=reasoning.encrypted_content&x=y"));
+  EXPECT_EQ(given.limit, 100);  // the last value of a parameter given twice
+  EXPECT_TRUE(given.ascending);
+  EXPECT_EQ(given.after, "msg_1");
+  EXPECT_EQ(given.before, "msg_3");
+  for (const auto& [query, param] : std::vector<std::pair<const char*, const char*>>{
+           {"limit=0", "limit"}, {"limit=101", "limit"}, {"limit=1e2", "limit"}, {"limit=+5", "limit"}, {"limit=", "limit"},
+           {"limit=99999999999", "limit"}, {"order=DESC", "order"}, {"include=file_search_call.results", "include"},
+           {"include%5B%5D=x", "include"}}) {
+    const ApiError e = error_of([&] { api::parse_input_items_query(api::parse_query(query)); });
+    EXPECT_EQ(e.status, 400) << query;
+    EXPECT_EQ(e.param, param) << query;
+  }
 }
 
 TEST(ResponseStore, EvictsTheLeastRecentlyUsed) {

@@ -53,7 +53,7 @@ class EngineText {
   std::optional<int32_t> eos_id() const;
 
   // Constrained decoding: GBNF text compiled against this tokenizer's vocabulary (special tokens
-  // never allowed; the engine's EOS only where the output is complete). The last few grammars are
+  // only where the grammar names them by id, <[id]>; the engine's EOS also where the output is complete). The last few grammars are
   // kept with their mask caches, so a repeated schema is not compiled again. GrammarError when
   // the text does not compile.
   std::shared_ptr<CompiledGrammar> compile_grammar(const std::string& gbnf, const GrammarLimits& limits) const;

@@ -47,10 +47,12 @@ struct GrammarLimits {
 };
 
 struct Grammar {
-  enum Kind : uint8_t { end, bytes, ref };
+  // token: one whole token of the vocabulary by its id, for a token that has no bytes a literal
+  // could spell (a special token of a chat format, such as harmony's <|channel|>).
+  enum Kind : uint8_t { end, bytes, ref, token };
   struct Element {
     Kind kind;
-    uint32_t value;  // bytes: index into sets; ref: rule id; end: rule id of the alternative ending here
+    uint32_t value;  // bytes: index into sets; ref: rule id; end: rule id of the alternative ending here; token: its id
   };
   using ByteSet = std::array<uint64_t, 4>;
 
@@ -62,12 +64,16 @@ struct Grammar {
   uint32_t root = 0;
 
   static bool has(const ByteSet& set, uint8_t byte) { return (set[byte >> 6] >> (byte & 63)) & 1; }
-  bool matches(uint32_t position, uint8_t byte) const { return has(sets[elements[position].value], byte); }
+  bool matches(uint32_t position, uint8_t byte) const {
+    return elements[position].kind == bytes && has(sets[elements[position].value], byte);
+  }
 };
 
 // Parses GBNF: `name ::= alternatives` rules with "literals", [classes] (ranges, ^ negation,
-// escapes), `.`, (groups), the quantifiers * + ? {m} {m,} {m,n}, and # comments. The start rule is
-// `root`. GrammarError on syntax errors, undefined rules, left recursion or a limit exceeded.
+// escapes), `.`, (groups), the quantifiers * + ? {m} {m,} {m,n}, tokens by id `<[123]>` (llama.cpp's
+// syntax; only tokens with no bytes of their own, checked when the grammar meets its vocabulary) and
+// # comments. The start rule is `root`. GrammarError on syntax errors, undefined rules, left
+// recursion or a limit exceeded.
 Grammar parse_gbnf(std::string_view text, const GrammarLimits& limits = {});
 
 // A GBNF string literal for these bytes (quotes and escapes added).

@@ -82,6 +82,7 @@ class CompiledGrammar {
   int32_t intern(StackSet set);
   int32_t initial_state();
   int32_t next(int32_t state, uint8_t byte);
+  int32_t next_token(int32_t state, int32_t token);  // through a token element (a special token)
   const Mask& mask(int32_t state);
 
   Grammar grammar_;

@@ -10,8 +10,8 @@ namespace inferlab {
 
 class TokenVocabulary {
  public:
-  // token_bytes[id]: the token's raw bytes; empty for tokens a grammar never allows (special
-  // tokens such as EOS, which the matcher's caller handles).
+  // token_bytes[id]: the token's raw bytes; empty for special tokens, which a grammar allows only
+  // where it names them by id (<[id]>); EOS is otherwise the matcher's caller's.
   explicit TokenVocabulary(std::vector<std::string> token_bytes);
 
   int size() const { return static_cast<int>(bytes_.size()); }

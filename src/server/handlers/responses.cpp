@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "server/handlers/generation.h"
 #include "server/handlers/routes.h"
@@ -15,21 +14,6 @@ namespace {
 
 ApiError not_found(const std::string& id) {
   return ApiError(404, fmt::format("Response with id '{}' not found.", id), "response_id", "response_not_found");
-}
-
-// One query parameter's value (the last given), or `fallback` when absent.
-std::string query_value(const HttpRequest& req, const char* name, std::string fallback) {
-  auto values = req.query_values(name);
-  return values.empty() ? std::move(fallback) : values.back();
-}
-
-int list_limit(const HttpRequest& req) {
-  const std::string text = query_value(req, "limit", "20");
-  int limit = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), limit);
-  if (error != std::errc() || end != text.data() + text.size() || limit < 1 || limit > 100)
-    throw ApiError(400, fmt::format("limit must be an integer from 1 to 100, got '{}'", text), "limit");
-  return limit;
 }
 
 // Where the item `id` sits in `items` (the `after` / `before` cursors); 400 when no item has it.
@@ -72,27 +56,19 @@ void delete_response(ServerState& state, const HttpRequest& req, HttpResponse& r
 void list_response_input_items(ServerState& state, const HttpRequest& req, HttpResponse& res) {
   state.require_ready();
   const std::string& id = req.params.at(0);
-  const int limit = list_limit(req);
-  const std::string order = query_value(req, "order", "desc");
-  if (order != "asc" && order != "desc")
-    throw ApiError(400, fmt::format("order must be asc or desc, got '{}'", order), "order");
-  for (const char* name : {"include", "include[]"})
-    for (const std::string& what : req.query_values(name))
-      if (what != "reasoning.encrypted_content")  // reasoning items carry their thoughts in plain text, none encrypted
-        throw ApiError(400, fmt::format("include '{}' is not supported", what), "include");
+  const InputItemsQuery query = parse_input_items_query(req.query);
   auto stored = state.responses->get(id);
   if (!stored) throw not_found(id);
 
   json items(stored->conversation.begin(), stored->conversation.begin() + static_cast<std::ptrdiff_t>(stored->input_items));
-  if (order == "desc") std::reverse(items.begin(), items.end());
-  const std::vector<std::string> after = req.query_values("after"), before = req.query_values("before");
+  if (!query.ascending) std::reverse(items.begin(), items.end());
   std::size_t begin = 0, end = items.size();
-  if (!after.empty()) begin = cursor_position(items, after.back(), "after") + 1;
-  if (!before.empty()) end = cursor_position(items, before.back(), "before");
+  if (query.after) begin = cursor_position(items, *query.after, "after") + 1;
+  if (query.before) end = cursor_position(items, *query.before, "before");
   end = std::max(begin, end);
   // Paging backwards (before, no after) takes the items nearest the cursor.
-  const bool backwards = !before.empty() && after.empty();
-  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(limit), end - begin);
+  const bool backwards = query.before && !query.after;
+  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(query.limit), end - begin);
   const std::size_t first = backwards ? end - count : begin;
   json data(items.begin() + static_cast<std::ptrdiff_t>(first), items.begin() + static_cast<std::ptrdiff_t>(first + count));
   const bool has_more = backwards ? first > begin : first + count < end;
