@@ -3,6 +3,8 @@
 // grouped on the product of the patterns' DFAs and a trie of the listed names.
 #include "grammar/pattern_automaton.h"
 
+#include "grammar/codepoint_ranges.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,34 +21,11 @@ constexpr uint32_t kEnd = 0x110000;  // one past the last code point
 constexpr std::size_t kMaxNfaStates = 20000;
 constexpr std::size_t kMaxDfaStates = 2000;
 
-struct Range {
-  uint32_t lo, hi;
-};
-
-std::vector<Range> normalized(std::vector<Range> ranges) {
-  std::sort(ranges.begin(), ranges.end(), [](Range a, Range b) { return a.lo < b.lo; });
-  std::vector<Range> out;
-  for (Range r : ranges) {
-    if (!out.empty() && r.lo <= out.back().hi + 1) out.back().hi = std::max(out.back().hi, r.hi);
-    else out.push_back(r);
-  }
-  return out;
-}
-
-std::vector<Range> complemented(const std::vector<Range>& ranges) {
-  std::vector<Range> out;
-  uint32_t next = 0;
-  for (Range r : normalized(ranges)) {
-    if (r.lo > next) out.push_back({next, r.lo - 1});
-    next = r.hi + 1;
-  }
-  if (next < kEnd) out.push_back({next, kEnd - 1});
-  return out;
-}
+using code_point_sets::Range;
 
 // ECMAScript's classes (ASCII \d \w; \s is its WhiteSpace and LineTerminator code points).
-const std::vector<Range> kDigit{{'0', '9'}};
-const std::vector<Range> kWord{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+using code_point_sets::kDigit;
+using code_point_sets::kWord;
 const std::vector<Range> kSpace{{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029},
                                 {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 const std::vector<Range> kLineTerminators{{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
@@ -179,11 +158,11 @@ class PatternParser {
     const char c = p_[pos_++];
     switch (c) {
       case 'd': ranges = kDigit; return true;
-      case 'D': ranges = complemented(kDigit); return true;
+      case 'D': ranges = code_point_sets::complement(kDigit); return true;
       case 'w': ranges = kWord; return true;
-      case 'W': ranges = complemented(kWord); return true;
+      case 'W': ranges = code_point_sets::complement(kWord); return true;
       case 's': ranges = kSpace; return true;
-      case 'S': ranges = complemented(kSpace); return true;
+      case 'S': ranges = code_point_sets::complement(kSpace); return true;
       case 'n': cp = '\n'; return false;
       case 't': cp = '\t'; return false;
       case 'r': cp = '\r'; return false;
@@ -242,7 +221,7 @@ class PatternParser {
     if (c == '[') return bracket();
     if (c == '.') {
       ++pos_;
-      n.ranges = complemented(kLineTerminators);
+      n.ranges = code_point_sets::complement(kLineTerminators);
       return n;
     }
     if (c == '^' || c == '$') {
@@ -294,7 +273,7 @@ class PatternParser {
     if (pos_ >= p_.size()) error("']' closing a character class");
     ++pos_;
     Node n{Node::chars};
-    n.ranges = negated ? complemented(ranges) : normalized(ranges);
+    n.ranges = negated ? code_point_sets::complement(ranges) : code_point_sets::normalize(ranges);
     return n;
   }
 

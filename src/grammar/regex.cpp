@@ -6,38 +6,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "grammar/codepoint_ranges.h"
 #include "inferlab/util/utf8_encode.h"
 
 namespace inferlab {
 namespace {
 
-struct Range {
-  uint32_t lo, hi;
-  bool operator==(const Range&) const = default;
-};
-
-constexpr uint32_t kMaxCodepoint = 0x10FFFF;
-
-std::vector<Range> normalize(std::vector<Range> ranges) {
-  std::sort(ranges.begin(), ranges.end(), [](Range a, Range b) { return a.lo < b.lo; });
-  std::vector<Range> out;
-  for (Range r : ranges) {
-    if (!out.empty() && r.lo <= out.back().hi + 1) out.back().hi = std::max(out.back().hi, r.hi);
-    else out.push_back(r);
-  }
-  return out;
-}
-
-std::vector<Range> complement(const std::vector<Range>& ranges) {
-  std::vector<Range> out;
-  uint32_t next = 0;
-  for (Range r : normalize(ranges)) {
-    if (r.lo > next) out.push_back({next, r.lo - 1});
-    next = r.hi + 1;
-  }
-  if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
-  return out;
-}
+using code_point_sets::complement;
+using code_point_sets::kMaxCodepoint;
+using code_point_sets::normalize;
+using code_point_sets::Range;
 
 std::vector<Range> subtract(const std::vector<Range>& ranges, const std::vector<Range>& removed) {
   std::vector<Range> keep = complement(removed), out;
@@ -55,8 +33,8 @@ std::string utf8(uint32_t cp) {
   return out;
 }
 
-const std::vector<Range> kDigit{{'0', '9'}};
-const std::vector<Range> kWord{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+using code_point_sets::kDigit;
+using code_point_sets::kWord;
 const std::vector<Range> kSpace{{'\t', '\r'}, {' ', ' '}};
 // A schema pattern is ECMAScript's: \s is its white space and line terminators, and `.` stops at
 // any line terminator.
