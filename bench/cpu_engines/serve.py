@@ -9,13 +9,16 @@
 The servers, each on the model's weights in the format the pp/tg rows use:
   inferlab:  `inferlab serve HF --weights W --threads T --max-batch C_max --no-prefix-caching`
   llama.cpp: llama-server (bench/build_llama_server.sh builds it from node-llama-cpp's source) on the
-             same GGUF, -t T -tb T, -np C_max slots of P + N + 16 positions each
+             same GGUF, -t T -tb T, -np C_max slots of P + N + 16 positions each, --no-cache-prompt
   vLLM CPU:  its OpenAI server (python -m vllm.entrypoints.openai.api_server) in out/engine-venvs/vllm,
              bfloat16, --max-num-seqs C_max, prefix caching off, VLLM_CPU_OMP_THREADS_BIND 0..T-1
 Each concurrency C: 2C requests (at least 4) of a random P-token prompt (the model's tokenizer) and
 N output tokens with EOS ignored, streamed to /v1/completions, after min(C, 4) warm-up requests;
-the figure is `bench serve`'s output tokens/s, with its median TTFT and TPOT. A server that does not
-start, or a level whose requests fail, keeps its row with the error.
+the figure is `bench serve`'s output tokens/s, with its median TTFT and TPOT. Then, with --slo,
+`inferlab bench capacity --concurrency-levels 1:C_max` on the same requests: the highest concurrency
+whose P95s meet the SLO, and the output tokens/s there (each point run once, --capacity-requests
+requests: a coarse search that fits beside the levels). A server that does not start, or a level
+whose requests fail, keeps its row with the error.
 """
 import argparse
 import json
@@ -50,7 +53,7 @@ def server_command(a, engine, variant, threads, port, hf, cmax):
         if not os.path.exists(gguf):
             raise RuntimeError(f"{gguf} is missing (the pp/tg run's conversion writes it)")
         return [a.llama_server, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-t", str(threads), "-tb", str(threads),
-                "-np", str(cmax), "-c", str(cmax * ctx)], {}
+                "-np", str(cmax), "-c", str(cmax * ctx), "--no-cache-prompt"], {}
     if engine == "vllm":
         env = {"VLLM_CPU_OMP_THREADS_BIND": "0" if threads == 1 else f"0-{threads - 1}", "VLLM_CPU_KVCACHE_SPACE": "4",
                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
@@ -102,6 +105,24 @@ def load_level(a, url, hf, c, tmp):
     return result
 
 
+def capacity(a, url, hf, cmax, tmp):
+    """The highest concurrency in 1..cmax meeting --slo, and the output tokens/s measured there."""
+    cmd = [a.inferlab, "bench", "capacity", "--base-url", url, "--slo", a.slo, "--concurrency-levels", f"1:{cmax}",
+           "--num-requests", str(a.capacity_requests), "--repeat", "1", "--input-len", str(a.input_len),
+           "--output-len", str(a.output_len), "--ignore-eos", "--seed", "1", "--endpoint", "completions",
+           "--tokenizer", hf, "--json", "--output-dir", os.path.join(tmp, "capacity")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+    if r.returncode != 0:
+        tail = [line for line in (r.stderr + r.stdout).splitlines() if line.strip()][-2:]
+        raise RuntimeError(f"bench capacity exit {r.returncode}: {' / '.join(tail)}")
+    j = json.loads(r.stdout)
+    result = {"slo": a.slo, "capacity": j.get("capacity"), "outcome": j.get("outcome")}
+    for point in j.get("points", []):
+        if point.get("load") == j.get("capacity"):
+            result["output_tok_s"] = point.get("metrics", {}).get("output_throughput", {}).get("median")
+    return result
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--results", required=True)
@@ -119,6 +140,8 @@ def main():
     p.add_argument("--no-pin", action="store_true")
     p.add_argument("--round", type=int, default=1)
     p.add_argument("--timeout", type=int, default=1800)
+    p.add_argument("--slo", default="", help="bench capacity's objectives, e.g. ttft_p95_ms=2000,tpot_p95_ms=100 (none: no search)")
+    p.add_argument("--capacity-requests", type=int, default=16, help="requests per capacity point")
     a = p.parse_args()
     levels = [int(c) for c in a.concurrency.split(",")]
     hf = os.path.join(a.models_dir, a.model, "hf")
@@ -166,6 +189,11 @@ def main():
                                 emit(engine, fmt, variant, threads, c, load_level(a, url, hf, c, tmp))
                             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                                 emit(engine, fmt, variant, threads, c, {"error": str(exc)})
+                        if a.slo:
+                            try:
+                                emit(engine, fmt, variant, threads, "capacity", capacity(a, url, hf, max(levels), tmp))
+                            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+                                emit(engine, fmt, variant, threads, "capacity", {"error": str(exc)})
                 except RuntimeError as exc:
                     emit(engine, fmt, variant, threads, None, {"error": str(exc)})
                 finally:

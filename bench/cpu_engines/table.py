@@ -161,10 +161,14 @@ def print_model(name, m, models_dir, threads_seen, prompt_label):
 
 
 def print_serve(m):
-    levels = sorted({c for per in m["serve"].values() for c in per if c is not None})
-    print("\nServing (bench serve, output tokens/s; median TTFT / TPOT ms):\n")
-    print("| threads | format | engine | variant | " + " | ".join(f"c={c}" for c in levels) + " | inferlab / this | note |")
-    print("|---|---|---|---|" + "---|" * len(levels) + "---|---|")
+    levels = sorted({c for per in m["serve"].values() for c in per if isinstance(c, int)})
+    searched = any("capacity" in per for per in m["serve"].values())
+    slo = next((r["slo"] for per in m["serve"].values() for r in per.get("capacity", []) if r.get("slo")), "")
+    print("\nServing (bench serve, output tokens/s; median TTFT / TPOT ms"
+          + (f"; capacity: the highest concurrency meeting {slo}, and its output tokens/s" if searched else "") + "):\n")
+    print("| threads | format | engine | variant | " + " | ".join(f"c={c}" for c in levels) + (" | capacity" if searched else "")
+          + " | inferlab / this | note |")
+    print("|---|---|---|---|" + "---|" * len(levels) + ("---|" if searched else "") + "---|---|")
     tput = {}
     for key in sorted(m["serve"], key=lambda k: (k[0], FORMAT_ORDER.index(k[1]), sort_key(k[2], k[3]))):
         per = m["serve"][key]
@@ -178,6 +182,17 @@ def print_serve(m):
                 r = ok[0]
                 cells.append(f"{cell(tput[key + (c,)])} ({r['ttft_ms_median']:.0f} / {r['tpot_ms_median']:.1f})"
                              if r.get("ttft_ms_median") is not None and r.get("tpot_ms_median") is not None else cell(tput[key + (c,)]))
+            else:
+                cells.append("-")
+        if searched:
+            found = [r for r in per.get("capacity", []) if "error" not in r]
+            notes += [f"capacity: {r['error']}" for r in per.get("capacity", []) if "error" in r]
+            if found and found[0].get("capacity") is not None:
+                r = found[0]
+                at_least = ">=" if r.get("outcome") == "above range" else ""  # every level searched met it
+                cells.append(f"c{at_least}={r['capacity']:g}" + (f" ({r['output_tok_s']:.1f} tok/s)" if r.get("output_tok_s") is not None else ""))
+            elif found:
+                cells.append("none (not even c=1 met it)" if found[0].get("outcome") == "below range" else f"none ({found[0].get('outcome')})")
             else:
                 cells.append("-")
         t, f, e, v = key

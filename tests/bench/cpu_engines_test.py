@@ -127,10 +127,44 @@ def test_table():
               "smoke tokens beside the reference's: the agreeing prefix")
 
 
+def test_serve_table():
+    def serve(engine, variant, c, result):
+        return {"stage": "serve", "model": "m", "format": "bf16", "engine_key": engine, "variant": variant, "threads": 2,
+                "concurrency": c, "round": 1, "result": result}
+
+    def level(tok_s):
+        return {"output_tok_s": tok_s, "failed": 0, "ttft_ms_median": 200.0, "tpot_ms_median": 10.0}
+
+    slo = "ttft_p95_ms=2000,tpot_p95_ms=100"
+    records = [serve("inferlab", "bf16", 1, level(80.0)), serve("inferlab", "bf16", 8, level(200.0)),
+               serve("inferlab", "bf16", "capacity", {"slo": slo, "capacity": 9.0, "outcome": "found", "output_tok_s": 170.4}),
+               serve("llama.cpp", "BF16", 1, level(40.0)), serve("llama.cpp", "BF16", 8, {"error": "2 request(s) failed"}),
+               serve("llama.cpp", "BF16", "capacity", {"slo": slo, "capacity": None, "outcome": "below range"}),
+               serve("vllm", "bf16", 1, level(20.0)), serve("vllm", "bf16", 8, level(100.0)),
+               serve("vllm", "bf16", "capacity", {"error": "bench capacity exit 2: --slo: bad objective"})]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "results.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in records))
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cpu_engines", "table.py"), path, "--threads", "2"],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"table.py exit {r.returncode}: {r.stderr}")
+        out = r.stdout
+        print(out)
+        check(f"the highest concurrency meeting {slo}" in out, "the serving table names the SLO of its capacity column")
+        check(re.search(r"^\| 2 \| bf16 \| inferlab \| bf16 \| 80\.00 \(200 / 10\.0\) \| 200\.0 \(200 / 10\.0\) \| c=9 \(170\.4 tok/s\) \| - \|", out, re.M),
+              "our row: each level, then the capacity with its throughput")
+        check(re.search(r"^\| 2 \| bf16 \| vllm \| bf16 \| .* \| - \| 4\.00x, 2\.00x \| capacity: bench capacity exit 2", out, re.M),
+              "a failed search keeps its row, the error in the note, and the levels' ratios")
+        check(re.search(r"^\| 2 \| bf16 \| llama\.cpp \| BF16 \| 40\.00 .*\| - \| none \(not even c=1 met it\) \| 2\.00x \| c=8: 2 request\(s\) failed", out, re.M),
+              "no level meeting the SLO says so; a failed level is '-' with its error")
+
+
 if __name__ == "__main__":
     test_help()
     test_bad_arguments()
     test_driver_variants()
     test_table()
+    test_serve_table()
     print(f"{len(failures)} failure(s)")
     sys.exit(1 if failures else 0)
