@@ -10,7 +10,9 @@
 #
 # --pp 0 skips prefill. The GGUFs are bench/speed.sh's conversions of the Qwen2.5-0.5B-shaped
 # random model (models/<model>.<format>.gguf), written with bench/hf_to_gguf.py when missing.
-# Builds only the `inferlab` target of each tree; downloads nothing.
+# Builds only the `inferlab` target of each tree, through ccache when `ccache` is on PATH (as
+# CMAKE_C/CXX_COMPILER_LAUNCHER: REF's objects that match a build already made, here or in another
+# worktree, come from the cache); downloads nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +29,7 @@ while (($#)); do
     --pp) PP=$2; shift 2 ;;
     --model) MODEL=$2; shift 2 ;;
     --build-dir) BUILD_DIR=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "ab_commit.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [[ -z "$REF" ]] || { echo "ab_commit.sh: one REF only (got '$REF' and '$1')" >&2; exit 2; }; REF=$1; shift ;;
   esac
@@ -37,8 +39,12 @@ sha=$(git rev-parse --verify --quiet "$REF^{commit}") || { echo "ab_commit.sh: '
 [[ "$PP" =~ ^[0-9]+$ ]] || { echo "ab_commit.sh: --pp takes a whole number, not '$PP'" >&2; exit 2; }
 [[ "$THREADS" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "ab_commit.sh: --threads takes a list such as 1,2, not '$THREADS'" >&2; exit 2; }
 
+# Without ccache the launcher is set empty, so that a cache made when it was there does not fail.
+launcher=""
+command -v ccache >/dev/null && launcher=ccache
 build_tree() {  # source dir, build dir
-  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" >/dev/null
   cmake --build "$2" --target inferlab -j "$(nproc)" >/dev/null
 }
 ref_dir=out/ab/${sha:0:12}

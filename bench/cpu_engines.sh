@@ -31,7 +31,8 @@
 # in later rounds. The first round also prints each engine's first --smoke-n greedy tokens on one
 # prompt (on random weights they need not agree; on smollm2-135m they should mostly).
 # Virtual environments: one per Python engine under --venvs (default out/engine-venvs/ENGINE), from
-# the pinned bench/cpu_engines/requirements-ENGINE.txt (PyPI; remade when that file changes).
+# the pinned bench/cpu_engines/requirements-ENGINE.txt (PyPI; remade when that file changes). The
+# vllm one is also where bench/peer_tools.sh runs `vllm bench serve` from (one ~6 GB venv for both).
 # --setup-only makes them and exits; --no-setup never installs (a missing one is that engine's error).
 # Nothing is downloaded while measuring: setup and conversions all come before the first round.
 # --quick: -p 32 -n 8 -r 1, one round, the first thread count only (a smoke of every engine).
@@ -84,7 +85,7 @@ while (($#)); do
     --venvs) need_value "$@"; VENVS=$2; shift 2 ;;
     --engine-models) need_value "$@"; ENGINE_MODELS=$2; shift 2 ;;
     --build-dir) need_value "$@"; BUILD_DIR=$2; shift 2 ;;
-    -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

@@ -3,7 +3,8 @@
 
 Each peer tool runs from a virtual environment of its own under out/peer-venvs/<tool>, made from
 the pinned bench/peer_tools/requirements-<tool>.txt (`pip install --no-deps -r`, so the file is the
-whole environment). The run:
+whole environment), except vLLM's: `vllm bench serve` runs from bench/cpu_engines.sh's vLLM venv
+(out/engine-venvs/vllm, from bench/cpu_engines/requirements-vllm.txt), one ~6 GB venv for both. The run:
 
   1. writes one prompt set (seeded English words, the same N prompts for every tool) as ShareGPT
      JSON (ours, vLLM, SGLang) and as the JSONL the other two read (aiperf's single_turn
@@ -114,7 +115,10 @@ def parse_args(argv):
                    help="/v1/completions (default) or /v1/chat/completions, streamed, for every tool")
     p.add_argument("--timeout", type=float, default=600, help="seconds one tool's run may take")
     p.add_argument("--out", default=str(ROOT / "out/peer-tools"), help="where the runs' files go")
-    p.add_argument("--venvs", default=os.environ.get("PEER_TOOLS_VENVS", str(ROOT / "out/peer-venvs")))
+    p.add_argument("--venvs", default=os.environ.get("PEER_TOOLS_VENVS", str(ROOT / "out/peer-venvs")),
+                   help="where the sglang, aiperf and guidellm venvs are (default out/peer-venvs)")
+    p.add_argument("--engine-venvs", default=str(ROOT / "out/engine-venvs"),
+                   help="bench/cpu_engines.sh's --venvs: vllm bench serve runs from its vllm venv (default out/engine-venvs)")
     p.add_argument("--markdown", help="also write the tables (with the commands) to this file")
     a = p.parse_args(argv)
     a.tools = [t for t in a.tools.split(",") if t]
@@ -143,26 +147,35 @@ def parse_args(argv):
 
 # ---------------------------------------------------------------------------------------- venvs
 
+# vLLM's client shares the venv bench/cpu_engines.sh measures vLLM's engine from (same package,
+# same pins), so that its ~6 GB are on disk once: made from that script's pin file, into its folder.
+SHARED_WITH_CPU_ENGINES = {"vllm"}
+
+
 def requirements(tool: str) -> Path:
-    return ROOT / "bench/peer_tools" / f"requirements-{tool}.txt"
+    folder = "bench/cpu_engines" if tool in SHARED_WITH_CPU_ENGINES else "bench/peer_tools"
+    return ROOT / folder / f"requirements-{tool}.txt"
 
 
-def venv_state(venvs: Path, tool: str) -> str | None:
-    """None when the venv matches its pinned file; else why not."""
-    venv, stamp = venvs / tool, venvs / tool / ".requirements"
+def venv_dir(a, tool: str) -> Path:
+    return Path(a.engine_venvs if tool in SHARED_WITH_CPU_ENGINES else a.venvs).resolve() / tool
+
+
+def venv_state(venv: Path, tool: str) -> str | None:
+    """None when the venv matches its pinned file (the copy pip installed it from); else why not."""
+    stamp = venv / ".requirements"
     if not (venv / "bin/python").exists():
         return f"{venv} does not exist"
     if not stamp.exists() or stamp.read_bytes() != requirements(tool).read_bytes():
-        return f"{venv} was made from another {requirements(tool).name}"
+        return f"{venv} was made from another {requirements(tool).relative_to(ROOT)}"
     return None
 
 
-def make_venv(venvs: Path, tool: str) -> str | None:
-    venv = venvs / tool
+def make_venv(venv: Path, tool: str) -> str | None:
     print(f"making {venv} from {requirements(tool).relative_to(ROOT)} (pip, GBs for the torch-importing tools)",
           file=sys.stderr, flush=True)
     shutil.rmtree(venv, ignore_errors=True)
-    venvs.mkdir(parents=True, exist_ok=True)
+    venv.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     r = subprocess.run([str(venv / "bin/pip"), "install", "-q", "--disable-pip-version-check", "--no-deps",
                         "-r", str(requirements(tool))], capture_output=True, text=True)
@@ -261,7 +274,7 @@ VLLM_BENCH_SERVE = ("import sys; from vllm.utils.argparse_utils import FlexibleA
 
 
 def tool_command(tool: str, a, server: Server, files: dict, tokenizer: Path, run_dir: Path) -> list[str]:
-    venv = Path(a.venvs).resolve() / tool / "bin"
+    venv = venv_dir(a, tool) / "bin"
     n, c, L, seed = str(a.num_requests), str(a.concurrency), str(a.output_len), str(a.seed)
     chat = a.endpoint == "chat"
     path = "/v1/chat/completions" if chat else "/v1/completions"
@@ -555,12 +568,11 @@ def table(server: str, results: dict, tools: list[str]) -> str:
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
-    venvs = Path(a.venvs).resolve()
     missing = {}
     for tool in [t for t in a.tools if t in PEERS]:
-        why = venv_state(venvs, tool)
+        why = venv_state(venv_dir(a, tool), tool)
         if why and not a.no_setup:
-            why = make_venv(venvs, tool)
+            why = make_venv(venv_dir(a, tool), tool)
         if why:
             missing[tool] = f"not installed ({why}; bench/peer_tools.sh --setup-only makes it)"
     if a.setup_only:

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "request_test_helpers.h"
 #include "server/completion.h"
 #include "server/response_writer.h"
 
@@ -16,10 +17,7 @@ namespace {
 namespace api = inferlab::api;
 using api::json;
 
-const inferlab::EngineText& qwen_text() {
-  static inferlab::EngineText text(inferlab::Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
-  return text;
-}
+using inferlab::api::test::qwen_text;
 
 std::shared_ptr<api::Completion> completion_of(std::vector<std::string> stops, bool tools) {
   auto request = std::make_shared<api::ParsedRequest>();

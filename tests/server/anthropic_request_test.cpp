@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "request_test_helpers.h"
 #include "server/anthropic_request.h"
 #include "server/response_writer.h"
 
@@ -16,32 +17,9 @@ using inferlab::api::json;
 using inferlab::api::ModelContext;
 namespace api = inferlab::api;
 
-const inferlab::EngineText& qwen_text() {
-  static inferlab::EngineText text(inferlab::Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
-  return text;
-}
+using inferlab::api::test::error_of;
 
-ModelContext context(api::RequestLimits limits = {}) {
-  ModelContext c;
-  c.text = &qwen_text();
-  c.accepted_names = {"demo"};
-  c.context_length = 2048;
-  c.vocab_size = qwen_text().vocab_size();
-  c.kv_capacity_tokens = 4096;
-  c.limits = limits;
-  return c;
-}
-
-template <typename Parse>
-ApiError error_of(Parse parse) {
-  try {
-    parse();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "");
-}
+ModelContext context(api::RequestLimits limits = {}) { return api::test::qwen_context(2048, 4096, limits); }
 
 json request(json messages) { return {{"model", "demo"}, {"max_tokens", 16}, {"messages", std::move(messages)}}; }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "inferlab/grammar/grammar_matcher.h"
+#include "request_test_helpers.h"
 #include "server/harmony.h"
 #include "server/openai_request.h"
 #include "server/responses_request.h"
@@ -71,31 +72,14 @@ ModelContext harmony_context() {
   return c;
 }
 
-const EngineText& qwen_text() {
-  static EngineText text(Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
-  return text;
-}
+using test::error_of;
+using test::qwen_text;
 
+// Qwen3's template thinks: its <think> markers.
 ModelContext qwen_context() {
-  ModelContext c;
-  c.text = &qwen_text();
-  c.accepted_names = {"qwen"};
-  c.context_length = 1024;
-  c.vocab_size = qwen_text().vocab_size();
-  c.kv_capacity_tokens = 2048;
+  ModelContext c = test::qwen_context(1024, 2048);
   c.reasoning = reasoning_markers_for(qwen_text().chat_template_source());
   return c;
-}
-
-template <typename Parse>
-ApiError error_of(Parse parse) {
-  try {
-    parse();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "");
 }
 
 const json kUser = json::array({{{"role", "user"}, {"content", "What is 2 + 2?"}}});

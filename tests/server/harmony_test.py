@@ -34,6 +34,8 @@ import sys
 import tempfile
 import urllib.request
 
+from reasoning_helpers import check, compare_chat_template, forced_chat, read_reasoning_stream, token_count
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
 from serve_helper import serve  # noqa: E402
 
@@ -57,11 +59,6 @@ WEATHER_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]},
                                                     "days": {"type": "integer", "description": "How many days"}},
                    "required": ["city"]}}}
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 def make_model(cli, qwen_tokenizer, out):
@@ -113,28 +110,10 @@ def template_cases():
 
 
 def run_template(args):
-    from transformers import AutoTokenizer
-    cases = template_cases()
     with tempfile.TemporaryDirectory() as work:
         model = os.path.join(work, "gpt-oss")
         make_model(args.cli, args.tokenizer, model)
-        cases_file = os.path.join(work, "cases.json")
-        with open(cases_file, "w") as f:
-            json.dump(cases, f)
-        ours = json.loads(subprocess.run([args.cli, "tokenize", model, "--chat-cases", cases_file],
-                                         check=True, capture_output=True, text=True).stdout)
-        tokenizer = AutoTokenizer.from_pretrained(model)
-        bad = 0
-        for i, case in enumerate(cases):
-            reference = tokenizer.apply_chat_template(case["messages"], add_generation_prompt=case["add_generation_prompt"],
-                                                      tokenize=False, **case["kwargs"])
-            if ours[i] != reference:
-                bad += 1
-                at = next((k for k, (a, b) in enumerate(zip(ours[i], reference)) if a != b), min(len(ours[i]), len(reference)))
-                print(f"DIFF case {i} at byte {at}:\n  ours:         {ours[i][max(0, at - 60):at + 60]!r}\n"
-                      f"  transformers: {reference[max(0, at - 60):at + 60]!r}")
-    print(f"{len(cases) - bad} of {len(cases)} gpt-oss conversations render byte-identically to transformers")
-    check(bad == 0, f"{bad} conversations differ")
+        ours = compare_chat_template(args.cli, model, template_cases(), "gpt-oss")
     # The cases do what they claim: tools as a namespace, the call and its result, earlier analysis dropped.
     check("namespace functions {" in ours[3] and "to=functions.get_weather<|channel|>commentary json<|message|>" in ours[3],
           "tools and the earlier call are rendered")
@@ -153,18 +132,7 @@ def run_sdk(args):
         make_model(args.cli, args.tokenizer, model)
         with serve(args.cli, model, ["--test-hooks", "--served-model-name", MODEL_NAME]) as base:
             client = OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
-
-            def chat(**kw):
-                kw.setdefault("max_tokens", 80)
-                kw.setdefault("temperature", 0)
-                forced = kw.pop("forced", FORCED)
-                extra = dict(kw.pop("extra_body", {}), test_forced_output=forced)
-                return client.chat.completions.create(model=MODEL_NAME, messages=kw.pop("messages", USER), extra_body=extra, **kw)
-
-            def count(text):
-                request = urllib.request.Request(base + "/tokenize", data=json.dumps({"prompt": text, "add_special_tokens": False}).encode(),
-                                                 headers={"Content-Type": "application/json"})
-                return len(json.load(urllib.request.urlopen(request))["tokens"])
+            chat = forced_chat(client, MODEL_NAME, USER, FORCED, max_tokens=80)
 
             # Whole answer: analysis as reasoning_content, final as content; the analysis counted.
             r = chat()
@@ -172,25 +140,14 @@ def run_sdk(args):
             check(m.reasoning_content == THOUGHTS, f"reasoning_content: {m.model_extra}")
             check(m.content == "It is 4.", f"content: {m.content!r}")
             check(r.choices[0].finish_reason == "stop", r.choices[0].finish_reason)
-            thought_tokens = count(f"<|message|>{THOUGHTS}<|end|>")  # the body with the markers around it
+            thought_tokens = token_count(base, f"<|message|>{THOUGHTS}<|end|>")  # the body with the markers around it
             check(r.usage.completion_tokens_details.reasoning_tokens == thought_tokens,
                   f"reasoning_tokens {r.usage.completion_tokens_details.reasoning_tokens}, the analysis is {thought_tokens} tokens")
             print(f"whole: reasoning {m.reasoning_content!r}, content {m.content!r}, reasoning_tokens {thought_tokens}")
 
             # Streamed: reasoning deltas first, then content deltas; the same texts and counts.
-            reasoning, content, order = "", "", []
-            for chunk in chat(stream=True, stream_options={"include_usage": True}):
-                if chunk.usage:
-                    check(chunk.usage.completion_tokens_details.reasoning_tokens == thought_tokens, "streamed usage")
-                for choice in chunk.choices:
-                    d = choice.delta
-                    piece = (d.model_extra or {}).get("reasoning_content")
-                    if piece:
-                        reasoning += piece
-                        order.append("r")
-                    if d.content:
-                        content += d.content
-                        order.append("c")
+            reasoning, content, order = read_reasoning_stream(chat(stream=True, stream_options={"include_usage": True}),
+                                                              thought_tokens)
             check(reasoning == THOUGHTS and content == "It is 4.", f"streamed: {reasoning!r} / {content!r}")
             check(order == sorted(order, key=lambda k: k != "r") and "r" in order and "c" in order, f"delta order {order}")
             check(len([k for k in order if k == "r"]) > 1, "the analysis streams in pieces, not at its end")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "request_test_helpers.h"
 #include "server/openai_request.h"
 
 namespace {
@@ -15,38 +16,15 @@ using inferlab::api::json;
 using inferlab::api::ModelContext;
 namespace api = inferlab::api;
 
-const inferlab::EngineText& qwen_text() {
-  static inferlab::EngineText text(inferlab::Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
-  return text;
-}
+using inferlab::api::test::error_of;
+using inferlab::api::test::qwen_text;
 
-ModelContext context(api::RequestLimits limits = {}) {
-  ModelContext c;
-  c.text = &qwen_text();
-  c.accepted_names = {"demo"};
-  c.context_length = 256;
-  c.vocab_size = qwen_text().vocab_size();
-  c.kv_capacity_tokens = 1024;
-  c.limits = limits;
-  return c;
-}
+ModelContext context(api::RequestLimits limits = {}) { return api::test::qwen_context(256, 1024, limits); }
 
 json user_messages(int count) {
   json messages = json::array();
   for (int i = 0; i < count; ++i) messages.push_back({{"role", "user"}, {"content", "Hi"}});
   return messages;
-}
-
-// The ApiError a parse throws (a test failure when it does not throw one).
-template <typename Parse>
-ApiError error_of(Parse parse) {
-  try {
-    parse();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "");
 }
 
 TEST(OpenAIRequest, NAboveTheLimitIsRefused) {

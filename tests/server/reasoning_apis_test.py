@@ -13,6 +13,8 @@ import argparse
 import os
 import sys
 
+from reasoning_helpers import check
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
 from serve_helper import serve  # noqa: E402
 
@@ -27,11 +29,6 @@ WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "requir
 TOOL_THOUGHTS = "I should look it up."
 FORCED_CALL = (f"<think>\n{TOOL_THOUGHTS}\n</think>\n\n"
                "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>")
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 def check_responses(base):

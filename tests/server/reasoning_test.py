@@ -12,10 +12,9 @@ server's parsing, the grammar's start at </think> and the streaming, not the mod
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import urllib.request
+
+from reasoning_helpers import check, compare_chat_template, forced_chat, read_reasoning_stream, token_count
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
 from serve_helper import serve  # noqa: E402
@@ -28,11 +27,6 @@ WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather of a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]}},
                    "required": ["city"], "additionalProperties": False}}}
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 # ---- the chat template against transformers -----------------------------------------------------
@@ -66,26 +60,7 @@ def template_cases():
 
 
 def run_template(args):
-    from transformers import AutoTokenizer
-    cases = template_cases()
-    with tempfile.TemporaryDirectory() as work:
-        cases_file = os.path.join(work, "cases.json")
-        with open(cases_file, "w") as f:
-            json.dump(cases, f)
-        ours = json.loads(subprocess.run([args.cli, "tokenize", args.tokenizer, "--chat-cases", cases_file],
-                                         check=True, capture_output=True, text=True).stdout)
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
-    bad = 0
-    for i, case in enumerate(cases):
-        reference = tokenizer.apply_chat_template(case["messages"], add_generation_prompt=case["add_generation_prompt"],
-                                                  tokenize=False, **case["kwargs"])
-        if ours[i] != reference:
-            bad += 1
-            at = next((k for k, (a, b) in enumerate(zip(ours[i], reference)) if a != b), min(len(ours[i]), len(reference)))
-            print(f"DIFF case {i} at byte {at}:\n  ours:         {ours[i][max(0, at - 60):at + 60]!r}\n"
-                  f"  transformers: {reference[max(0, at - 60):at + 60]!r}")
-    print(f"{len(cases) - bad} of {len(cases)} Qwen3 conversations render byte-identically to transformers")
-    check(bad == 0, f"{bad} conversations differ")
+    ours = compare_chat_template(args.cli, args.tokenizer, template_cases(), "Qwen3")
     # The cases do what they claim: thinking off writes an empty span, the earlier turn's thoughts go.
     check(ours[2 * 5].endswith("<think>\n\n</think>\n\n"), "enable_thinking false closes an empty span")
     check("Greet back" not in ours[1] and "Add them" not in ours[1], "reasoning before the last query is dropped")
@@ -98,18 +73,7 @@ def run_sdk(args):
 
     with serve(args.cli, args.model, ["--test-hooks", "--served-model-name", MODEL_NAME]) as base:
         client = OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
-
-        def chat(**kw):
-            kw.setdefault("max_tokens", 64)
-            kw.setdefault("temperature", 0)
-            forced = kw.pop("forced", FORCED)
-            extra = dict(kw.pop("extra_body", {}), test_forced_output=forced)
-            return client.chat.completions.create(model=MODEL_NAME, messages=kw.pop("messages", USER), extra_body=extra, **kw)
-
-        def count(text):
-            request = urllib.request.Request(base + "/tokenize", data=json.dumps({"prompt": text, "add_special_tokens": False}).encode(),
-                                             headers={"Content-Type": "application/json"})
-            return len(json.load(urllib.request.urlopen(request))["tokens"])
+        chat = forced_chat(client, MODEL_NAME, USER, FORCED, max_tokens=64)
 
         # Whole answer: the thoughts apart, counted in usage.
         r = chat()
@@ -117,25 +81,14 @@ def run_sdk(args):
         check(m.reasoning_content == THOUGHTS, f"reasoning_content: {m.model_extra}")
         check(m.content == "It is 4.", f"content: {m.content!r}")
         check(r.choices[0].finish_reason == "stop", r.choices[0].finish_reason)
-        thought_tokens = count("<think>\nThe user asks 2 + 2.\nThat is 4.\n</think>")
+        thought_tokens = token_count(base, "<think>\nThe user asks 2 + 2.\nThat is 4.\n</think>")
         check(r.usage.completion_tokens_details.reasoning_tokens == thought_tokens,
               f"reasoning_tokens {r.usage.completion_tokens_details.reasoning_tokens}, the thoughts are {thought_tokens} tokens")
         print(f"whole: reasoning {m.reasoning_content!r}, content {m.content!r}, reasoning_tokens {thought_tokens}")
 
         # Streamed: reasoning deltas first, then content deltas; the same texts.
-        reasoning, content, order = "", "", []
-        for chunk in chat(stream=True, stream_options={"include_usage": True}):
-            if chunk.usage:
-                check(chunk.usage.completion_tokens_details.reasoning_tokens == thought_tokens, "streamed usage")
-            for choice in chunk.choices:
-                d = choice.delta
-                piece = (d.model_extra or {}).get("reasoning_content")
-                if piece:
-                    reasoning += piece
-                    order.append("r")
-                if d.content:
-                    content += d.content
-                    order.append("c")
+        reasoning, content, order = read_reasoning_stream(chat(stream=True, stream_options={"include_usage": True}),
+                                                          thought_tokens)
         check(reasoning == THOUGHTS and content == "It is 4.", f"streamed: {reasoning!r} / {content!r}")
         check(order == sorted(order, key=lambda k: k != "r") and "r" in order and "c" in order, f"delta order {order}")
         print(f"streamed: {order.count('r')} reasoning deltas, then {order.count('c')} content deltas")

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "request_test_helpers.h"
 #include "server/completion.h"
 #include "server/handlers/routes.h"
 #include "server/response_store.h"
@@ -17,10 +18,7 @@ namespace {
 namespace api = inferlab::api;
 using api::json;
 
-const inferlab::EngineText& qwen_text() {
-  static inferlab::EngineText text(inferlab::Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
-  return text;
-}
+using inferlab::api::test::qwen_text;
 
 // A one-choice completion of "Hello" that generated " world" and ran out of tokens, with logprobs.
 std::shared_ptr<api::Completion> generated(bool echo) {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "request_test_helpers.h"
 #include "server/response_store.h"
 #include "server/responses_request.h"
 
@@ -19,31 +20,9 @@ using inferlab::api::ResponseStore;
 using inferlab::api::StoredResponse;
 namespace api = inferlab::api;
 
-const inferlab::EngineText& qwen_text() {
-  static inferlab::EngineText text(inferlab::Tokenizer::from_folder(QWEN_TOKENIZER_DIR));
-  return text;
-}
+using inferlab::api::test::error_of;
 
-api::ModelContext context() {
-  api::ModelContext c;
-  c.text = &qwen_text();
-  c.accepted_names = {"demo"};
-  c.context_length = 512;
-  c.vocab_size = qwen_text().vocab_size();
-  c.kv_capacity_tokens = 1024;
-  return c;
-}
-
-template <typename Parse>
-ApiError error_of(Parse parse) {
-  try {
-    parse();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "");
-}
+api::ModelContext context() { return api::test::qwen_context(512, 1024); }
 
 json to_chat(const json& body, const api::StoredLookup& lookup = {}) {
   json conversation;

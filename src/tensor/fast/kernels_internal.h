@@ -2,6 +2,8 @@
 #pragma once
 #include <xmmintrin.h>
 
+#include <bit>
+
 #include "inferlab/tensor/fast/cpu.h"
 #include "inferlab/tensor/fast/packed.h"
 
@@ -51,6 +53,7 @@ constexpr int dotted_code_offset(WeightFormat f) { return f == WeightFormat::MXF
 // An E8M0 scale byte's half, 2^(e - 128), exactly as fp32 bits for every byte (e 0 and 1 give the
 // subnormals 2^-128 and 2^-127; e 255, E8M0's NaN, 2^127): the SIMD kernels build the same bits.
 inline uint32_t e8m0_half_bits(uint32_t e) { return e >= 2 ? (e - 1) << 23 : 0x00200000u << e; }
+inline float e8m0_half(uint8_t e) { return std::bit_cast<float>(e8m0_half_bits(e)); }
 // Bytes per panel and block of 32 inputs: codes (panel_data) and scales (panel_scale_bytes).
 constexpr int panel_block_bytes(WeightFormat f) {
   return f == WeightFormat::Q8 ? 512 : f == WeightFormat::Q6K ? 384 : five_bit_codes(f) ? 320 : 256;
@@ -78,12 +81,14 @@ inline int q6_high_shift(int kk) { return ((kk / 4) % 2) * 4 + (kk >= 16 ? 2 : 0
 inline std::size_t q5_high_offset(int block, int row_in_panel, int kk) {
   return static_cast<std::size_t>(block) * 320 + 256 + row_in_panel * 4 + kk % 4;
 }
-// The code of row r, input kk of block b in an int8 / q4 / q5_0 / q4_1 / q5_1 panel: int8, q4 and q5_0
-// signed (stored q + 128, q + 8, q + 16), q4_1 and q5_1 as stored (0..15, 0..31).
+// The code of row r, input kk of block b in an int8 / q4 / q5_0 / q4_1 / q5_1 / mxfp4 panel: int8, q4
+// and q5_0 signed (stored q + 128, q + 8, q + 16), q4_1 and q5_1 as stored (0..15, 0..31), mxfp4 twice
+// its e2m1 value (-12..12; the scale 2^(e - 128) makes up the factor 2).
 inline int panel_int_code(WeightFormat f, const uint8_t* panel, int b, int r, int kk) {
   if (f == WeightFormat::Q8) return static_cast<int>(panel[q8_offset(b, r, kk)]) - stored_code_offset(f);
   const uint8_t byte = panel[static_cast<std::size_t>(b) * panel_block_bytes(f) + q4_offset(0, r, kk % 16)];
   int q = kk >= 16 ? byte >> 4 : byte & 0x0f;
+  if (f == WeightFormat::MXFP4) return kMxfp4Codes[q] - kMxfp4CodeOffset;
   if (five_bit_codes(f)) q |= ((panel[q5_high_offset(b, r, kk)] >> (kk / 4)) & 1) << 4;
   return q - stored_code_offset(f);
 }
@@ -229,8 +234,6 @@ void f16_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q4k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q5k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 void q6k_scalar(const KernelArgs& args, int panel_begin, int panel_end);
-// The scalar mxfp4 kernel (mxfp4_panels.cpp): the oracle of the SIMD ones.
-void mxfp4_scalar(const KernelArgs& args, int panel_begin, int panel_end);
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();  // of active_stream_prefetch()

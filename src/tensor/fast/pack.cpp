@@ -649,6 +649,8 @@ void bf16_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
   }
 }
 
+// int8, q4, q5_0, q4_1, q5_1 and mxfp4 (its codes looked up by panel_int_code, its E8M0 scale bytes
+// as 2^(e - 128)): the oracle of the SIMD kernels.
 template <WeightFormat F>
 void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
   const PackedMatrix& w = *a.w;
@@ -656,6 +658,7 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
   for (int p = panel_begin; p < panel_end; ++p) {
     const uint8_t* panel = w.panel_data(p);
     const uint16_t* scales = w.panel_scales(p);
+    const uint8_t* scale_bytes = w.panel_scale_bytes(p);
     for (int r = 0; r < kPanel && p * kPanel + r < w.out(); ++r)
       for (int row = 0; row < a.rows; ++row) {
         const int8_t* x = a.in->q8.data() + static_cast<std::size_t>(row) * w.in_padded();
@@ -670,8 +673,12 @@ void quant_scalar(const KernelArgs& a, int panel_begin, int panel_end) {
             acc = std::fma(f16_to_f32(scales[b * 32 + 16 + r]), xs * static_cast<float>(a.in->sum[at]), acc);
             continue;
           }
-          const float scale = f16_to_f32(scales[b * kPanel + r]) * a.in->scale[at];
-          acc = std::fma(static_cast<float>(isum), scale, acc);
+          float weight_scale;
+          if constexpr (F == WeightFormat::MXFP4)
+            weight_scale = e8m0_half(scale_bytes[b * kPanel + r]);
+          else
+            weight_scale = f16_to_f32(scales[b * kPanel + r]);
+          acc = std::fma(static_cast<float>(isum), weight_scale * a.in->scale[at], acc);
         }
         store_output(a, row, p * kPanel + r, acc);
       }
@@ -690,7 +697,7 @@ const KernelTable& scalar_kernels() {
                                  q4k_scalar,
                                  q5k_scalar,
                                  q6k_scalar,
-                                 mxfp4_scalar};
+                                 quant_scalar<WeightFormat::MXFP4>};
   return table;
 }
 }  // namespace detail
