@@ -42,9 +42,70 @@ duration-date ::= [0-9]{1,9} "D" | [0-9]{1,9} "M" ( [0-9]{1,9} "D" )? | [0-9]{1,
 duration-time ::= "T" ( [0-9]{1,9} "H" ( [0-9]{1,9} "M" ( [0-9]{1,9} "S" )? )? | [0-9]{1,9} "M" ( [0-9]{1,9} "S" )? | [0-9]{1,9} "S" )
 json-pointer ::= ( "/" json-pointer-char* )*
 json-pointer-char ::= [^"\\/~\x00-\x1f] | "\\" ["\\bfnrt] | "\\u00" [01] [0-9a-f] | "~" [01]
+relative-json-pointer ::= ( "0" | [1-9] [0-9]{0,8} ) ( "#" | json-pointer )
+hostname ::= hostname-label ( "." hostname-label ){0,6}
+hostname-label ::= [a-zA-Z0-9] ( "-"? [a-zA-Z0-9] ){0,15}
+uri ::= uri-scheme ":" ( "//" uri-authority uri-abempty | "/" ( uri-pchar+ uri-abempty )? | uri-pchar+ uri-abempty | "" ) uri-tail
+uri-reference ::= uri | ( "//" uri-authority uri-abempty | "/" ( uri-pchar+ uri-abempty )? | uri-nc+ uri-abempty | "" ) uri-tail
+uri-scheme ::= [a-zA-Z] [a-zA-Z0-9+.\-]{0,15}
+uri-authority ::= hostname ( ":" [0-9]{1,5} )?
+uri-abempty ::= ( "/" uri-pchar* )*
+uri-tail ::= ( "?" uri-query )? ( "#" uri-query )?
+uri-query ::= ( uri-pchar | [/?] )*
+uri-pchar ::= uri-nc | ":"
+uri-nc ::= [a-zA-Z0-9._~!$&'()*+,;=@\-] | "%" [0-9a-fA-F]{2}
+uri-template ::= ( [!#$&()*+,\-./0-9:;=?@A-Z\[\]_a-z~] | "%" [0-9a-fA-F]{2} | "{" [+#./;?&]? uri-template-var ( "," uri-template-var )* "}" )*
+uri-template-var ::= [a-zA-Z0-9_]+ ( "." [a-zA-Z0-9_]+ )* ( ":" [1-9] [0-9]{0,3} | "*" )?
+regex ::= regex-branch ( "|" regex-branch )*
+regex-branch ::= "^"? ( regex-atom [*+?]? )* "$"?
+regex-atom ::= [a-zA-Z0-9 _,:;!@#%&=<>'~\-] | "." | "\\\\" [dDwWsS.*+?()|^$] | "[" "^"? regex-class-item+ "]" | [(] regex [)]
+regex-class-item ::= [a-zA-Z0-9 _] | "a-z" | "A-Z" | "0-9"
 )";
 
 }  // namespace
+
+// The values a const / enum schema lists that its other keywords allow: 'type' keeps the values of
+// its types, and lengths, counts, bounds and 'required' the values that meet them (checked here,
+// value by value); any other keyword beside them is refused.
+std::vector<json> listed_values(const json& schema) {
+  for (const auto& [key, limit] : schema.items()) {
+    if (kAnnotations.count(key) || key == "const" || key == "enum" || key == "type") continue;
+    if (!value_satisfies(json(nullptr), key, limit))
+      unsupported(key, fmt::format("'{}' beside 'const' / 'enum' (the listed values are written; '{}' is not checked "
+                                   "against them)", key, key));
+  }
+  std::vector<json> values;
+  if (schema.contains("enum")) {
+    if (!schema["enum"].is_array() || schema["enum"].empty()) unsupported("enum", "'enum' must be a non-empty array");
+    for (const json& v : schema["enum"]) values.push_back(v);
+  }
+  if (schema.contains("const")) {
+    const bool listed = !schema.contains("enum") || share_a_value(values, {schema["const"]});
+    values = listed ? std::vector<json>{schema["const"]} : std::vector<json>{};
+  }
+  if (schema.contains("type")) {
+    std::set<std::string> types;
+    for (const json& t : schema["type"].is_array() ? schema["type"] : json::array({schema["type"]}))
+      if (t.is_string()) types.insert(t.get<std::string>());
+    std::vector<json> kept;
+    for (const json& v : values) {
+      const json c = canonical(v);
+      const std::string t = c.is_object() ? "object" : c.is_array() ? "array" : c.is_string() ? "string"
+                            : c.is_number_integer() || c.is_number_unsigned() ? "integer" : c.is_number() ? "number"
+                            : c.is_boolean() ? "boolean" : "null";
+      if (types.count(t) || (t == "integer" && types.count("number"))) kept.push_back(v);
+    }
+    values = kept;
+  }
+  for (const auto& [key, limit] : schema.items()) {
+    if (kAnnotations.count(key) || key == "const" || key == "enum" || key == "type") continue;
+    std::vector<json> kept;
+    for (const json& v : values)
+      if (value_satisfies(v, key, limit).value_or(false)) kept.push_back(v);
+    values = kept;
+  }
+  return values;
+}
 
 SchemaConverter::SchemaConverter(const json& root, const GrammarLimits& limits) : root_(resolve_references(root)), limits_(limits) {}
 
@@ -110,13 +171,14 @@ std::string SchemaConverter::visit(const json& schema, const std::string& hint, 
   if (auto it = schema.find("$schema"); it != schema.end() && !known_dialect(*it))
     unsupported("$schema", fmt::format("'$schema' {} is not a JSON Schema draft's meta-schema (a custom one may change "
                                        "what the keywords mean)", it->dump()));
+  // Before not / if: what those evaluate matters to unevaluated* (without_unevaluated reads them).
+  if (schema.contains("unevaluatedProperties") || schema.contains("unevaluatedItems"))
+    return visit(without_unevaluated(schema), hint, depth + 1);
   if (auto reduced = simplified(schema)) {
     if (*reduced == json(false))
       unsupported(schema.contains("not") ? "not" : "if", "'not' / 'if' leave a schema that no value matches");
     return visit(*reduced, hint, depth + 1);
   }
-  if (schema.contains("unevaluatedProperties") || schema.contains("unevaluatedItems"))
-    return visit(without_unevaluated(schema), hint, depth + 1);
   for (const auto& [key, value] : schema.items())
     if (!kAnnotations.count(key) && !kEnforced.count(key)) unsupported(key, fmt::format("'{}' is not supported", key));
 
@@ -127,42 +189,16 @@ std::string SchemaConverter::visit(const json& schema, const std::string& hint, 
     if (!siblings) return reference(schema["$ref"], depth);
     return visit(merged_all_of(json::array({schema})), hint, depth + 1);  // $ref and its siblings both apply
   }
+  // (anyOf / oneOf first: beside const / enum, each option is merged with them.)
+  for (const char* key : {"anyOf", "oneOf"})
+    if (schema.contains(key)) return any_of(schema, key, hint, depth);
   if (schema.contains("const") || schema.contains("enum")) {
-    // The values as listed; beside them only 'type' is read (it keeps the values of its types).
-    for (const auto& [key, unused] : schema.items())
-      if (!kAnnotations.count(key) && key != "const" && key != "enum" && key != "type")
-        unsupported(key, fmt::format("'{}' beside 'const' / 'enum' (the listed values are written; '{}' is not checked "
-                                     "against them)", key, key));
-    std::vector<json> values;
-    if (schema.contains("enum")) {
-      if (!schema["enum"].is_array() || schema["enum"].empty()) unsupported("enum", "'enum' must be a non-empty array");
-      for (const json& v : schema["enum"]) values.push_back(v);
-    }
-    if (schema.contains("const")) {
-      const bool listed = !schema.contains("enum") || share_a_value(values, {schema["const"]});
-      values = listed ? std::vector<json>{schema["const"]} : std::vector<json>{};
-    }
-    if (schema.contains("type")) {
-      std::set<std::string> types;
-      for (const json& t : schema["type"].is_array() ? schema["type"] : json::array({schema["type"]}))
-        if (t.is_string()) types.insert(t.get<std::string>());
-      std::vector<json> kept;
-      for (const json& v : values) {
-        const json c = canonical(v);
-        const std::string t = c.is_object() ? "object" : c.is_array() ? "array" : c.is_string() ? "string"
-                              : c.is_number_integer() || c.is_number_unsigned() ? "integer" : c.is_number() ? "number"
-                              : c.is_boolean() ? "boolean" : "null";
-        if (types.count(t) || (t == "integer" && types.count("number"))) kept.push_back(v);
-      }
-      values = kept;
-    }
+    const std::vector<json> values = listed_values(schema);
     if (values.empty()) unsupported(schema.contains("enum") ? "enum" : "const", "no value of 'const' / 'enum' is allowed beside the other keywords");
     std::string body;
     for (const json& v : values) body += (body.empty() ? "" : " | ") + literal(v);
     return values.size() == 1 ? literal(values[0]) : rule(hint, body);
   }
-  for (const char* key : {"anyOf", "oneOf"})
-    if (schema.contains(key)) return any_of(schema, key, hint, depth);
   if (schema.contains("allOf")) {
     const json& parts = schema["allOf"];
     if (!parts.is_array() || parts.empty()) unsupported("allOf", "'allOf' must be a non-empty array");

@@ -1,5 +1,7 @@
 // Arrays as GBNF: prefixItems / items within minItems / maxItems, contains / minContains, and
 // uniqueItems over a few known values (schema_converter.h).
+#include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "grammar/schema_converter.h"
@@ -98,15 +100,106 @@ std::string SchemaConverter::containing(const json& schema, const std::string& h
   return rule(hint, body + " ( \",\" ws " + item + " ws )* \"]\"");
 }
 
+// Any JSON value but the few known ones listed (numbers among them integers), written only in forms
+// that cannot equal them: the integers in the gaps between them (digit by digit, no "-0") and numbers
+// with a fraction ending in a non-zero digit (never integers). Strings, arrays and objects among
+// them are refused.
+std::string SchemaConverter::other_values(const std::vector<json>& values, const std::string& hint) {
+  std::set<std::string> listed_types;
+  std::vector<int64_t> integers;
+  bool has_true = false, has_false = false;
+  for (const json& v : values) {
+    const json c = canonical(v);
+    if (c.is_number_integer() || c.is_number_unsigned()) {
+      if (std::fabs(c.get<double>()) > 999999999999999.0) unsupported("maxContains", "'contains' of an integer beyond 15 digits");
+      integers.push_back(c.get<int64_t>());
+      listed_types.insert("number");
+    } else if (c.is_boolean()) {
+      (c.get<bool>() ? has_true : has_false) = true;
+      listed_types.insert("boolean");
+    } else if (c.is_null()) {
+      listed_types.insert("null");
+    } else {
+      unsupported("maxContains", fmt::format("'maxContains' beside a 'contains' that allows {} (the other values of its type "
+                                             "are not written here; integers, booleans and null are)", c.dump()));
+    }
+  }
+  std::vector<std::string> options;
+  for (const char* type : kAllTypes) {
+    const std::string t = type;
+    if (!listed_types.count(t)) {
+      options.push_back(t == "boolean" ? "json-boolean" : "json-" + t);
+    } else if (t == "boolean") {
+      if (!has_true) options.push_back("\"true\"");
+      if (!has_false) options.push_back("\"false\"");
+    } else if (t == "number") {
+      std::sort(integers.begin(), integers.end());
+      integers.erase(std::unique(integers.begin(), integers.end()), integers.end());
+      std::optional<int64_t> from;  // the gap's lower end; none: unbounded
+      for (std::size_t i = 0; i <= integers.size(); ++i) {
+        json gap{{"type", "integer"}};
+        if (from) gap["minimum"] = *from;
+        if (i < integers.size()) gap["maximum"] = integers[i] - 1;
+        if (!(from && i < integers.size() && *from > integers[i] - 1)) options.push_back(number(gap, true));
+        if (i < integers.size()) from = integers[i] + 1;
+      }
+      options.push_back("\"-\"? json-natural \".\" [0-9]{0,14} [1-9]");
+    }
+  }
+  std::string body;
+  for (const std::string& o : options) body += (body.empty() ? "" : " | ") + o;
+  if (body.empty()) unsupported("maxContains", "'contains' allows every value, so no item is left for 'maxContains'");
+  return rule(hint, body);
+}
+
+// contains with maxContains: between `min` and `max` items match it and the others its complement,
+// where that is a grammar (negation(): a type or one bound; other_values(): not a few known values).
+// The items in order, counting the matching ones: after j of them, any others, then either the
+// end (j >= min) or one more (j < max).
+std::string SchemaConverter::counted_containing(const json& schema, const std::string& hint, int depth, int min, int max) {
+  for (const char* k : {"prefixItems", "minItems", "maxItems"})
+    if (schema.contains(k)) unsupported("maxContains", fmt::format("'maxContains' beside '{}'", k));
+  if (schema.contains("uniqueItems") && schema["uniqueItems"] != json(false)) unsupported("maxContains", "'maxContains' beside 'uniqueItems'");
+  if (max < min) unsupported("maxContains", "'maxContains' below 'minContains': no array matches");
+  const json& wanted = schema["contains"];
+  const json items = schema.value("items", json(true));
+  if (matches_nothing(items)) unsupported("maxContains", "'maxContains' beside 'items' false");
+  std::string other;
+  if (const auto complement = negation(wanted)) {
+    if (matches_nothing(*complement)) unsupported("maxContains", "'contains' matches every item, so none is left over");
+    other = visit(items == json(true) ? *complement : merged_all_of(json::array({items, *complement})), hint + "-other", depth + 1);
+  } else if (const auto values = finite_values(wanted); values && items == json(true)) {
+    other = other_values(*values, hint + "-other");
+  } else {
+    unsupported("maxContains", "'maxContains' beside a 'contains' whose complement is not written here (a type, one bound, or "
+                               "a few known values beside 'items' true are)");
+  }
+  std::string match;
+  if (!matches_nothing(wanted))
+    match = visit(items == json(true) ? wanted : merged_all_of(json::array({items, wanted})), hint + "-match", depth + 1);
+  if (match.empty() && min > 0) unsupported("maxContains", "'contains' false beside 'minContains' above 0: no array matches");
+  const std::string others = "( \",\" ws " + other + " ws )*";
+  std::vector<std::string> after(max + 2);  // after[j]: the rest, j matching items written
+  for (int j = max; j >= 0; --j) {
+    std::string tail;
+    if (j < max && !match.empty()) tail = "\",\" ws " + match + " ws " + after[j + 1];
+    if (j >= min) tail = tail.empty() ? "\"\"" : tail + " | \"\"";
+    after[j] = rule(hint + "-after", others + " ( " + tail + " )");
+  }
+  std::string first = other + " ws " + after[0];
+  if (max >= 1 && !match.empty()) first += " | " + match + " ws " + after[1];
+  std::string body = "\"[\" ws ( " + first + " ) \"]\"";
+  if (min == 0) body += " | \"[\" ws \"]\"";
+  return rule(hint, body);
+}
+
 // Items in order: the prefixItems' schemas one by one, then `items` for the rest (false: no
 // more), within minItems / maxItems; uniqueItems true only over a few known values (above).
 std::string SchemaConverter::array(const json& schema, const std::string& hint, int depth) {
   // minContains / maxContains without contains apply nothing; minContains 0 makes contains apply nothing.
   if (schema.contains("contains")) {
-    if (schema.contains("maxContains"))
-      unsupported("maxContains", "'maxContains' (it would need the items that do not match 'contains', a complement the "
-                                 "grammar cannot write)");
     const int need = bound(schema, "minContains", 1);
+    if (schema.contains("maxContains")) return counted_containing(schema, hint, depth, need, bound(schema, "maxContains", 0));
     if (need > 0) return containing(schema, hint, depth, need);
   }
   if (schema.contains("uniqueItems") && schema["uniqueItems"] != json(false)) {

@@ -3,6 +3,7 @@
 // items over what the schema evaluates (schema_converter.h).
 #include <algorithm>
 #include <deque>
+#include <functional>
 
 #include "grammar/pattern_automaton.h"
 #include "grammar/schema_converter.h"
@@ -19,59 +20,271 @@ std::string SchemaConverter::any_of(const json& schema, const char* key, const s
   bool siblings = false;
   for (const auto& [k, unused] : base.items()) siblings = siblings || !kAnnotations.count(k);
   json options = json::array();
-  for (const json& option : given)
-    if (option != json(false)) options.push_back(siblings ? merged_all_of(json::array({base, option})) : option);
+  for (const json& option : given) {
+    if (option == json(false)) continue;
+    json merged = siblings ? merged_all_of(json::array({base, option})) : option;
+    // An option whose listed values its other keywords all rule out matches nothing.
+    if (merged.is_object() && (merged.contains("const") || merged.contains("enum")) && !merged.contains("anyOf") &&
+        !merged.contains("oneOf") && listed_values(merged).empty())
+      continue;
+    options.push_back(std::move(merged));
+  }
   if (options.empty()) unsupported(key, fmt::format("every '{}' option is false, so nothing matches", key));
   // oneOf allows a value that matches exactly one option: read as anyOf, the grammar would also
-  // take a value matching two. Only options no value can match together are taken.
-  if (std::string(key) == "oneOf")
-    for (std::size_t i = 0; i < options.size(); ++i)
-      for (std::size_t j = i + 1; j < options.size(); ++j)
-        if (!disjoint(options[i], options[j]) &&
-            !(writes_none_required_by(options[i], options[j]) && writes_none_required_by(options[j], options[i])))
-          unsupported("oneOf", fmt::format("'oneOf' options {} and {} may both match one value (the grammar cannot "
-                                           "require exactly one; use anyOf, or options of different types or "
-                                           "different const values)",
-                                           i, j));
+  // take a value matching two. Only options no value can match together are taken, type by type
+  // where they do not exclude each other as wholes.
+  auto overlapping = [](const std::vector<json>& list) -> std::optional<std::pair<std::size_t, std::size_t>> {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      for (std::size_t j = i + 1; j < list.size(); ++j)
+        if (!disjoint(list[i], list[j]) && !(writes_none_required_by(list[i], list[j]) && writes_none_required_by(list[j], list[i])))
+          return std::pair{i, j};
+    return std::nullopt;
+  };
+  if (std::string(key) == "oneOf") {
+    const std::vector<json> all(options.begin(), options.end());
+    std::vector<json> read;  // what each option says, through a $ref that is all it is (pydantic's unions of models)
+    for (const json& option : all) read.push_back(through_refs(option));
+    if (overlapping(read)) return one_of_by_type(all, hint, depth);
+  }
   std::string body;
   for (std::size_t i = 0; i < options.size(); ++i)
     body += (i ? " | " : "") + visit(options[i], fmt::format("{}-{}", hint, i), depth + 1);
   return rule(hint, body);
 }
 
+namespace {
+
+// The option for values of one type (its keywords of that type; an integer stays an integer).
+json restricted(const json& option, const std::string& type) {
+  if (!option.is_object()) return json{{"type", type}};
+  json out = keywords_for(option, type);
+  if (type == "number" && option.contains("type")) {
+    const json& t = option["type"];
+    const json list = t.is_array() ? t : json::array({t});
+    const bool integer = std::find(list.begin(), list.end(), json("integer")) != list.end();
+    if (integer && std::find(list.begin(), list.end(), json("number")) == list.end()) out["type"] = "integer";
+  }
+  return out;
+}
+
+// Whether every value of `type` matches the option: true, or only keywords of other types and a
+// 'type' that names it.
+bool allows_every(const json& option, const std::string& type) {
+  if (option == json(true)) return true;
+  if (!option.is_object()) return false;
+  for (const auto& [key, value] : option.items()) {
+    if (kAnnotations.count(key)) continue;
+    if (key == "type") {
+      const json list = value.is_array() ? value : json::array({value});
+      if (std::find(list.begin(), list.end(), json(type)) == list.end()) return false;
+      continue;
+    }
+    bool other_type = false;
+    for (const auto& [owner, keys] : kKeywordsOfType) other_type = other_type || (owner != type && keys.count(key));
+    if (!other_type) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// The schema an option says, through $refs that are all it is.
+const json& SchemaConverter::through_refs(const json& option) const {
+  const json* read = &option;
+  for (int hops = 0; hops < 8 && read->is_object() && read->size() == 1 && read->contains("$ref"); ++hops) read = &ref_target((*read)["$ref"]);
+  return *read;
+}
+
+// oneOf type by type: of the options allowing a type, two that allow every value of it leave no
+// value of that type valid; one that does beside others that constrain it is refused (the rest would
+// be a complement); otherwise the options must exclude each other within the type.
+std::string SchemaConverter::one_of_by_type(const std::vector<json>& options, const std::string& hint, int depth) {
+  std::string body;
+  for (const char* type : kAllTypes) {
+    std::vector<json> universal, partial;
+    std::vector<std::size_t> universal_index, partial_index;
+    for (std::size_t i = 0; i < options.size(); ++i) {
+      const json& read = through_refs(options[i]);
+      if (!value_types(read).count(type)) continue;
+      const bool every = allows_every(read, type);
+      (every ? universal : partial).push_back(restricted(read, type));
+      (every ? universal_index : partial_index).push_back(i);
+    }
+    if (universal.size() >= 2) continue;  // every value of this type matches two options
+    if (universal.size() == 1 && !partial.empty())
+      unsupported("oneOf", fmt::format("'oneOf' option {} allows every {} and option {} some of them (the values valid "
+                                       "under exactly one would be a complement the grammar cannot write)",
+                                       universal_index[0], type, partial_index[0]));
+    const std::vector<json>& here = universal.empty() ? partial : universal;
+    const std::vector<std::size_t>& index = universal.empty() ? partial_index : universal_index;
+    for (std::size_t i = 0; i < here.size(); ++i)
+      for (std::size_t j = i + 1; j < here.size(); ++j)
+        if (!disjoint(here[i], here[j]) && !(writes_none_required_by(here[i], here[j]) && writes_none_required_by(here[j], here[i])))
+          unsupported("oneOf", fmt::format("'oneOf' options {} and {} may both match one value (the grammar cannot "
+                                           "require exactly one; use anyOf, or options of different types or "
+                                           "different const values)",
+                                           index[i], index[j]));
+    // Written as given (a $ref stays a reference to its rule), under this type only.
+    for (std::size_t i = 0; i < here.size(); ++i) {
+      const json& option = options[index[i]];
+      const bool only_this_type = value_types(through_refs(option)) == std::set<std::string>{type};
+      body += (body.empty() ? "" : " | ") +
+              visit(only_this_type ? option : restricted(option, type), fmt::format("{}-{}-{}", hint, type, index[i]), depth + 1);
+    }
+  }
+  if (body.empty()) unsupported("oneOf", "no value matches exactly one 'oneOf' option");
+  return rule(hint, body);
+}
+
+// The parts a schema is the allOf of, for what unevaluated* sees: its own keywords, then what its
+// $ref names, then its allOf parts, each read through the same way (as merged_all_of reads them).
+// A part with an unevaluated* of its own is kept whole: what it sees is its own business (it is read
+// within itself when merged), and it evaluates everything of that kind.
+std::vector<json> SchemaConverter::evaluated_parts(const json& schema, const char* keyword) const {
+  std::vector<json> out;
+  int reads = 0;
+  std::function<void(const json&, bool)> read = [&](const json& part, bool top) {
+    if (++reads > 64) unsupported(keyword, fmt::format("'{}' over '$ref' / 'allOf' that refer to themselves", keyword));
+    if (!part.is_object()) {
+      out.push_back(part);
+      return;
+    }
+    if (!top && (part.contains("unevaluatedProperties") || part.contains("unevaluatedItems"))) {
+      out.push_back(part);
+      return;
+    }
+    json own = part;
+    own.erase("$ref");
+    own.erase("allOf");
+    out.push_back(own);
+    if (part.contains("$ref")) read(ref_target(part["$ref"]), false);
+    if (part.contains("allOf")) {
+      if (!part["allOf"].is_array()) unsupported("allOf", "'allOf' must be a non-empty array");
+      for (const json& p : part["allOf"]) read(p, false);
+    }
+  };
+  read(schema, true);
+  return out;
+}
+
 // unevaluatedProperties / unevaluatedItems where what the schema evaluates does not depend on the
-// value: its properties, patternProperties and prefixItems, with those of its allOf parts and
-// $ref targets (read in place). Then unevaluatedProperties is additionalProperties over all of
-// them (nothing, when some part has additionalProperties, which evaluates every property), and
-// unevaluatedItems is items (nothing, when some part has items). anyOf, oneOf, if, not,
-// dependentSchemas and contains make it depend on the value: refused.
+// value, or depends on it only through anyOf / oneOf / if, which are read as alternatives that each
+// know what they evaluate. What is evaluated: the properties, patternProperties and prefixItems of
+// the schema, its allOf parts and $ref targets (read in place); everything, where some part has
+// additionalProperties / items or an unevaluated* of its own. Then unevaluatedProperties is
+// additionalProperties over all of them and unevaluatedItems is items. not, dependentSchemas and
+// contains evaluate depending on the value in ways not read here: refused.
 json SchemaConverter::without_unevaluated(const json& schema) const {
   const char* keyword = schema.contains("unevaluatedProperties") ? "unevaluatedProperties" : "unevaluatedItems";
+  if (unevaluated_depth_ > 16) unsupported(keyword, fmt::format("'{}' nested through more than 16 '$ref' / applicators", keyword));
+  // Alternatives multiply across applicators: a bound on the work, refused by name past it.
+  if (++unevaluated_reads_ > 512)
+    unsupported(keyword, fmt::format("'{}' beside applicators with more than 512 alternatives to read", keyword));
+  struct Depth {
+    int& d;
+    explicit Depth(int& depth) : d(depth) { ++d; }
+    ~Depth() { --d; }
+  } depth(unevaluated_depth_);
+  std::vector<std::string> kinds;
+  for (const char* k : {"unevaluatedProperties", "unevaluatedItems"})
+    if (schema.contains(k)) kinds.push_back(k);
   json rest = schema;
   rest.erase("unevaluatedProperties");
   rest.erase("unevaluatedItems");
+  const std::vector<json> parts = evaluated_parts(rest, keyword);
+  // The same schema as the allOf of `parts`, with the unevaluated* keywords.
+  auto with_parts = [&](const std::vector<json>& p) {
+    json out{{"allOf", p}};
+    for (const std::string& k : kinds) out[k] = schema[k];
+    return out;
+  };
+
+  // An applicator that evaluates depending on the value: each of its outcomes as an alternative,
+  // with what that outcome evaluates. Sound for every alternative alone: the value matches the
+  // schema with the properties that outcome evaluates, so none is left unevaluated.
+  // (A part kept whole, with an unevaluated* of its own, reads its applicators itself when merged.)
+  auto whole = [](const json& part) { return part.contains("unevaluatedProperties") || part.contains("unevaluatedItems"); };
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const json& part = parts[k];
+    if (!part.is_object() || whole(part)) continue;
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!part.contains(key)) continue;
+      if (!part[key].is_array() || part[key].empty()) unsupported(key, fmt::format("'{}' must be a non-empty array", key));
+      json alternatives = json::array();
+      for (const json& option : part[key]) {
+        if (option == json(false)) continue;
+        std::vector<json> p = parts;
+        p[k].erase(key);
+        p.push_back(option);
+        alternatives.push_back(without_unevaluated(with_parts(p)));
+      }
+      if (alternatives.empty()) unsupported(key, fmt::format("every '{}' option is false, so nothing matches", key));
+      // oneOf: the alternatives must still exclude each other (any_of checks it).
+      return json{{key, alternatives}};
+    }
+    if (part.contains("if") && (part.contains("then") || part.contains("else"))) {
+      const json condition = part["if"], then = part.value("then", json(true)), otherwise = part.value("else", json(true));
+      std::vector<json> base = parts;
+      base[k].erase("if"), base[k].erase("then"), base[k].erase("else");
+      json alternatives = json::array();
+      // Where the condition holds: its evaluations count, and 'then' applies.
+      if (then != json(false) && !matches_nothing(condition)) {
+        std::vector<json> p = base;
+        p.push_back(condition);
+        p.push_back(then);
+        alternatives.push_back(without_unevaluated(with_parts(p)));
+      }
+      // Where it fails: 'else' applies, and the condition's evaluations do not count.
+      if (otherwise != json(false)) {
+        std::vector<json> p = base;
+        p.push_back(otherwise);
+        if (auto negated = negation(condition)) {
+          if (!matches_nothing(*negated)) {
+            p.push_back(*negated);
+            alternatives.push_back(without_unevaluated(with_parts(p)));
+          }
+        } else {
+          // A condition on objects only (it passes every other value), that every object this
+          // alternative writes fails: it requires a name the alternative never writes.
+          bool objects_only = condition.is_object() && !condition.contains("type");
+          if (objects_only)
+            for (const auto& [key, unused] : condition.items())
+              objects_only = objects_only && (kAnnotations.count(key) || kKeywordsOfType.at("object").count(key));
+          const json failing = without_unevaluated(with_parts(p));
+          const json objects = keywords_for(failing, "object");
+          if (!objects_only || !value_types(failing).count("object") || !writes_none_required_by(objects, condition))
+            unsupported("if", fmt::format("'if' beside '{}' whose condition may hold or fail on one value written for "
+                                          "'else' (only a negatable 'if', or one requiring a property that 'else' never "
+                                          "writes, is read)", keyword));
+          alternatives.push_back(objects);
+        }
+      }
+      if (alternatives.empty()) unsupported("if", "'then' and 'else' both false: nothing matches");
+      return alternatives.size() == 1 ? alternatives[0] : json{{"anyOf", alternatives}};
+    }
+  }
+
   bool all_properties = false, all_items = false;
-  std::deque<json> parts{rest};
-  for (int reads = 0; !parts.empty(); ++reads) {
-    const json part = std::move(parts.front());
-    parts.pop_front();
+  for (const json& part : parts) {
     if (!part.is_object()) continue;
-    if (reads > 64) unsupported(keyword, fmt::format("'{}' over '$ref' / 'allOf' that refer to themselves", keyword));
-    for (const char* k : {"anyOf", "oneOf", "if", "then", "else", "not", "dependentSchemas", "contains", "$dynamicRef"})
+    all_properties = all_properties || part.contains("unevaluatedProperties");
+    all_items = all_items || part.contains("unevaluatedItems");
+    if (whole(part)) continue;
+    // (then / else without if apply nothing, and evaluate nothing; an if alone evaluates where it holds.)
+    for (const char* k : {"if", "not", "dependentSchemas", "contains", "$dynamicRef"})
       if (part.contains(k))
         unsupported(keyword, fmt::format("'{}' beside '{}' (what it evaluates depends on the value)", keyword, k));
-    all_properties = all_properties || part.contains("additionalProperties") || part.value("unevaluatedProperties", json(false)) == json(true);
-    all_items = all_items || part.contains("items") || part.value("unevaluatedItems", json(false)) == json(true);
-    if (part.contains("$ref")) parts.push_back(ref_target(part["$ref"]));
-    if (part.contains("allOf") && part["allOf"].is_array())
-      for (const json& p : part["allOf"]) parts.push_back(p);
+    all_properties = all_properties || part.contains("additionalProperties");
+    all_items = all_items || part.contains("items");
   }
   json merged = merged_all_of(json::array({rest}));
   const std::set<std::string> types = value_types(merged);
   // The properties it lets through: every other one, where all are evaluated or it is true.
   if (schema.contains("unevaluatedProperties") && types.count("object") && !merged.contains("additionalProperties"))
     merged["additionalProperties"] = all_properties ? json(true) : schema["unevaluatedProperties"];
-  if (schema.contains("unevaluatedItems") && !all_items && schema["unevaluatedItems"] != json(true) && types.count("array"))
+  // (items in the merged schema, from a part read within itself, evaluates every item past the prefix.)
+  if (schema.contains("unevaluatedItems") && !all_items && !merged.contains("items") && schema["unevaluatedItems"] != json(true) &&
+      types.count("array"))
     merged["items"] = schema["unevaluatedItems"];
   return merged;
 }
@@ -104,19 +317,18 @@ json SchemaConverter::merged_all_of(const json& parts) const {
       continue;
     }
     if (!part.is_object()) throw GrammarError(fmt::format("JSON Schema: an allOf part must be an object or a boolean, got {}", part.dump()));
+    // A part's own unevaluated* sees only that part's evaluations: read within the part, as
+    // additionalProperties / items over what the part evaluates.
+    if (part.contains("unevaluatedProperties") || part.contains("unevaluatedItems")) {
+      pending.push_front(without_unevaluated(part));
+      continue;
+    }
     // not / if read within their own part: an 'if' here and a 'then' in another part do not meet.
     if (auto reduced = simplified(part)) {
       if (*reduced == json(false)) unsupported(part.contains("not") ? "not" : "if", "'not' / 'if' leave a schema that no value matches");
       pending.push_front(*reduced);
       continue;
     }
-    // A part's own unevaluated* sees only that part's evaluations: true adds nothing; others refused.
-    for (const char* k : {"unevaluatedProperties", "unevaluatedItems"})
-      if (part.contains(k)) {
-        if (part[k] != json(true))
-          unsupported(k, fmt::format("'{}' inside 'allOf' / '$ref' beside other keywords (it sees only its own part)", k));
-        part.erase(k);
-      }
     if (part.contains("$ref") || part.contains("allOf")) {
       // Read through, in order (the order properties are written in): this part's own keywords, then
       // what $ref names, then the allOf parts.
@@ -163,6 +375,15 @@ json SchemaConverter::merged_all_of(const json& parts) const {
       }
       json& have = out[key];
       if (nlohmann::json(have) == nlohmann::json(value)) continue;
+      // true allows every property name or value: the other part's schema is the whole constraint.
+      if (key == "additionalProperties" || key == "propertyNames") {
+        if (value == json(true)) continue;
+        if (have == json(true)) {
+          have = value;
+          origin[key] = part_index;
+          continue;
+        }
+      }
       if (key == "type") {
         auto types_of = [&](const json& t) {
           std::set<std::string> set;
@@ -191,6 +412,14 @@ json SchemaConverter::merged_all_of(const json& parts) const {
           have[name] = have.contains(name) ? json{{"allOf", json::array({have[name], sub})}} : sub;
       } else if (key == "items" && have.is_object() && value.is_object()) {
         have = json{{"allOf", json::array({have, value})}};
+      } else if (key == "prefixItems" && have.is_array() && value.is_array()) {
+        // Position by position both schemas; past the shorter list, the longer one's (no part has
+        // items beside it: refused above).
+        for (std::size_t i = 0; i < value.size(); ++i) {
+          if (i >= have.size()) have.push_back(value[i]);
+          else if (have[i] == json(true)) have[i] = value[i];
+          else if (value[i] != json(true)) have[i] = json{{"allOf", json::array({have[i], value[i]})}};
+        }
       } else if ((kLower.count(key) || kUpper.count(key)) && have.is_number() && value.is_number()) {
         const bool tighter = kLower.count(key) ? value.get<double>() > have.get<double>() : value.get<double>() < have.get<double>();
         if (tighter) have = value;
@@ -216,16 +445,22 @@ json SchemaConverter::merged_all_of(const json& parts) const {
     for (const std::string& name : names) {
       if (c.listed.count(name)) continue;
       if (std::any_of(c.patterns.begin(), c.patterns.end(), [&](const PatternDfa& p) { return p.matches(name); })) continue;
-      if (c.additional == json(false))
-        refuse(fmt::format("with additionalProperties false in one part and '{}' listed only in another", name));
       json& props = out["properties"];
+      if (c.additional == json(false)) {  // never written ('required' refuses it by name where it must be)
+        props[name] = false;
+        continue;
+      }
       props[name] = props.contains(name) ? json{{"allOf", json::array({props[name], c.additional})}} : c.additional;
     }
   }
-  if ((out.contains("const") || out.contains("enum")) && out.size() > 1)
-    refuse("with 'const' / 'enum' in one part and other keywords in another");
+  // Beside const / enum, only the keywords a listed value is checked against (visit filters them).
+  if (out.contains("const") || out.contains("enum"))
+    for (const auto& [key, limit] : out.items())
+      if (key != "const" && key != "enum" && key != "type" && key != "anyOf" && key != "oneOf" &&
+          !value_satisfies(json(nullptr), key, limit))
+        refuse(fmt::format("with 'const' / 'enum' in one part and '{}' in another", key));
   // additionalProperties covers the names its own part neither lists nor matches.
-  if (out.contains("patternProperties") && out.contains("additionalProperties") &&
+  if (out.contains("patternProperties") && out.contains("additionalProperties") && out["additionalProperties"] != json(true) &&
       origin["patternProperties"] != origin["additionalProperties"])
     refuse("with 'patternProperties' in one part and 'additionalProperties' in another");
   return out;

@@ -47,6 +47,9 @@ json canonical(const json& value);
 // A GBNF repetition suffix: *, {n}, {n,}, {n,m}.
 std::string repeat(int min, int max);
 bool known_dialect(const json& uri);
+// Whether a known value meets one keyword (lengths, counts, bounds, required; a keyword of another
+// type holds); none for a keyword not checked this way.
+std::optional<bool> value_satisfies(const json& value, const std::string& keyword, const json& limit);
 bool only_annotations(const json& schema);
 // `not` where it reduces to a plain schema; none otherwise.
 std::optional<json> negation(const json& negated);
@@ -55,6 +58,9 @@ bool matches_nothing(const json& schema);
 std::optional<json> simplified(const json& schema);
 // The least common multiple of two multipleOf steps; none past 15 digits.
 std::optional<json> common_multiple(const json& a, const json& b);
+// The values a const / enum schema lists that its other keywords allow (json_schema.cpp); refused by
+// name beside a keyword not checked value by value.
+std::vector<json> listed_values(const json& schema);
 // The values a schema allows when they are few and known (const, enum, boolean, null).
 std::optional<std::vector<json>> finite_values(const json& schema);
 
@@ -79,7 +85,10 @@ class SchemaConverter {
 
   // Combinators (schema_combinators.cpp).
   std::string any_of(const json& schema, const char* key, const std::string& hint, int depth);
+  std::string one_of_by_type(const std::vector<json>& options, const std::string& hint, int depth);
+  const json& through_refs(const json& option) const;
   json without_unevaluated(const json& schema) const;
+  std::vector<json> evaluated_parts(const json& schema, const char* keyword) const;
   json merged_all_of(const json& parts) const;
 
   // Values of one type (schema_scalars.cpp, schema_arrays.cpp, schema_objects.cpp).
@@ -88,6 +97,8 @@ class SchemaConverter {
   std::string multiples(const json& schema, bool integer);
   std::string unique_array(const json& schema, const std::string& hint);
   std::string containing(const json& schema, const std::string& hint, int depth, int need);
+  std::string counted_containing(const json& schema, const std::string& hint, int depth, int min, int max);
+  std::string other_values(const std::vector<json>& values, const std::string& hint);
   std::string array(const json& schema, const std::string& hint, int depth);
   std::string object(const json& schema, const std::string& hint, int depth);
 
@@ -97,6 +108,8 @@ class SchemaConverter {
   std::set<std::string> reserved_;
   std::map<std::string, std::string> refs_;
   std::string prefix_;
+  mutable int unevaluated_depth_ = 0;  // without_unevaluated within itself (through applicators)
+  mutable int unevaluated_reads_ = 0;  // without_unevaluated calls in this conversion
 };
 
 }  // namespace inferlab::schema

@@ -11,6 +11,9 @@ namespace inferlab::schema {
 
 const std::set<std::string> kAnnotations = {"title", "description", "$schema", "$id", "default", "examples", "$comment",
                                             "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "$anchor",
+                                            // a $dynamicRef that could reach it is resolved or kept to refuse
+                                            // (schema_references.h)
+                                            "$dynamicAnchor",
                                             // draft 2020-12 makes these annotations: a string's content is not asserted
                                             "contentMediaType", "contentEncoding", "contentSchema"};
 // The keywords that constrain one type of value; a value of another type ignores them.
@@ -112,8 +115,8 @@ bool disjoint(const json& a, const json& b) {
 bool writes_none_required_by(const json& a, const json& b) {
   if (!a.is_object() || value_types(a) != std::set<std::string>{"object"}) return false;
   static const std::set<std::string> kPlain = {"type", "properties", "required", "dependentRequired", "minProperties", "maxProperties"};
-  for (const auto& [key, unused] : a.items())
-    if (!kAnnotations.count(key) && !kPlain.count(key)) return false;
+  for (const auto& [key, value] : a.items())
+    if (!kAnnotations.count(key) && !kPlain.count(key) && !(key == "additionalProperties" && value == json(false))) return false;
   std::set<std::string> writable;
   bool listed = false;
   if (a.contains("properties") && a["properties"].is_object())
@@ -121,7 +124,8 @@ bool writes_none_required_by(const json& a, const json& b) {
   if (a.contains("required") && a["required"].is_array())
     for (const json& n : a["required"])
       if (n.is_string()) writable.insert(n.get<std::string>()), listed = true;
-  if (!listed) return false;  // a map: any name
+  const bool closed = a.contains("additionalProperties") && a["additionalProperties"] == json(false);
+  if (!listed && !closed) return false;  // a map: any name
   if (a.contains("dependentRequired") && a["dependentRequired"].is_object())
     for (const auto& [trigger, names] : a["dependentRequired"].items()) {
       writable.insert(trigger);
@@ -182,6 +186,38 @@ bool known_dialect(const json& uri) {
   return kDrafts.count(u) > 0;
 }
 
+std::optional<bool> value_satisfies(const json& value, const std::string& keyword, const json& limit) {
+  static const std::set<std::string> kLengths = {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"};
+  static const std::set<std::string> kBounds = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+  if (!kLengths.count(keyword) && !kBounds.count(keyword) && keyword != "required") return std::nullopt;
+  const json v = canonical(value);
+  const std::string family = v.is_object() ? "object" : v.is_array() ? "array" : v.is_string() ? "string" : v.is_number() ? "number" : "";
+  bool applies = false;
+  for (const auto& [owner, keys] : kKeywordsOfType) applies = applies || (owner == family && keys.count(keyword));
+  if (!applies) return true;  // a keyword of another type says nothing about this value
+  if (keyword == "required") {
+    if (!limit.is_array()) return std::nullopt;
+    for (const json& name : limit)
+      if (!name.is_string() || !v.contains(name.get<std::string>())) return name.is_string() ? std::optional<bool>(false) : std::nullopt;
+    return true;
+  }
+  if (!limit.is_number()) return std::nullopt;
+  const double bound = limit.get<double>();
+  if (kBounds.count(keyword)) {
+    const double x = v.get<double>();
+    if (keyword == "minimum") return x >= bound;
+    if (keyword == "maximum") return x <= bound;
+    if (keyword == "exclusiveMinimum") return x > bound;
+    return x < bound;
+  }
+  double size = static_cast<double>(v.size());
+  if (v.is_string()) {  // code points: UTF-8 bytes that do not continue one
+    size = 0;
+    for (unsigned char c : v.get<std::string>()) size += (c & 0xC0) != 0x80;
+  }
+  return keyword.rfind("min", 0) == 0 ? size >= bound : size <= bound;
+}
+
 bool only_annotations(const json& schema) {
   if (!schema.is_object()) return false;
   for (const auto& [key, unused] : schema.items())
@@ -189,12 +225,56 @@ bool only_annotations(const json& schema) {
   return true;
 }
 
+namespace {
+
+// The complement of one bound, {"exclusiveMaximum": 0} or {"type": "string", "minLength": 3}: the
+// values of the other types, or of its type beyond the bound (x >= 0; at most 2 characters). none
+// for anything else (an integer type: its complement has fractions a grammar cannot tell from 1.0).
+std::optional<json> bound_negation(const json& negated) {
+  static const std::map<std::string, std::pair<std::string, std::string>> kFlipped = {
+      // keyword -> (its type family, the keyword bounding the rest)
+      {"minimum", {"number", "exclusiveMaximum"}}, {"exclusiveMinimum", {"number", "maximum"}},
+      {"maximum", {"number", "exclusiveMinimum"}}, {"exclusiveMaximum", {"number", "minimum"}},
+      {"minLength", {"string", "maxLength"}}, {"maxLength", {"string", "minLength"}},
+      {"minItems", {"array", "maxItems"}}, {"maxItems", {"array", "minItems"}},
+      {"minProperties", {"object", "maxProperties"}}, {"maxProperties", {"object", "minProperties"}}};
+  std::string bound;
+  for (const auto& [key, unused] : negated.items()) {
+    if (kAnnotations.count(key) || key == "type") continue;
+    if (!bound.empty() || !kFlipped.count(key)) return std::nullopt;
+    bound = key;
+  }
+  if (bound.empty()) return std::nullopt;
+  const auto& [family, flipped] = kFlipped.at(bound);
+  if (negated.contains("type") && negated["type"] != json(family)) return std::nullopt;
+  const json& limit = negated[bound];
+  if (!limit.is_number()) return std::nullopt;
+  json others = json::array();
+  for (const char* t : kAllTypes)
+    if (t != family) others.push_back(t);
+  json options = json::array({json{{"type", others}}});
+  if (family == "number") {
+    options.push_back(json{{"type", "number"}, {flipped, limit}});
+  } else {
+    // Counts: not at least n is at most n - 1; not at most n is at least n + 1.
+    const double n = limit.get<double>();
+    if (!(n >= 0) || std::floor(n) != n || n > 1e9) return std::nullopt;
+    const bool lower = bound.rfind("min", 0) == 0;
+    if (!lower || n > 0) options.push_back(json{{"type", family}, {flipped, static_cast<int64_t>(lower ? n - 1 : n + 1)}});
+  }
+  return json{{"anyOf", options}};
+}
+
+}  // namespace
+
 // `not` where it reduces to a plain schema: not true / {} (nothing), not false (anything), a
-// double negation, or a negated 'type' (the other types); none otherwise.
+// double negation, a negated 'type' (the other types), or a negated bound (the other types and the
+// values beyond it); none otherwise.
 std::optional<json> negation(const json& negated) {
   if (negated == json(true) || only_annotations(negated)) return json(false);
   if (negated == json(false)) return json(true);
   if (!negated.is_object()) return std::nullopt;
+  if (auto flipped = bound_negation(negated)) return flipped;
   bool type_only = negated.contains("type"), not_only = negated.contains("not");
   for (const auto& [key, unused] : negated.items()) {
     if (kAnnotations.count(key)) continue;
@@ -229,9 +309,6 @@ bool matches_nothing(const json& schema) {
 // false else); none when it has neither; refused by name where they do not reduce.
 std::optional<json> simplified(const json& schema) {
   if (!schema.contains("not") && !schema.contains("if") && !schema.contains("then") && !schema.contains("else")) return std::nullopt;
-  for (const char* k : {"unevaluatedProperties", "unevaluatedItems"})
-    if (schema.contains(k) && (schema.contains("if") || schema.contains("not")))
-      unsupported(k, fmt::format("'{}' beside 'if' or 'not' (what those evaluate depends on the value)", k));
   json out = schema;
   std::vector<json> also;  // schemas that apply too
   if (out.contains("if") || out.contains("then") || out.contains("else")) {
@@ -239,10 +316,24 @@ std::optional<json> simplified(const json& schema) {
     const json cond = out.value("if", json(true)), then = out.value("then", json(true)), otherwise = out.value("else", json(true));
     out.erase("if"), out.erase("then"), out.erase("else");
     if (condition && branches) {
-      if (cond == json(true) || only_annotations(cond)) also.push_back(then);
-      else if (matches_nothing(cond)) also.push_back(otherwise);
-      else unsupported("if", "'if' with 'then' / 'else' (which branch applies depends on the value; only an 'if' that "
-                             "every value or no value matches is enforced)");
+      if (cond == json(true) || only_annotations(cond)) {
+        also.push_back(then);
+      } else if (matches_nothing(cond)) {
+        also.push_back(otherwise);
+      } else if (const auto failing = negation(cond)) {
+        // Either the condition and 'then', or its complement and 'else'.
+        auto both = [](const json& a, const json& b) {
+          if (b == json(true) || only_annotations(b)) return a;
+          return json{{"allOf", json::array({a, b})}};
+        };
+        json options = json::array();
+        if (!matches_nothing(then)) options.push_back(both(cond, then));
+        if (!matches_nothing(otherwise) && !matches_nothing(*failing)) options.push_back(both(*failing, otherwise));
+        also.push_back(options.empty() ? json(false) : options.size() == 1 ? options[0] : json{{"anyOf", options}});
+      } else {
+        unsupported("if", "'if' with 'then' / 'else' (which branch applies depends on the value; only an 'if' that "
+                          "every value or no value matches, or one bound such as 'minimum' or 'maxLength', is enforced)");
+      }
     }
   }
   if (out.contains("not")) {

@@ -25,12 +25,24 @@ std::string SchemaConverter::string(const json& schema, const std::string& hint)
   }
   if (schema.contains("format")) {
     if (length) unsupported("format", "'format' together with a length");
+    // Each format as the rule of kPrimitives that writes it: a subset of the strings the format's RFC
+    // allows (hostnames of LDH labels without "--", so valid IDNA too; URIs and IRIs of ASCII characters
+    // with a hostname authority; ECMA-262 regexes of literals, classes, groups and quantifiers), so
+    // every string written is valid.
+    static const std::map<std::string, std::string> kFormatRules = {
+        {"date", "date"}, {"time", "time"}, {"date-time", "date-time"}, {"uuid", "uuid"}, {"email", "email"},
+        {"idn-email", "email"}, {"ipv4", "ipv4"}, {"ipv6", "ipv6"}, {"duration", "duration"},
+        {"json-pointer", "json-pointer"}, {"relative-json-pointer", "relative-json-pointer"}, {"hostname", "hostname"},
+        {"idn-hostname", "hostname"}, {"uri", "uri"}, {"iri", "uri"}, {"uri-reference", "uri-reference"},
+        {"iri-reference", "uri-reference"}, {"uri-template", "uri-template"}, {"regex", "regex"}};
     const std::string format = schema["format"].is_string() ? schema["format"].get<std::string>() : "";
-    if (format != "date" && format != "time" && format != "date-time" && format != "uuid" && format != "email" &&
-        format != "ipv4" && format != "ipv6" && format != "duration" && format != "json-pointer")
-      unsupported("format", fmt::format("format {} is not supported (date, time, date-time, uuid, email, ipv4, ipv6, "
-                                        "duration, json-pointer are)", schema["format"].dump()));
-    return rule(hint, "\"\\\"\" " + format + " \"\\\"\"");
+    const auto found = kFormatRules.find(format);
+    if (found == kFormatRules.end()) {
+      std::string known;
+      for (const auto& [name, unused] : kFormatRules) known += (known.empty() ? "" : ", ") + name;
+      unsupported("format", fmt::format("format {} is not supported ({} are)", schema["format"].dump(), known));
+    }
+    return rule(hint, "\"\\\"\" " + found->second + " \"\\\"\"");
   }
   if (length) {
     int min = bound(schema, "minLength", 0), max = bound(schema, "maxLength", -1);
