@@ -154,6 +154,7 @@ json resolve_references(const json& root) {
   std::map<std::string, std::string> base_of;  // pointer -> base URI
   std::map<std::string, std::string> resources, anchors;
   std::set<std::string> ambiguous;
+  std::map<std::string, std::set<std::string>> dynamic_anchors;  // $dynamicAnchor name -> the schemas with it
   const std::string document =
       root.is_object() && root.contains("$id") && root["$id"].is_string() ? without_fragment(resolve_uri(kDocumentBase, root["$id"].get<std::string>()))
                                                                            : kDocumentBase;
@@ -176,16 +177,18 @@ json resolve_references(const json& root) {
       resources[base] = pointer;
     }
     base_of[pointer] = base;
-    if (auto it = node.find("$anchor"); it != node.end() && it->is_string()) {
-      const std::string name = base + "#" + it->get<std::string>();
-      if (anchors.count(name)) ambiguous.insert(name);
-      anchors[name] = pointer;
-    }
+    // A $dynamicAnchor is an anchor too (a $ref to it is a plain reference); the schemas that have
+    // one are counted by name for $dynamicRef below.
+    for (const char* keyword : {"$anchor", "$dynamicAnchor"})
+      if (auto it = node.find(keyword); it != node.end() && it->is_string()) {
+        const std::string name = base + "#" + it->get<std::string>();
+        if (anchors.count(name) && anchors[name] != pointer) ambiguous.insert(name);
+        anchors[name] = pointer;
+      }
+    if (auto it = node.find("$dynamicAnchor"); it != node.end() && it->is_string()) dynamic_anchors[it->get<std::string>()].insert(pointer);
   });
-  each_schema(out, "", [&](json& node, const std::string& pointer) {
-    auto it = node.find("$ref");
-    if (it == node.end() || !it->is_string()) return;
-    const std::string original = it->get<std::string>();
+  // A reference's target as "#pointer" from the root, or "" when it names nothing in the document.
+  auto resolve = [&](const std::string& pointer, const std::string& original) {
     const std::string target = resolve_uri(base_of[pointer], original);
     const std::size_t hash = target.find('#');
     const std::string uri = target.substr(0, hash), fragment = hash == std::string::npos ? "" : target.substr(hash + 1);
@@ -195,6 +198,36 @@ json resolve_references(const json& root) {
       else if (fragment[0] == '/') resolved = "#" + r->second + fragment;
       else if (auto a = anchors.find(uri + "#" + fragment); a != anchors.end() && !ambiguous.count(a->first)) resolved = "#" + a->second;
     }
+    return std::pair{resolved, fragment};
+  };
+  // $dynamicRef where the dynamic scope cannot change its target: it resolves as $ref does, and
+  // either its fragment is no plain name, or the schema it reaches has no $dynamicAnchor of that
+  // name, or no other schema in the document has one (only those could take over, and other
+  // documents are never read). Then it is a $ref; otherwise it stays, for the converter to refuse.
+  each_schema(out, "", [&](json& node, const std::string& pointer) {
+    auto it = node.find("$dynamicRef");
+    if (it == node.end() || !it->is_string() || node.contains("$ref")) return;
+    const std::string original = it->get<std::string>();
+    const auto [resolved, fragment] = resolve(pointer, original);
+    if (resolved.empty()) return;
+    if (!fragment.empty() && fragment[0] != '/') {
+      const json* target = nullptr;
+      try {
+        target = &out.at(json::json_pointer(resolved.substr(1)));
+      } catch (const json::exception&) {
+        return;  // a pointer with %-escapes: left to refuse
+      }
+      const bool bookend = target->is_object() && target->value("$dynamicAnchor", json()) == json(fragment);
+      if (bookend && dynamic_anchors[fragment].size() > 1) return;
+    }
+    node.erase("$dynamicRef");
+    node["$ref"] = original;
+  });
+  each_schema(out, "", [&](json& node, const std::string& pointer) {
+    auto it = node.find("$ref");
+    if (it == node.end() || !it->is_string()) return;
+    const std::string original = it->get<std::string>();
+    const std::string resolved = resolve(pointer, original).first;
     *it = resolved.empty() ? std::string(1, kUnresolvedRef) + original : resolved;
   });
   return out;

@@ -2,7 +2,8 @@
 // against the base URI its place in the document has ($id scopes, RFC 3986 resolution), and
 // rewritten as a JSON pointer from the document's root, so the converter follows pointers only.
 // Nothing is ever fetched: a $ref naming a schema outside the document is kept, marked, for the
-// converter to refuse by name.
+// converter to refuse by name. A $dynamicRef whose target the dynamic scope cannot change (no other
+// schema in the document has the $dynamicAnchor it names) becomes a $ref; any other stays, refused.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,7 +15,7 @@ namespace inferlab {
 inline constexpr char kUnresolvedRef = '!';
 
 // The document with each $ref (in schema positions) as "#/json/pointer" from the root, or
-// kUnresolvedRef + the original text.
+// kUnresolvedRef + the original text; $dynamicRef read statically where that is exact.
 nlohmann::ordered_json resolve_references(const nlohmann::ordered_json& root);
 
 // RFC 3986 reference resolution (section 5.2), for the tests.

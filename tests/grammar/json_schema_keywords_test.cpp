@@ -302,7 +302,7 @@ TEST(JsonSchemaKeywords, NotAndIfWhereTheyReduce) {
   EXPECT_FALSE(accepts(R"({"if":true,"then":{"const":"then"},"else":{"const":"else"}})", R"("else")"));
   EXPECT_TRUE(accepts(R"({"if":false,"then":{"const":"then"},"else":{"const":"else"}})", R"("else")"));
   EXPECT_EQ(refused_keyword(R"({"not":{"type":"integer"}})"), "not");
-  EXPECT_EQ(refused_keyword(R"({"not":{"minimum":3}})"), "not");
+  EXPECT_EQ(refused_keyword(R"({"not":{"multipleOf":3}})"), "not");
   EXPECT_EQ(refused_keyword(R"({"not":{}})"), "not");
   EXPECT_EQ(refused_keyword(R"({"if":{"const":1},"then":false})"), "if");
 }
@@ -337,9 +337,8 @@ TEST(JsonSchemaKeywords, UnevaluatedWhereStatic) {
   EXPECT_TRUE(accepts(tuple, R"(["a"])"));
   EXPECT_FALSE(accepts(tuple, R"(["a","b"])"));
   EXPECT_TRUE(accepts(R"({"items":{"type":"number"},"unevaluatedItems":{"type":"string"}})", "[1,2]"));
-  EXPECT_EQ(refused_keyword(R"({"properties":{"a":{}},"anyOf":[{"properties":{"b":{}}}],"unevaluatedProperties":false})"),
+  EXPECT_EQ(refused_keyword(R"({"properties":{"a":{}},"not":{"required":["b"]},"unevaluatedProperties":false})"),
             "unevaluatedProperties");
-  EXPECT_EQ(refused_keyword(R"({"allOf":[{"properties":{"foo":true}},{"unevaluatedProperties":false}]})"), "unevaluatedProperties");
   EXPECT_EQ(refused_keyword(R"({"if":{"patternProperties":{"foo":{"type":"string"}}},"unevaluatedProperties":false})"),
             "unevaluatedProperties");
 }
@@ -360,7 +359,8 @@ TEST(JsonSchemaKeywords, Contains) {
   EXPECT_FALSE(accepts(two, "[1,2,3]"));
   EXPECT_TRUE(accepts(R"({"type":"array","contains":{"const":1},"minContains":0})", "[]"));
   EXPECT_TRUE(accepts(R"({"type":"array","maxContains":1})", "[1,1]"));  // without contains: nothing
-  EXPECT_EQ(refused_keyword(R"({"type":"array","contains":{"const":1},"maxContains":1})"), "maxContains");
+  EXPECT_EQ(refused_keyword(R"({"type":"array","contains":{"const":"a"},"maxContains":1})"), "maxContains");
+  EXPECT_EQ(refused_keyword(R"({"type":"array","contains":{"const":1},"maxContains":1,"minContains":2})"), "maxContains");
   EXPECT_EQ(refused_keyword(R"({"type":"array","contains":false})"), "contains");
   EXPECT_EQ(refused_keyword(R"({"type":"array","contains":{"const":1},"maxItems":3})"), "contains");
 }
@@ -382,6 +382,193 @@ TEST(JsonSchemaKeywords, UniqueItemsAmongKnownValues) {
   EXPECT_EQ(refused_keyword(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})"), "uniqueItems");
   EXPECT_EQ(refused_keyword(R"({"type":"array","uniqueItems":true})"), "uniqueItems");
   EXPECT_EQ(refused_keyword(R"({"type":"array","items":{"enum":[1,2]},"uniqueItems":true,"minItems":3})"), "minItems");
+}
+
+}  // namespace
+}  // namespace inferlab
+
+namespace inferlab {
+namespace {
+
+// maxContains: between minContains and maxContains items match, the others match the complement of
+// contains (a type, one bound, or the values other than a few integers, booleans or null).
+TEST(JsonSchemaKeywords, MaxContains) {
+  const char* one = R"({"type":"array","contains":{"const":1},"maxContains":1})";
+  for (const char* ok : {"[1]", "[1,2]", "[0,1,-1]", "[1,1.5]", "[2,1,true]", R"(["x",1])"}) EXPECT_TRUE(accepts(one, ok)) << ok;
+  for (const char* bad : {"[]", "[1,1]", "[1,2,1]", "[2]", "[1,1.0]"}) EXPECT_FALSE(accepts(one, bad)) << bad;
+  const char* range = R"({"type":"array","contains":{"const":1},"minContains":0,"maxContains":2})";
+  for (const char* ok : {"[]", "[3]", "[1,1]", "[1,3,1]"}) EXPECT_TRUE(accepts(range, ok)) << ok;
+  EXPECT_FALSE(accepts(range, "[1,1,1]"));
+  const char* big = R"({"type":"array","contains":{"minimum":5},"maxContains":1})";
+  EXPECT_TRUE(accepts(big, R"([1,7,"x"])"));
+  EXPECT_FALSE(accepts(big, "[5,6]"));
+  const char* nulls = R"({"type":"array","contains":{"type":"null"},"minContains":2,"maxContains":2})";
+  EXPECT_TRUE(accepts(nulls, "[null,1,null]"));
+  EXPECT_FALSE(accepts(nulls, "[null]"));
+  EXPECT_FALSE(accepts(nulls, "[null,null,null]"));
+}
+
+// const / enum beside lengths, counts, bounds and required: the listed values that meet them.
+TEST(JsonSchemaKeywords, ValuesFilteredByTheirKeywords) {
+  const char* lengths = R"({"enum":["a","abcd","ab",3],"maxLength":2})";
+  EXPECT_TRUE(accepts(lengths, R"("a")"));
+  EXPECT_TRUE(accepts(lengths, R"("ab")"));
+  EXPECT_TRUE(accepts(lengths, "3"));  // maxLength says nothing of a number
+  EXPECT_FALSE(accepts(lengths, R"("abcd")"));
+  const char* bounded = R"({"enum":[1,5,10],"minimum":2,"exclusiveMaximum":10})";
+  EXPECT_TRUE(accepts(bounded, "5"));
+  EXPECT_FALSE(accepts(bounded, "1"));
+  EXPECT_FALSE(accepts(bounded, "10"));
+  const char* branch = R"({"then":{"const":"yes"},"else":{"const":"other"},"if":{"maxLength":4}})";
+  EXPECT_TRUE(accepts(branch, R"("yes")"));
+  EXPECT_TRUE(accepts(branch, R"("other")"));
+  EXPECT_FALSE(accepts(branch, R"("no")"));
+  EXPECT_EQ(refused_keyword(R"({"const":"x","pattern":"^x$"})"), "pattern");
+  EXPECT_EQ(refused_keyword(R"({"enum":["abc"],"maxLength":2})"), "enum");
+}
+
+// $dynamicRef where no other schema of the document has the $dynamicAnchor it names: a $ref.
+TEST(JsonSchemaKeywords, DynamicRefWhereStatic) {
+  const char* single = R"({"$id":"https://example.com/root","type":"array","items":{"$dynamicRef":"#items"},
+                           "$defs":{"foo":{"$dynamicAnchor":"items","type":"string"}}})";
+  EXPECT_TRUE(accepts(single, R"(["a","b"])"));
+  EXPECT_FALSE(accepts(single, "[1]"));
+  EXPECT_TRUE(accepts(R"({"type":"array","items":{"$ref":"#items"},"$defs":{"foo":{"$dynamicAnchor":"items","type":"string"}}})",
+                      R"(["a"])"));
+  const char* pointer = R"({"$id":"https://example.com/root","$ref":"list","$defs":{"foo":{"$dynamicAnchor":"items","type":"string"},
+      "list":{"$id":"list","type":"array","items":{"$dynamicRef":"#/$defs/items"},
+              "$defs":{"items":{"$dynamicAnchor":"items","type":"number"}}}}})";
+  EXPECT_TRUE(accepts(pointer, "[1,2]"));
+  EXPECT_FALSE(accepts(pointer, R"(["a"])"));
+  // Two schemas with the anchor: which one applies depends on the dynamic scope.
+  EXPECT_EQ(refused_keyword(R"({"$id":"https://example.com/root","$ref":"list","$defs":{"foo":{"$dynamicAnchor":"items","type":"string"},
+      "list":{"$id":"list","type":"array","items":{"$dynamicRef":"#items"},"$defs":{"items":{"$dynamicAnchor":"items"}}}}})"),
+            "$dynamicRef");
+}
+
+TEST(JsonSchemaKeywords, UriHostnameAndOtherFormats) {
+  const char* host = R"({"type":"string","format":"hostname"})";
+  for (const char* ok : {R"("example.com")", R"("a")", R"("my-host.example.org")", R"("x1.y2.z3")"}) EXPECT_TRUE(accepts(host, ok)) << ok;
+  for (const char* bad : {R"("-a.com")", R"("a-.com")", R"("a..b")", R"("xn--a.com")", R"("a_b")", R"("")", R"(".a")"})
+    EXPECT_FALSE(accepts(host, bad)) << bad;
+  EXPECT_TRUE(accepts(R"({"type":"string","format":"idn-hostname"})", R"("example.com")"));
+  const char* uri = R"({"type":"string","format":"uri"})";
+  for (const char* ok : {R"("https://example.com/a/b?x=1&y=2#top")", R"("urn:isbn:0451450523")", R"("mailto:a@b.c")",
+                         R"("http://h:8080")", R"("file:/etc/hosts")", R"("a:")", R"("https://example.com/%20x")"})
+    EXPECT_TRUE(accepts(uri, ok)) << ok;
+  for (const char* bad : {R"("/relative/path")", R"("example.com")", R"("1http://x")", R"("http://a b")", R"("http://x:y/")",
+                          R"("http://%zz")", R"("")"})
+    EXPECT_FALSE(accepts(uri, bad)) << bad;
+  const char* reference = R"({"type":"string","format":"uri-reference"})";
+  for (const char* ok : {R"("/relative/path")", R"("../up?q")", R"("#frag")", R"("")", R"("//host/x")", R"("https://e.com")"})
+    EXPECT_TRUE(accepts(reference, ok)) << ok;
+  for (const char* bad : {R"("a b")", R"("\\\\x")", R"("%g0")"}) EXPECT_FALSE(accepts(reference, bad)) << bad;
+  EXPECT_TRUE(accepts(R"({"type":"string","format":"iri"})", R"("https://example.com")"));
+  const char* tpl = R"({"type":"string","format":"uri-template"})";
+  for (const char* ok : {R"("http://e.com/{id}")", R"("/search{?q,lang}")", R"("{+path:10}/x")", R"("/a/{b*}")", R"("plain")"})
+    EXPECT_TRUE(accepts(tpl, ok)) << ok;
+  for (const char* bad : {R"("http://e.com/{id")", R"("{}")", R"("a b")", R"("{a,}")"}) EXPECT_FALSE(accepts(tpl, bad)) << bad;
+  const char* regex = R"({"type":"string","format":"regex"})";
+  for (const char* ok : {R"("^[a-z]+$")", R"("(ab|cd)*e?")", R"("\\d+\\.")", R"("[^0-9 ]")", R"("")"}) EXPECT_TRUE(accepts(regex, ok)) << ok;
+  for (const char* bad : {R"("(a")", R"("a**")", R"("[a")", R"("a{2}")", R"("\\1")"}) EXPECT_FALSE(accepts(regex, bad)) << bad;
+  const char* relative = R"({"type":"string","format":"relative-json-pointer"})";
+  for (const char* ok : {R"("0")", R"("1/foo/0")", R"("2#")", R"("0/")"}) EXPECT_TRUE(accepts(relative, ok)) << ok;
+  for (const char* bad : {R"("/foo")", R"("01/a")", R"("-1")", R"("1#/")", R"("")"}) EXPECT_FALSE(accepts(relative, bad)) << bad;
+  EXPECT_TRUE(accepts(R"({"type":"string","format":"idn-email"})", R"("joe@example.com")"));
+  EXPECT_EQ(refused_keyword(R"({"type":"string","format":"phone"})"), "format");
+}
+
+// oneOf whose options overlap as wholes, read type by type: two options that allow every value of a
+// type leave none of it valid; the rest must exclude each other within the type.
+TEST(JsonSchemaKeywords, OneOfTypeByType) {
+  const char* tagged = R"({"oneOf":[{"properties":{"bar":{"type":"integer"}},"required":["bar"]},
+                                    {"properties":{"foo":{"type":"string"}},"required":["foo"]}]})";
+  EXPECT_TRUE(accepts(tagged, R"({"bar":2})"));
+  EXPECT_TRUE(accepts(tagged, R"({"foo":"x"})"));
+  EXPECT_FALSE(accepts(tagged, R"({"foo":"x","bar":2})"));
+  EXPECT_FALSE(accepts(tagged, R"("both match a string")"));
+  EXPECT_FALSE(accepts(tagged, "1"));
+  const char* empty = R"({"oneOf":[{"type":"number"},{}]})";
+  EXPECT_TRUE(accepts(empty, R"("foo")"));
+  EXPECT_TRUE(accepts(empty, "null"));
+  EXPECT_FALSE(accepts(empty, "123"));
+  EXPECT_FALSE(accepts(empty, "1.5"));
+  // A discriminated union of $ref'd models (pydantic): the targets' tags tell the options apart.
+  const char* pets = R"({"$defs":{"Cat":{"type":"object","properties":{"kind":{"const":"cat"},"meows":{"type":"boolean"}},"required":["kind"]},
+                                   "Dog":{"type":"object","properties":{"kind":{"const":"dog"},"barks":{"type":"boolean"}},"required":["kind"]}},
+                         "oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}]})";
+  EXPECT_TRUE(accepts(pets, R"({"kind":"cat","meows":true})"));
+  EXPECT_TRUE(accepts(pets, R"({"kind":"dog"})"));
+  EXPECT_FALSE(accepts(pets, R"({"kind":"bird"})"));
+  EXPECT_EQ(refused_keyword(R"({"oneOf":[{"type":"integer"},{"minimum":2}]})"), "oneOf");
+  EXPECT_EQ(refused_keyword(R"({"type":"string","oneOf":[{"minLength":2},{"maxLength":4}]})"), "oneOf");
+  EXPECT_EQ(refused_keyword(R"({"oneOf":[true,true,false]})"), "oneOf");
+}
+
+// not and if / then / else over one bound: its complement is the other types and the values beyond it.
+TEST(JsonSchemaKeywords, IfAndNotOverOneBound) {
+  const char* branch = R"({"if":{"exclusiveMaximum":0},"then":{"minimum":-10},"else":{"multipleOf":2}})";
+  for (const char* ok : {"-1", "-10", "0", "4", R"("x")", "null"}) EXPECT_TRUE(accepts(branch, ok)) << ok;
+  for (const char* bad : {"-100", "3", "-10.5"}) EXPECT_FALSE(accepts(branch, bad)) << bad;
+  const char* no_else = R"({"if":{"exclusiveMaximum":0},"then":{"minimum":-10}})";
+  EXPECT_TRUE(accepts(no_else, "3"));
+  EXPECT_TRUE(accepts(no_else, "-3"));
+  EXPECT_FALSE(accepts(no_else, "-11"));
+  const char* not_long = R"({"not":{"type":"string","minLength":3}})";
+  EXPECT_TRUE(accepts(not_long, R"("ab")"));
+  EXPECT_TRUE(accepts(not_long, "12345"));
+  EXPECT_FALSE(accepts(not_long, R"("abc")"));
+  EXPECT_TRUE(accepts(R"({"not":{"minimum":3}})", "2.5"));
+  EXPECT_FALSE(accepts(R"({"not":{"minimum":3}})", "3"));
+  EXPECT_EQ(refused_keyword(R"({"not":{"type":"integer","minimum":3}})"), "not");
+}
+
+// unevaluatedProperties / unevaluatedItems beside anyOf, oneOf and if: each outcome an alternative
+// with what it evaluates; an allOf part's own unevaluated* read within the part.
+TEST(JsonSchemaKeywords, UnevaluatedBesideApplicators) {
+  const char* any = R"({"type":"object","properties":{"foo":{"type":"string"}},
+                        "anyOf":[{"properties":{"bar":{"const":"bar"}},"required":["bar"]},
+                                 {"properties":{"baz":{"const":"baz"}},"required":["baz"]}],"unevaluatedProperties":false})";
+  EXPECT_TRUE(accepts(any, R"({"foo":"f","bar":"bar"})"));
+  EXPECT_TRUE(accepts(any, R"({"baz":"baz"})"));
+  EXPECT_FALSE(accepts(any, R"({"foo":"f","bar":"bar","quux":1})"));
+  EXPECT_FALSE(accepts(any, R"({"foo":"f"})"));
+  const char* one = R"({"properties":{"foo":{"type":"string"}},
+                        "oneOf":[{"properties":{"bar":{"const":"bar"}},"required":["bar"]},
+                                 {"properties":{"baz":{"const":"baz"}},"required":["baz"]}],"unevaluatedProperties":false})";
+  EXPECT_TRUE(accepts(one, R"({"foo":"f","bar":"bar"})"));
+  EXPECT_FALSE(accepts(one, R"({"foo":"f","bar":"bar","baz":"baz"})"));
+  EXPECT_FALSE(accepts(one, R"({"foo":"f","bar":"bar","quux":"q"})"));
+  EXPECT_FALSE(accepts(one, R"("a string matches both options")"));
+  const char* branch = R"({"if":{"properties":{"foo":{"const":"then"}},"required":["foo"]},
+                           "then":{"properties":{"bar":{"type":"string"}},"required":["bar"]},
+                           "else":{"properties":{"baz":{"type":"string"}},"required":["baz"]},"unevaluatedProperties":false})";
+  EXPECT_TRUE(accepts(branch, R"({"foo":"then","bar":"b"})"));
+  EXPECT_TRUE(accepts(branch, R"({"baz":"z"})"));
+  EXPECT_FALSE(accepts(branch, R"({"foo":"then","bar":"b","baz":"z"})"));
+  EXPECT_FALSE(accepts(branch, R"({"foo":"else","baz":"z"})"));
+  EXPECT_TRUE(accepts(branch, "3"));  // the condition holds for a number; then applies nothing to it
+  // The else branch may write the name the condition requires: which branch applies depends on its value.
+  EXPECT_EQ(refused_keyword(R"({"properties":{"foo":{}},"if":{"properties":{"foo":{"const":1}},"required":["foo"]},
+                                "else":{"required":["bar"]},"unevaluatedProperties":false})"), "if");
+  const char* items = R"({"prefixItems":[{"const":"foo"}],"anyOf":[{"prefixItems":[true,{"const":"bar"}]},
+                                                                   {"prefixItems":[true,true,{"const":"baz"}]}],
+                          "unevaluatedItems":false})";
+  EXPECT_TRUE(accepts(items, R"(["foo","bar"])"));
+  EXPECT_TRUE(accepts(items, R"(["foo","x","baz"])"));
+  EXPECT_FALSE(accepts(items, R"(["foo","bar",42])"));
+  EXPECT_FALSE(accepts(items, R"(["x","bar"])"));
+  // Cousins: a part's unevaluatedProperties sees only its own part.
+  const char* cousins = R"({"allOf":[{"properties":{"foo":true}},{"unevaluatedProperties":false}]})";
+  EXPECT_TRUE(accepts(cousins, "{}"));
+  EXPECT_FALSE(accepts(cousins, R"({"foo":1})"));
+  const char* inner = R"({"allOf":[{"properties":{"foo":{"type":"string"}},"unevaluatedProperties":false}],
+                          "unevaluatedProperties":true})";
+  EXPECT_TRUE(accepts(inner, R"({"foo":"f"})"));
+  EXPECT_FALSE(accepts(inner, R"({"foo":"f","bar":"b"})"));
+  const char* siblings = R"({"allOf":[{"properties":{"foo":true},"unevaluatedProperties":false}],"anyOf":[{"properties":{"bar":true}}]})";
+  EXPECT_TRUE(accepts(siblings, R"({"foo":1})"));
+  EXPECT_FALSE(accepts(siblings, R"({"foo":1,"bar":1})"));
 }
 
 }  // namespace

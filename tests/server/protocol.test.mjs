@@ -210,7 +210,7 @@ test('bad requests get OpenAI-shaped 4xx errors', async () => {
   assertError(await chat({ messages, stream_options: { include_usage: true } }), 400, 'stream_options');
   assertError(await chat({ messages, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }], tool_choice: { type: 'function', function: { name: 'g' } } }), 400, 'tool_choice');
   assertError(await chat({ messages, tool_choice: 'required' }), 400, 'tool_choice');
-  assertError(await chat({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'hostname' } } } }), 400, 'response_format');
+  assertError(await chat({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'phone' } } } }), 400, 'response_format');
   assertError(await chat({ messages, response_format: { type: 'yaml' } }), 400, 'response_format');
   assertError(await chat({ messages, top_logprobs: 3 }), 400, 'top_logprobs');
   assertError(await chat({ messages, logit_bias: { 'abc': 1 } }), 400, 'logit_bias');

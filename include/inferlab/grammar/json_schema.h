@@ -9,20 +9,25 @@
 // DFA of the regexes, src/grammar/pattern_automaton.h), propertyNames of a map, dependentRequired
 // (and dependentSchemas that only require names), minProperties / maxProperties (listed properties
 // counted exactly as written; a map's pairs too, a minimum of at most 1 left to them), enum, const
-// (2.0 written as 2), items / prefixItems / minItems / maxItems, uniqueItems (false; true over a
-// few known item values: enum, const, boolean, null), contains / minContains, minLength /
+// (2.0 written as 2; beside lengths, counts, bounds and required, the values that meet them),
+// items / prefixItems / minItems / maxItems, uniqueItems (false; true over a
+// few known item values: enum, const, boolean, null), contains / minContains, maxContains (where the
+// complement of contains is a grammar: a type, one bound, a few known scalars), minLength /
 // maxLength, minimum / maximum / exclusive* (any, on integers and numbers; bounded numbers are
 // written without an exponent), multipleOf (digits modulo the step, src/grammar/number_multiples.h),
-// pattern (regex.h), format (date, time, date-time, uuid, email, ipv4, ipv6, duration, json-pointer: asserted, as every grammar engine
-// does), anyOf, oneOf whose options no value can match together (different types, different const
+// pattern (regex.h), format (date, time, date-time, uuid, email, idn-email, ipv4, ipv6, duration,
+// json-pointer, relative-json-pointer, hostname, idn-hostname, uri, iri, uri-reference, iri-reference,
+// uri-template, regex: each a subset of its RFC's strings, asserted, as every grammar engine does),
+// anyOf, oneOf whose options no value can match together (different types, different const
 // values, a required property with different const values, or objects each requiring a name the
-// other never writes), keywords beside anyOf / oneOf
+// other never writes; type by type where options overlap as wholes), keywords beside anyOf / oneOf
 // merged into each option, $ref to a JSON pointer, an #anchor or an $id-based URI within the
 // document (src/grammar/schema_references.h; other documents are never fetched), allOf (and $ref
 // beside other keywords) merged into one schema where the parts combine exactly, not and if / then /
-// else where they reduce to plain keywords (not of true, false, {}, a not or a type; if true or
-// false, or without branches), unevaluatedProperties / unevaluatedItems where what is evaluated
-// does not depend on the value (then additionalProperties / items over all that is listed), and the
+// else where they reduce to plain keywords (not of true, false, {}, a not, a type or one bound; if
+// true or false, without branches, or over a condition not reduces), unevaluatedProperties /
+// unevaluatedItems (additionalProperties / items over all that is listed; beside anyOf / oneOf / if,
+// each outcome an alternative with what it evaluates), and the
 // annotations (title, description, default, examples, content*, ...). Any other keyword is refused
 // with an UnsupportedSchemaError naming it: never a grammar that silently enforces less than the
 // schema (the official test suite checks it: tests/grammar/json_schema_suite.cpp).
