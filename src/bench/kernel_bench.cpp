@@ -48,6 +48,14 @@ double time_matmuls(const std::vector<fast::PackedMatrix>& copies, const std::ve
   return best;
 }
 
+// The dot-product peak a format's prefill runs against: int8 activations (int8, q4, ...) the int8
+// one (vpdpbusd / vpmaddubsw), bf16 its own, the rest fp32's (0 when the probe has none).
+double dot_peak(const MachineProbes& probes, const std::string& weights) {
+  const fast::WeightFormat format = fast::parse_format(weights);
+  if (fast::int8_activations(format)) return probes.peaks.int8_gops;
+  return format == fast::WeightFormat::BF16 ? probes.peaks.bf16_gflops : probes.peaks.fp32_gflops;
+}
+
 }  // namespace
 
 KernelBench run_kernel_bench(const KernelBenchOptions& options) {
@@ -95,13 +103,15 @@ std::string kernel_bench_text(const KernelBench& bench) {
   const double bandwidth = bench.probes.bandwidth.read_gbs;
   const double bf16_peak = bench.probes.peaks.bf16_gflops;
   std::string text = probes_text(bench.probes);
-  text += "\n| shape | out x in | weights | rows | time | GB/s | of bandwidth | GFLOP/s | of bf16 peak | of sgemm |\n";
-  text += "|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const KernelTiming& k : bench.kernels)
-    text += fmt::format("| {} | {}x{} | {} | {} | {:.1f} us | {:.1f} | {:.0f}% | {:.0f} | {:.0f}% | {} |\n", k.shape,
+  text += "\n| shape | out x in | weights | rows | time | GB/s | of bandwidth | GFLOP/s | of bf16 peak | of dot peak | of sgemm |\n";
+  text += "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const KernelTiming& k : bench.kernels) {
+    const double peak = dot_peak(bench.probes, k.weights);
+    text += fmt::format("| {} | {}x{} | {} | {} | {:.1f} us | {:.1f} | {:.0f}% | {:.0f} | {:.0f}% | {:.0f}% | {} |\n", k.shape,
                         k.out, k.in, k.weights, k.rows, k.seconds * 1e6, k.gbs, 100 * k.gbs / bandwidth, k.gflops,
-                        bf16_peak > 0 ? 100 * k.gflops / bf16_peak : 0.0,
+                        bf16_peak > 0 ? 100 * k.gflops / bf16_peak : 0.0, peak > 0 ? 100 * k.gflops / peak : 0.0,
                         k.of_sgemm ? fmt::format("{:.2f}x", *k.of_sgemm) : std::string(""));
+  }
   text += fmt::format("\nGB/s: packed weight bytes (scales included) read per call / time, cycling through {} MiB of "
                       "copies of each matrix (up to 64 rows); bandwidth: the read probe above.\n",
                       bench.rotation_mib);
@@ -117,6 +127,7 @@ nlohmann::json kernel_bench_json(const KernelBench& bench) {
     results.push_back({{"shape", k.shape}, {"out", k.out}, {"in", k.in}, {"weights", k.weights}, {"rows", k.rows},
                        {"seconds", k.seconds}, {"gbs", k.gbs}, {"of_bandwidth", k.gbs / bandwidth}, {"gflops", k.gflops},
                        {"of_bf16_peak", bf16_peak > 0 ? k.gflops / bf16_peak : 0.0},
+                       {"of_dot_peak", dot_peak(bench.probes, k.weights) > 0 ? k.gflops / dot_peak(bench.probes, k.weights) : 0.0},
                        {"of_sgemm", k.of_sgemm ? nlohmann::json(*k.of_sgemm) : nlohmann::json(nullptr)}});
   doc["kernels"] = results;
   doc["rotation_mib"] = bench.rotation_mib;

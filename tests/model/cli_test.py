@@ -152,6 +152,10 @@ def main():
           and all(k["gbs"] > 0 and k["seconds"] > 0 for k in doc["kernels"]), f"bench kernels --json: {cases} {r.stderr!r}")
     check(doc.get("bandwidth", {}).get("array_bytes") == 64 << 20,
           f"bench kernels: the bandwidth probe reads the rotation's 64 MiB: {doc.get('bandwidth')}")
+    # Each case's share of its format's dot peak (int8 and q4: the int8 one), where the CPU has a peak.
+    int8_peak = doc.get("peaks", {}).get("int8_gops", 0)
+    check(all(abs(k.get("of_dot_peak", -1) - (k["gflops"] / int8_peak if int8_peak > 0 else 0)) < 1e-9 for k in doc.get("kernels", [])),
+          f"bench kernels --json: of_dot_peak is gflops over the int8 peak {int8_peak}: {doc.get('kernels')}")
 
     llama = os.path.join(a.workdir, "llama-bf16")
     r = run(a.cli, "make-model", "--preset", "llama-tiny", "--dtype", "bf16", "--seed", "3", "--out", llama)

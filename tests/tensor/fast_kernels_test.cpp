@@ -310,13 +310,14 @@ TEST(Matmul, RowsAreIndependentOfBatchAndMatchTheScalarPath) {
 }
 
 // Prefill-sized batches (AMX takes 64 rows and more, in groups of rows whose activations fit the
-// L2: with 4,864 inputs, 96 rows per group): each row as computed alone, bit for bit.
+// L2: with 4,864 inputs, 96 rows per group, so 110 rows are two groups, the second of 14 rows; the
+// AVX-512 tiles of 4 rows end on a 2-row tile): each row as computed alone, bit for bit.
 TEST(Matmul, ManyRowsOfLongInputsGiveTheBitsOfEachRowAlone) {
   IsaGuard guard;
   const int out = 40, in = 4864;
   const auto w = random_vector(static_cast<std::size_t>(out) * in, 13, 0.05f);
   const auto bias = random_vector(out, 14);
-  for (const int rows : {64, 70, 100})
+  for (const int rows : {64, 70, 100, 110})
   for (WeightFormat format : {WeightFormat::Q8, WeightFormat::Q4}) {
     const auto x = random_vector(static_cast<std::size_t>(rows) * in, 15 + rows);
     const PackedMatrix m = PackedMatrix::from_f32(w.data(), out, in, format);

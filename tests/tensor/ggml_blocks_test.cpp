@@ -419,6 +419,43 @@ TEST(GgmlBlocks, MixedFormatsWithAFloatPartFuseIntoBlocksExactly) {
     }
 }
 
+// Q5_0 and MXFP4 at prefill sizes (the other panel tests stop at 512 inputs and 70 rows): 4,864
+// inputs, 110 rows (AMX's groups of rows; a 2-row last tile), 40 outputs (a pair of panels and an
+// odd one); every row gives the bits it gives alone and the scalar kernel's, on every instruction
+// set and at 1 and 2 threads.
+TEST(GgmlBlocks, PrefillOfLongInputsGivesTheBitsOfEachRowAlone) {
+  const int out = 40, in = 4864, rows = 110;
+  IsaGuard guard;
+  for (uint32_t type : {kGgmlQ5_0, kGgmlMXFP4}) {
+    const auto bytes = random_rows(type, out, in, 30 + type);
+    const PackedMatrix w = PackedMatrix::from_ggml(bytes.data(), type, out, in);
+    ASSERT_EQ(w.format(), packed_format(type));
+    std::mt19937 rng(31);
+    std::normal_distribution<float> dist;
+    std::vector<float> x(static_cast<std::size_t>(rows) * in), bias(out);
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : bias) v = dist(rng);
+    set_isa_limit(Isa::Scalar);
+    std::vector<float> scalar(static_cast<std::size_t>(rows) * out);
+    matmul(x.data(), rows, w, bias.data(), scalar.data());
+    for (Isa isa : runnable_isas())
+      for (int threads : {1, 2}) {
+        set_isa_limit(isa);
+        set_threads(threads);
+        std::vector<float> batch(scalar.size(), NAN), single(out);
+        matmul(x.data(), rows, w, bias.data(), batch.data());
+        for (int r = 0; r < rows; ++r) {
+          matmul(x.data() + static_cast<std::size_t>(r) * in, 1, w, bias.data(), single.data());
+          ASSERT_EQ(std::memcmp(single.data(), batch.data() + static_cast<std::size_t>(r) * out, out * sizeof(float)), 0)
+              << ggml_type_name(type) << " " << isa_name(isa) << ", " << threads << " threads: row " << r;
+          ASSERT_EQ(std::memcmp(scalar.data() + static_cast<std::size_t>(r) * out, single.data(), out * sizeof(float)), 0)
+              << ggml_type_name(type) << " " << isa_name(isa) << ": row " << r << " against the scalar kernel";
+        }
+      }
+    set_threads(0);
+  }
+}
+
 TEST(GgmlBlocks, KernelMatchesReferenceOnEveryIsaAndIsIndependentOfTheBatch) {
   IsaGuard guard;
   for (uint32_t type : kBlockTypes) {
