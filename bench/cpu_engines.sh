@@ -151,6 +151,12 @@ setup_venv() {
   if python3 -m venv "$venv" >"$log" 2>&1 &&
      "$venv/bin/pip" install --disable-pip-version-check --no-deps -r "$requirements" >>"$log" 2>&1; then
     cp "$requirements" "$venv/.requirements"
+    # Identical files (PyPI's torch and its CUDA libraries, ~5 GB a venv) become one on disk across
+    # these venvs and bench/peer_tools.py's (util-linux hardlink; pip replaces files, never writes
+    # into them, so the venvs stay independent).
+    if command -v hardlink >/dev/null; then
+      hardlink --ignore-time "$VENVS"/*/ $( [ -d out/peer-venvs ] && echo out/peer-venvs/*/ ) 2>&1 | grep '^Saved' | sed 's/^/   hardlink: /' || true
+    fi
   else
     SETUP_ERROR[$engine]="pip install -r $requirements failed: $(grep -v '^\s*$' "$log" | tail -n 1) (log: $log)"
     echo "   $engine: ${SETUP_ERROR[$engine]}" >&2
