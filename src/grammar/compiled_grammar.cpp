@@ -22,6 +22,8 @@ constexpr uint32_t kLoopCheckFrom = 8;
 constexpr std::size_t kMaxUtf8Pairs = 64;
 // States followed along a string of bounded length to learn how many characters it takes for sure.
 constexpr int kMaxRunDepth = 64;
+// ASCII bytes a state must take alike (or every UTF-8 character) to be followed along a bounded run.
+constexpr int kMinRunBytes = 3;
 
 }  // namespace
 
@@ -257,9 +259,9 @@ const CompiledGrammar::Run& CompiledGrammar::run(int32_t state, int depth) {
     r.length = 0;
   } else if (most == state) {
     r.length = kUnbounded;
-  } else if (depth >= kMaxRunDepth || (__builtin_popcountll(r.ascii[0]) + __builtin_popcountll(r.ascii[1]) < 2 && !r.utf8)) {
-    // Sure of one character; more would need a longer look ahead (not worth it for a literal,
-    // whose text the trie rarely repeats).
+  } else if (depth >= kMaxRunDepth || (__builtin_popcountll(r.ascii[0]) + __builtin_popcountll(r.ascii[1]) < kMinRunBytes && !r.utf8)) {
+    // Sure of one character; more would need a longer look ahead, not worth it for a literal or
+    // bounded whitespace (the trie repeats their bytes in few tokens, and the walk is short).
     r.length = 1;
     r.exact = refuses_text(most);
   } else {
