@@ -246,15 +246,6 @@ const CompiledGrammar::Run& CompiledGrammar::run(int32_t state, int depth) {
   for (int b = 0; b < 128; ++b)
     if (most != 0 && to[b] == most) r.ascii[b >> 6] |= uint64_t{1} << (b & 63);
   r.utf8 = most != 0 && finish_character(state, 0) == most;
-  // Whether `end` refuses every byte that starts a character of this text.
-  auto refuses_text = [&](int32_t end) {
-    fill_row(end);
-    for (int b = 0; b < 256; ++b) {
-      const bool starts = b < 128 ? ((r.ascii[b >> 6] >> (b & 63)) & 1) != 0 : r.utf8 && utf8_decoder::step(0, static_cast<uint8_t>(b)) > 0;
-      if (starts && next_[end][b] != 0) return false;
-    }
-    return true;
-  };
   if (most == 0) {
     r.length = 0;
   } else if (most == state) {
@@ -263,7 +254,7 @@ const CompiledGrammar::Run& CompiledGrammar::run(int32_t state, int depth) {
     // Sure of one character; more would need a longer look ahead, not worth it for a literal or
     // bounded whitespace (the trie repeats their bytes in few tokens, and the walk is short).
     r.length = 1;
-    r.exact = refuses_text(most);
+    r.end = most;
   } else {
     // A string of bounded length: one character here, then as many as the next state is sure of,
     // as long as it takes at least these bytes.
@@ -271,17 +262,35 @@ const CompiledGrammar::Run& CompiledGrammar::run(int32_t state, int depth) {
     const bool same_text = (r.ascii[0] & ~after.ascii[0]) == 0 && (r.ascii[1] & ~after.ascii[1]) == 0 && (!r.utf8 || after.utf8);
     if (!same_text) {
       r.length = 1;
-      r.exact = refuses_text(most);
+      r.end = most;
     } else if (after.length == kUnbounded) {
       r.length = kUnbounded;
+    } else if (1 + after.length < kUnbounded) {
+      r.length = static_cast<uint8_t>(1 + after.length);
+      r.end = after.end;
     } else {
-      r.length = static_cast<uint8_t>(std::min<int>(kUnbounded - 1, 1 + after.length));
-      r.exact = after.exact && 1 + after.length < kUnbounded;
+      r.length = kUnbounded - 1;  // sure of that many; where the run ends is not followed
+      r.exact = 0;
     }
   }
   r.known = true;
   runs_[state] = r;
   return runs_[state];
+}
+
+bool CompiledGrammar::run_is_exact(int32_t state) {
+  if (runs_[state].exact < 0) {
+    // Every byte that starts a character of the text must be refused where the run ends.
+    const Run r = runs_[state];
+    bool refuses = r.end != 0;
+    if (refuses) fill_row(r.end);
+    for (int b = 0; b < 256 && refuses; ++b) {
+      const bool starts = b < 128 ? ((r.ascii[b >> 6] >> (b & 63)) & 1) != 0 : r.utf8 && utf8_decoder::step(0, static_cast<uint8_t>(b)) > 0;
+      if (starts && next_[r.end][b] != 0) refuses = false;
+    }
+    runs_[state].exact = refuses ? 1 : 0;
+  }
+  return runs_[state].exact == 1;
 }
 
 int CompiledGrammar::decide_below(int32_t state, int place, const TokenVocabulary::TrieNode& t) {
@@ -303,7 +312,8 @@ int CompiledGrammar::decide_below(int32_t state, int place, const TokenVocabular
   if ((t.ascii_below[0] & ~r.ascii[0]) | (t.ascii_below[1] & ~r.ascii[1])) return kWalk;
   if (!t.only_ascii_below && !r.utf8) return kWalk;
   if (r.length == kUnbounded || t.chars_below <= r.length) return kAllBelow;
-  return r.exact ? r.length : kWalk;
+  const int length = r.length;
+  return run_is_exact(text) ? length : kWalk;
 }
 
 const CompiledGrammar::Mask& CompiledGrammar::mask(int32_t state) {

@@ -87,16 +87,18 @@ class CompiledGrammar {
   // lead to one state (`next`: itself in a string body, the next position in a string of bounded
   // length), whether each well-formed UTF-8 character >= 0x80 leads there too (its prefixes
   // alive), and how many such characters in a row are sure to be taken (kUnbounded: any number).
-  // exact: one more character of the text after `length` is refused, so a longer token is too.
+  // A bounded run ends in state `end`; exact (1, 0, -1 not asked yet): `end` refuses the text, so a
+  // token longer than `length` characters is refused too.
   // For a state inside a character: where every way to finish it from `finish_place` leads.
   struct Run {
     bool row_full = false;  // every byte's transition is in next_
     bool known = false;
     bool utf8 = false;
-    bool exact = false;
+    int8_t exact = -1;
     uint8_t length = 0;
     int8_t finish_place = -1;
     int32_t next = 0;
+    int32_t end = 0;
     int32_t finishes_to = 0;
     std::array<uint64_t, 2> ascii{};
   };
@@ -111,6 +113,7 @@ class CompiledGrammar {
   int32_t next_token(int32_t state, int32_t token);  // through a token element (a special token)
   void fill_row(int32_t state);                      // every byte's transition, bytes that act alike computed once
   const Run& run(int32_t state, int depth = 0);
+  bool run_is_exact(int32_t state);  // run(state) was asked for first
   // The state every well-formed way to finish a UTF-8 character from `place` (utf8_decoder; 0: a
   // whole character) leads to, each byte keeping a stack alive; 0 when some way dies or they part.
   int32_t finish_character(int32_t state, int place);
