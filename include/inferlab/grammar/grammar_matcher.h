@@ -3,7 +3,9 @@
 // id), whose parser states (sets of stacks) are interned and stepped through a lazily built
 // transition table (one array lookup per byte once a transition is known), and a per-state cache
 // of token masks: the mask of a state is computed once, by walking the vocabulary's byte trie
-// against the automaton (a subtree is left the moment its prefix fails), and reused whenever a
+// against the automaton (a subtree is left the moment its prefix fails, and taken whole, without
+// a step, when the state loops on every byte below it: the body of a JSON string loops on its
+// ASCII characters and returns to itself after each well-formed UTF-8 character), and reused whenever a
 // sequence is in that state again: every character of a string, every repeat of a schema, every
 // request with the same grammar. A GrammarMatcher is one sequence's state. Each decoding step:
 // fill_mask(), sample, accept_token().
@@ -34,6 +36,12 @@ class TokenMask {
   }
   void clear() { std::fill(words_.begin(), words_.end(), 0); }
   void set(int32_t id) { words_[id >> 6] |= uint64_t{1} << (id & 63); }
+  void reset(int32_t id) { words_[id >> 6] &= ~(uint64_t{1} << (id & 63)); }
+  // The bits of `words` (one per id, as words() gives them) for `size` ids.
+  void assign(int size, const std::vector<uint64_t>& words) {
+    size_ = size;
+    words_ = words;
+  }
   bool test(int32_t id) const { return (words_[id >> 6] >> (id & 63)) & 1; }
   int size() const { return size_; }
   int count() const;
@@ -75,6 +83,26 @@ class CompiledGrammar {
     TokenMask bits;               // many: the bitmap
     bool as_bits = false;
   };
+  // What a state does on plain text, found when a mask walk first needs it: the ASCII bytes that
+  // lead to one state (`next`: itself in a string body, the next position in a string of bounded
+  // length), whether each well-formed UTF-8 character >= 0x80 leads there too (its prefixes
+  // alive), and how many such characters in a row are sure to be taken (kUnbounded: any number).
+  // A bounded run ends in state `end`; exact (1, 0, -1 not asked yet): `end` refuses the text, so a
+  // token longer than `length` characters is refused too.
+  // For a state inside a character: where every way to finish it from `finish_place` leads.
+  struct Run {
+    bool row_full = false;  // every byte's transition is in next_
+    bool known = false;
+    bool utf8 = false;
+    int8_t exact = -1;
+    uint8_t length = 0;
+    int8_t finish_place = -1;
+    int32_t next = 0;
+    int32_t end = 0;
+    int32_t finishes_to = 0;
+    std::array<uint64_t, 2> ascii{};
+  };
+  static constexpr uint8_t kUnbounded = 255;
 
   // Caller holds mutex_.
   uint32_t node(uint32_t position, uint32_t parent);
@@ -83,6 +111,17 @@ class CompiledGrammar {
   int32_t initial_state();
   int32_t next(int32_t state, uint8_t byte);
   int32_t next_token(int32_t state, int32_t token);  // through a token element (a special token)
+  void fill_row(int32_t state);                      // every byte's transition, bytes that act alike computed once
+  const Run& run(int32_t state, int depth = 0);
+  bool run_is_exact(int32_t state);  // run(state) was asked for first
+  // The state every well-formed way to finish a UTF-8 character from `place` (utf8_decoder; 0: a
+  // whole character) leads to, each byte keeping a stack alive; 0 when some way dies or they part.
+  int32_t finish_character(int32_t state, int place);
+  // How trie node `t`'s subtree is decided from `state` without a step (`place`: where the node's
+  // prefix ends in a UTF-8 character, -1 where not well-formed): kAllBelow, every string below is
+  // taken; n >= 0, exactly those of at most n characters are; kWalk, it must be walked.
+  static constexpr int kAllBelow = 1 << 20, kWalk = -1;
+  int decide_below(int32_t state, int place, const TokenVocabulary::TrieNode& t);
   const Mask& mask(int32_t state);
 
   Grammar grammar_;
@@ -96,9 +135,18 @@ class CompiledGrammar {
   std::vector<StackSet> states_;                   // state 0: the empty set (no way on)
   std::vector<std::array<int32_t, 256>> next_;     // -1: not computed yet
   std::vector<uint8_t> complete_;                  // the state holds the empty stack
+  std::vector<Run> runs_;                          // per state
   std::unordered_map<StackSet, int32_t, StateSetHash> state_ids_;
   std::unordered_map<int32_t, Mask> masks_;
   uint64_t mask_hits_ = 0, mask_misses_ = 0;
+  struct Frame {
+    uint32_t child, end;  // the trie node's children still to visit
+    int32_t state;        // the state its prefix leads to
+    int place;            // where its prefix ends in a UTF-8 character (-1: not well-formed)
+    int chars;            // characters in its prefix (bytes that do not continue one)
+  };
+  std::vector<Frame> walk_frames_;                         // mask()'s, kept for their capacity
+  std::vector<std::pair<uint32_t, uint32_t>> walk_runs_;   // runs of trie_tokens() a mask takes
 };
 
 class GrammarMatcher {
