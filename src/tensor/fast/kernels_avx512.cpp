@@ -159,6 +159,7 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
   #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) wp[v] = w.panel_data(panel0 + v), sp[v] = w.panel_scale_bytes(panel0 + v);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f), high_bits = _mm512_set1_epi8(0x30);
+  [[maybe_unused]] const __m512i mxfp4_table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes)));
   __m512 acc[MR][NV];
   #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -268,13 +269,9 @@ void quant_tile(const KernelArgs& a, int row0, int panel0) {
           for (int v = 0; v < NV; ++v) prefetch(v, 4);
         #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) nibble_codes<fifth>(wp[v] + b * block_bytes, g, lo[v], hi[v]);
-        if constexpr (F == WeightFormat::MXFP4) {  // e2m1 nibbles -> twice their value + 12
-          // The table here, not at the top where the other formats would hold it unused: there it
-          // changed their register allocation (objdump against 363d8f4). GCC hoists this load.
-          const __m512i mxfp4_table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes)));
+        if constexpr (F == WeightFormat::MXFP4)  // e2m1 nibbles -> twice their value + 12
           #pragma GCC unroll 16
           for (int v = 0; v < NV; ++v) lo[v] = _mm512_shuffle_epi8(mxfp4_table, lo[v]), hi[v] = _mm512_shuffle_epi8(mxfp4_table, hi[v]);
-        }
         #pragma GCC unroll 16
         for (int m = 0; m < MR; ++m) {
           const __m512i xlo = _mm512_set1_epi32(load_i32(xb + m * x_row + g * 4));
