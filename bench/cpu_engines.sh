@@ -85,7 +85,7 @@ while (($#)); do
     --venvs) need_value "$@"; VENVS=$2; shift 2 ;;
     --engine-models) need_value "$@"; ENGINE_MODELS=$2; shift 2 ;;
     --build-dir) need_value "$@"; BUILD_DIR=$2; shift 2 ;;
-    -h|--help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
