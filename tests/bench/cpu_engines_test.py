@@ -84,6 +84,19 @@ def test_driver_variants():
             check(bool(doc[f]) != bool(doc["not_offered"].get(f)), f"{driver}.py: {f} has variants or a reason, not both: {doc}")
 
 
+def table_of(records, threads):
+    """table.py's output for these records, written as a results.jsonl (exit 0 checked)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "results.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in records))
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cpu_engines", "table.py"), path, "--threads", threads],
+                           capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"table.py exit {r.returncode}: {r.stderr}")
+    print(r.stdout)
+    return r.stdout
+
+
 def test_table():
     def run_record(engine, variant, fmt, threads, rnd, pp, tg, version, **extra):
         result = {"engine": engine, "variant": variant, "version": version, "pp_ts": pp, "tg_ts": tg, "p": 512, "n": 128, **extra}
@@ -104,27 +117,19 @@ def test_table():
                     "round": None, "rc": 0, "log": "", "result": {"engine": "vLLM CPU", "not_offered": "needs a quantized checkpoint"}})
     records[0]["result"]["smoke_tokens"] = [1, 2, 3, 4]
     records[3]["result"]["smoke_tokens"] = [1, 2, 9, 4]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "results.jsonl")
-        with open(path, "w") as f:
-            f.write("".join(json.dumps(r) + "\n" for r in records))
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cpu_engines", "table.py"), path, "--threads", "1"],
-                           capture_output=True, text=True, timeout=60)
-        check(r.returncode == 0, f"table.py exit {r.returncode}: {r.stderr}")
-        out = r.stdout
-        print(out)
-        check(re.search(r"^\| 1 \| int8 \| inferlab \| int8 \| 100\.0 \(90\.0-110\.0\) \| 21\.00 \(20\.00-22\.00\) \| - \|", out, re.M),
-              "our row: the median of the rounds and their range")
-        # ours / this row: pp 100/80 = 1.25, tg 21/25 = 0.84
-        check(re.search(r"^\| 1 \| int8 \| llama\.cpp \| Q8_0 \| 80\.00 .*\| 1\.25x, 0\.84x \|", out, re.M), "ours / llama.cpp per row")
-        # best peer: pp llama.cpp 80 (1.25x), tg CTranslate2 30 (0.70x)
-        check(re.search(r"^\| 1 \| int8 \| 100\.0 .*\| 80\.00 .*\(llama\.cpp Q8_0\) \| 1\.25x \| 21\.00 .*\| 30\.00 .*\(ctranslate2 int8_float32\) \| 0\.70x \|",
-                        out, re.M), "ours / the best peer, each test's best")
-        check("RuntimeError: no CPU plugin" in out, "a failed run keeps its row and error")
-        check("not offered: needs a quantized checkpoint" in out, "a format not offered keeps its row and reason")
-        check("node-llama-cpp 3.21.1" in out and "ctranslate2 4.8.5" in out, "each engine's version")
-        check(re.search(r"^\| int8 \| llama\.cpp \| Q8_0 \| 1 2 9 4 \| .* \| first 2 of 4 \|", out, re.M),
-              "smoke tokens beside the reference's: the agreeing prefix")
+    out = table_of(records, "1")
+    check(re.search(r"^\| 1 \| int8 \| inferlab \| int8 \| 100\.0 \(90\.0-110\.0\) \| 21\.00 \(20\.00-22\.00\) \| - \|", out, re.M),
+          "our row: the median of the rounds and their range")
+    # ours / this row: pp 100/80 = 1.25, tg 21/25 = 0.84
+    check(re.search(r"^\| 1 \| int8 \| llama\.cpp \| Q8_0 \| 80\.00 .*\| 1\.25x, 0\.84x \|", out, re.M), "ours / llama.cpp per row")
+    # best peer: pp llama.cpp 80 (1.25x), tg CTranslate2 30 (0.70x)
+    check(re.search(r"^\| 1 \| int8 \| 100\.0 .*\| 80\.00 .*\(llama\.cpp Q8_0\) \| 1\.25x \| 21\.00 .*\| 30\.00 .*\(ctranslate2 int8_float32\) \| 0\.70x \|",
+                    out, re.M), "ours / the best peer, each test's best")
+    check("RuntimeError: no CPU plugin" in out, "a failed run keeps its row and error")
+    check("not offered: needs a quantized checkpoint" in out, "a format not offered keeps its row and reason")
+    check("node-llama-cpp 3.21.1" in out and "ctranslate2 4.8.5" in out, "each engine's version")
+    check(re.search(r"^\| int8 \| llama\.cpp \| Q8_0 \| 1 2 9 4 \| .* \| first 2 of 4 \|", out, re.M),
+          "smoke tokens beside the reference's: the agreeing prefix")
 
 
 def test_serve_table():
@@ -142,22 +147,14 @@ def test_serve_table():
                serve("llama.cpp", "BF16", "capacity", {"slo": slo, "capacity": None, "outcome": "below range"}),
                serve("vllm", "bf16", 1, level(20.0)), serve("vllm", "bf16", 8, level(100.0)),
                serve("vllm", "bf16", "capacity", {"error": "bench capacity exit 2: --slo: bad objective"})]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "results.jsonl")
-        with open(path, "w") as f:
-            f.write("".join(json.dumps(r) + "\n" for r in records))
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cpu_engines", "table.py"), path, "--threads", "2"],
-                           capture_output=True, text=True, timeout=60)
-        check(r.returncode == 0, f"table.py exit {r.returncode}: {r.stderr}")
-        out = r.stdout
-        print(out)
-        check(f"the highest concurrency meeting {slo}" in out, "the serving table names the SLO of its capacity column")
-        check(re.search(r"^\| 2 \| bf16 \| inferlab \| bf16 \| 80\.00 \(200 / 10\.0\) \| 200\.0 \(200 / 10\.0\) \| c=9 \(170\.4 tok/s\) \| - \|", out, re.M),
-              "our row: each level, then the capacity with its throughput")
-        check(re.search(r"^\| 2 \| bf16 \| vllm \| bf16 \| .* \| - \| 4\.00x, 2\.00x \| capacity: bench capacity exit 2", out, re.M),
-              "a failed search keeps its row, the error in the note, and the levels' ratios")
-        check(re.search(r"^\| 2 \| bf16 \| llama\.cpp \| BF16 \| 40\.00 .*\| - \| none \(not even c=1 met it\) \| 2\.00x \| c=8: 2 request\(s\) failed", out, re.M),
-              "no level meeting the SLO says so; a failed level is '-' with its error")
+    out = table_of(records, "2")
+    check(f"the highest concurrency meeting {slo}" in out, "the serving table names the SLO of its capacity column")
+    check(re.search(r"^\| 2 \| bf16 \| inferlab \| bf16 \| 80\.00 \(200 / 10\.0\) \| 200\.0 \(200 / 10\.0\) \| c=9 \(170\.4 tok/s\) \| - \|", out, re.M),
+          "our row: each level, then the capacity with its throughput")
+    check(re.search(r"^\| 2 \| bf16 \| vllm \| bf16 \| .* \| - \| 4\.00x, 2\.00x \| capacity: bench capacity exit 2", out, re.M),
+          "a failed search keeps its row, the error in the note, and the levels' ratios")
+    check(re.search(r"^\| 2 \| bf16 \| llama\.cpp \| BF16 \| 40\.00 .*\| - \| none \(not even c=1 met it\) \| 2\.00x \| c=8: 2 request\(s\) failed", out, re.M),
+          "no level meeting the SLO says so; a failed level is '-' with its error")
 
 
 if __name__ == "__main__":
